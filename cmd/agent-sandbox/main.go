@@ -1,0 +1,92 @@
+// Command agent-sandbox runs an AI coding agent inside a sandbox.
+//
+// This package only wires the internal packages together: cli parses the
+// command line, agent finds the agent folder, posture decides whether and how
+// the run is sandboxed, plan builds the run, and launch executes it. See
+// docs/ARCHITECTURE.md.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/agent"
+	"github.com/agent-sandbox/agent-sandbox/internal/cli"
+	"github.com/agent-sandbox/agent-sandbox/internal/grant"
+	"github.com/agent-sandbox/agent-sandbox/internal/launch"
+)
+
+// version is set at link time (-X main.version=...) by the Nix package.
+var version = ""
+
+func main() {
+	os.Exit(Main(os.Args[1:], launch.Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
+}
+
+// env is the process environment and the host facts the wiring reads.
+type env struct {
+	stdio    launch.Stdio
+	getenv   func(string) string
+	lookPath func(string) (string, error)
+	home     grant.Home
+}
+
+// Main runs agent-sandbox with args (without the program name) and returns
+// the exit status.
+func Main(args []string, stdio launch.Stdio) int {
+	inv, err := cli.Parse(args)
+	if err != nil {
+		return fail(stdio.Err, err)
+	}
+	switch inv.Command {
+	case cli.CmdHelp:
+		fmt.Fprint(stdio.Out, cli.Usage)
+		return 0
+	case cli.CmdVersion:
+		fmt.Fprintf(stdio.Out, "agent-sandbox %s (%s/%s, %s)\n", versionString(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+		return 0
+	}
+	home, err := grant.HomeFromEnv(os.Getenv, runtime.GOOS)
+	if err != nil {
+		return fail(stdio.Err, err)
+	}
+	e := env{stdio: stdio, getenv: os.Getenv, lookPath: exec.LookPath, home: home}
+	switch inv.Command {
+	case cli.CmdAgents:
+		return listAgents(e)
+	case cli.CmdPrune:
+		return pruneSandboxes(e, inv.Prune)
+	default:
+		return runAgent(e, inv.Run)
+	}
+}
+
+func fail(w io.Writer, err error) int {
+	fmt.Fprintf(w, "agent-sandbox: error: %v\n", err)
+	return launch.ExitRefused
+}
+
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+// lookup is the agent-name lookup for this user and working directory.
+func (e env) lookup(workdir string) agent.Lookup {
+	return agent.Lookup{
+		Path:      e.getenv("AGENT_SANDBOX_PATH"),
+		UserDir:   filepath.Join(e.home.ConfigRoot(), "agents"),
+		SystemDir: "/etc/agent-sandbox/agents",
+		Workdir:   workdir,
+	}
+}

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"text/tabwriter"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/agent"
+	"github.com/agent-sandbox/agent-sandbox/internal/cli"
+	"github.com/agent-sandbox/agent-sandbox/internal/plan"
+	"github.com/agent-sandbox/agent-sandbox/internal/posture"
+	"github.com/agent-sandbox/agent-sandbox/internal/sbx"
+)
+
+// pruneSandboxes is `agent-sandbox prune [--yes]`: it lists the stale
+// agent-sandbox-* sandboxes (see sbx.Classify) and, with --yes, removes them
+// with `sbx rm -f NAME` and forgets the records of sandboxes that no longer
+// exist. Unknown sandboxes (no record) are listed and never removed. Exit
+// status: 0, 1 when a removal failed, 125 when sbx is missing or cannot list.
+func pruneSandboxes(e env, p cli.Prune) int {
+	sbxPath, err := e.lookPath("sbx")
+	if err != nil {
+		return fail(e.stdio.Err, fmt.Errorf("sbx (Docker Sandboxes) is not installed: `sbx` is not on PATH, so there are no sbx sandboxes to prune"))
+	}
+	if abs, err := filepath.Abs(sbxPath); err == nil {
+		sbxPath = abs
+	}
+	names, err := sbx.List(sbxPath)
+	if err != nil {
+		return fail(e.stdio.Err, fmt.Errorf("cannot list sbx sandboxes: %v", err))
+	}
+	root := e.home.StateRoot()
+	listed := sbx.Classify(names, root, currentSbxName(e))
+	var stale []sbx.Listed
+	tw := tabwriter.NewWriter(e.stdio.Out, 0, 4, 2, ' ', 0)
+	for _, l := range listed {
+		if l.Status == sbx.Current {
+			continue
+		}
+		if l.Status == sbx.Stale {
+			stale = append(stale, l)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", l.Status, l.Name, l.Reason)
+	}
+	tw.Flush()
+	live := map[string]bool{}
+	for _, n := range names {
+		live[n] = true
+	}
+	var forgotten []string
+	for _, n := range sbx.Records(root) {
+		if !live[n] {
+			forgotten = append(forgotten, n)
+		}
+	}
+	if !p.Yes {
+		switch {
+		case len(stale) == 0:
+			fmt.Fprintln(e.stdio.Out, "no stale agent-sandbox sandboxes")
+		default:
+			fmt.Fprintf(e.stdio.Out, "%d stale; `agent-sandbox prune --yes` removes them (sbx rm -f NAME)\n", len(stale))
+		}
+		return 0
+	}
+	status := 0
+	for _, l := range stale {
+		if err := sbx.Remove(sbxPath, root, l.Name); err != nil {
+			fmt.Fprintf(e.stdio.Err, "agent-sandbox: error: removing %s: %v\n", l.Name, err)
+			status = 1
+			continue
+		}
+		fmt.Fprintf(e.stdio.Out, "removed %s\n", l.Name)
+	}
+	for _, n := range forgotten {
+		if err := sbx.DeleteRecord(root, n); err == nil {
+			fmt.Fprintf(e.stdio.Out, "forgot %s (no longer listed by sbx)\n", n)
+		}
+	}
+	if len(stale) == 0 {
+		fmt.Fprintln(e.stdio.Out, "no stale agent-sandbox sandboxes")
+	}
+	return status
+}
+
+// currentSbxName computes, for a record, the sandbox name its agent gets
+// today in the recorded workdir: the agent is looked up by its id as a run
+// by name would (or, when that finds another folder, at the recorded folder
+// path, for agents run by path), with the sbx backend forced, and planned
+// like a real run (without starting or writing anything).
+func currentSbxName(e env) sbx.CurrentName {
+	return func(rec sbx.Record) (string, error) {
+		lookup := e.lookup(rec.Workdir)
+		f, _, err := agent.Find(rec.Agent, lookup)
+		same := err == nil && ((rec.AgentDir == "" && f.Builtin()) || (rec.AgentDir != "" && f.Dir == rec.AgentDir))
+		switch {
+		case same:
+		case rec.AgentDir != "":
+			// Run by path, or the name now finds another folder.
+			if f, err = agent.LoadDir(rec.AgentDir, agent.FromPath); err != nil {
+				return "", fmt.Errorf("agent folder gone: %v", err)
+			}
+		case err == nil:
+			return "", fmt.Errorf("the name %s now finds %s, not the built-in agent", rec.Agent, f.Dir)
+		default:
+			return "", err
+		}
+		pst, err := posture.Resolve(posture.Input{
+			Agent: f.ID, Flags: posture.Flags{Backend: posture.Sbx}, Nono: f.Nono, Sbx: f.Sbx,
+			Host: posture.Host{GOOS: runtime.GOOS},
+		})
+		if err != nil {
+			return "", err
+		}
+		var protected []string
+		for _, d := range lookup.Dirs() {
+			protected = append(protected, d.Dir)
+		}
+		p, err := plan.Build(plan.Input{
+			Folder: f, Posture: pst, Home: e.home, Workdir: rec.Workdir, Args: []string{},
+			Getenv: e.getenv, LookPath: e.lookPath, Protected: protected, NixStore: plan.NixStore(),
+		})
+		if err != nil {
+			return "", err
+		}
+		if p.Sbx == nil {
+			return "", fmt.Errorf("no sbx plan")
+		}
+		return p.Sbx.Name, nil
+	}
+}
+
+// listSbxSandboxes prints the agent-sandbox-* sandboxes under the agent
+// table of `agent-sandbox agents`, when sbx is on PATH and lists any. A
+// failing `sbx ls -q` is a warning: the agents are still listed.
+func listSbxSandboxes(e env) {
+	sbxPath, err := e.lookPath("sbx")
+	if err != nil {
+		return
+	}
+	if abs, err := filepath.Abs(sbxPath); err == nil {
+		sbxPath = abs
+	}
+	names, err := sbx.List(sbxPath)
+	if err != nil {
+		fmt.Fprintf(e.stdio.Err, "agent-sandbox: warning: cannot list sbx sandboxes: %v\n", err)
+		return
+	}
+	if len(names) == 0 {
+		return
+	}
+	listed := sbx.Classify(names, e.home.StateRoot(), currentSbxName(e))
+	fmt.Fprintln(e.stdio.Out)
+	tw := tabwriter.NewWriter(e.stdio.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SBX SANDBOX\tSTATUS\tDETAIL")
+	stale := 0
+	for _, l := range listed {
+		if l.Status == sbx.Stale {
+			stale++
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", l.Name, l.Status, l.Reason)
+	}
+	tw.Flush()
+	if stale > 0 {
+		fmt.Fprintf(e.stdio.Out, "%d stale: `agent-sandbox prune` lists them, `agent-sandbox prune --yes` removes them (sbx rm -f NAME)\n", stale)
+	}
+}

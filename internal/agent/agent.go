@@ -1,0 +1,275 @@
+// Package agent finds and loads agent folders.
+//
+// An agent folder holds agent.toml (what to run and what it needs) and
+// optionally sandbox/nono.json and sandbox/sbx.json (the backend opt-ins).
+// This package owns the folder format, the agent id rule, the lookup order of
+// agent names, and the built-in folders embedded in the binary.
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/sandboxfile"
+)
+
+// Source says where a folder was found.
+type Source string
+
+// Where a folder can come from, in lookup order.
+const (
+	FromPath      Source = "path argument"
+	FromEnvPath   Source = "AGENT_SANDBOX_PATH"
+	FromUserConf  Source = "user config"
+	FromSystem    Source = "system config"
+	FromBuiltin   Source = "built-in"
+	builtinPrefix        = "builtin:"
+)
+
+// Folder is a loaded agent folder.
+type Folder struct {
+	// ID is the folder's name.
+	ID string
+	// Dir is the folder's absolute path, or "builtin:<id>" for a built-in.
+	Dir    string
+	Source Source
+	Config *Config
+	// Nono and Sbx are the folder files; nil when absent.
+	Nono *sandboxfile.File
+	Sbx  *sandboxfile.File
+}
+
+// Builtin reports whether the folder is embedded in the binary (and so has no
+// directory on disk to grant or mount).
+func (f *Folder) Builtin() bool { return f.Source == FromBuiltin }
+
+// Warnings collects the folder files' warnings.
+func (f *Folder) Warnings() []string {
+	var w []string
+	if f.Nono != nil {
+		w = append(w, f.Nono.Warnings...)
+	}
+	if f.Sbx != nil {
+		w = append(w, f.Sbx.Warnings...)
+	}
+	return w
+}
+
+var idRe = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+
+// CheckID enforces the agent id rule: the folder name, made of [a-z0-9._-],
+// starting with a letter or digit, at most 64 characters.
+func CheckID(id string) error {
+	if len(id) > 64 || !idRe.MatchString(id) {
+		return fmt.Errorf("agent id %q: an agent folder's name must be 1-64 characters of a-z, 0-9, '.', '_' and '-', starting with a letter or digit", id)
+	}
+	return nil
+}
+
+// LoadDir loads the agent folder at dir.
+func LoadDir(dir string, src Source) (*Folder, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	id := filepath.Base(abs)
+	if err := CheckID(id); err != nil {
+		return nil, fmt.Errorf("%s: %w", abs, err)
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("agent folder %s: %w", abs, err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("agent folder %s: not a directory", abs)
+	}
+	return load(os.DirFS(abs), abs, id, src)
+}
+
+func load(fsys fs.FS, dir, id string, src Source) (*Folder, error) {
+	tomlPath := filepath.Join(dir, "agent.toml")
+	b, err := fs.ReadFile(fsys, "agent.toml")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: missing; every agent folder needs an agent.toml naming its command", tomlPath)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", tomlPath, err)
+	}
+	cfg, err := ParseConfig(tomlPath, b)
+	if err != nil {
+		return nil, err
+	}
+	f := &Folder{ID: id, Dir: dir, Source: src, Config: cfg}
+	for _, k := range []sandboxfile.Kind{sandboxfile.Nono, sandboxfile.Sbx} {
+		p := filepath.Join(dir, k.RelPath())
+		b, err := fs.ReadFile(fsys, filepath.ToSlash(k.RelPath()))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		sf, err := sandboxfile.Parse(p, k, b)
+		if err != nil {
+			return nil, err
+		}
+		if k == sandboxfile.Nono {
+			f.Nono = sf
+		} else {
+			f.Sbx = sf
+		}
+	}
+	return f, nil
+}
+
+// Lookup is the environment of a name lookup.
+type Lookup struct {
+	// Path is AGENT_SANDBOX_PATH: colon-separated directories of agent folders.
+	Path string
+	// UserDir is $XDG_CONFIG_HOME/agent-sandbox/agents.
+	UserDir string
+	// SystemDir is /etc/agent-sandbox/agents.
+	SystemDir string
+	// Workdir is the run's working directory: folders inside it are never
+	// found by name, because the agent can write there.
+	Workdir string
+}
+
+// Dirs lists the directories searched for a name, in order, with their sources.
+func (l Lookup) Dirs() []struct {
+	Dir    string
+	Source Source
+} {
+	var out []struct {
+		Dir    string
+		Source Source
+	}
+	for _, d := range filepath.SplitList(l.Path) {
+		if d != "" {
+			out = append(out, struct {
+				Dir    string
+				Source Source
+			}{d, FromEnvPath})
+		}
+	}
+	for _, d := range []struct {
+		Dir    string
+		Source Source
+	}{{l.UserDir, FromUserConf}, {l.SystemDir, FromSystem}} {
+		if d.Dir != "" {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Find resolves an AGENT argument: a path to a folder when it contains "/",
+// otherwise a name looked up in l's directories and then the built-ins.
+// The second result is a warning, or "".
+func Find(arg string, l Lookup) (*Folder, string, error) {
+	if strings.Contains(arg, "/") {
+		f, err := LoadDir(arg, FromPath)
+		if err != nil {
+			return nil, "", err
+		}
+		warn := ""
+		if l.Workdir != "" && within(f.Dir, l.Workdir) {
+			warn = fmt.Sprintf("agent folder %s is inside the working directory, where the sandboxed agent can write: it can change its own policy for the next run", f.Dir)
+		}
+		return f, warn, nil
+	}
+	if err := CheckID(arg); err != nil {
+		return nil, "", err
+	}
+	for _, d := range l.Dirs() {
+		if !filepath.IsAbs(d.Dir) {
+			return nil, "", fmt.Errorf("%s entry %q is relative: agent folders are looked up only in absolute directories, so that the working directory is never searched", d.Source, d.Dir)
+		}
+		cand := filepath.Join(d.Dir, arg)
+		st, err := os.Stat(cand)
+		if err != nil || !st.IsDir() {
+			continue
+		}
+		real, err := filepath.EvalSymlinks(cand)
+		if err != nil {
+			return nil, "", err
+		}
+		if l.Workdir != "" && within(real, l.Workdir) {
+			return nil, "", fmt.Errorf("agent folder %s (found through %s) is inside the working directory %s, where the agent can write; it is not trusted by name (pass its path explicitly if you mean it)", real, d.Source, l.Workdir)
+		}
+		f, err := LoadDir(cand, d.Source)
+		if err != nil {
+			return nil, "", err
+		}
+		f.ID = arg
+		return f, "", nil
+	}
+	if f, err := LoadBuiltin(arg); err == nil {
+		return f, "", nil
+	}
+	var searched []string
+	for _, d := range l.Dirs() {
+		searched = append(searched, d.Dir)
+	}
+	return nil, "", fmt.Errorf("agent %q not found in %s or the built-in agents (%s); pass a path to an agent folder to run one from elsewhere", arg, strings.Join(searched, ", "), strings.Join(BuiltinNames(), ", "))
+}
+
+func within(p, base string) bool {
+	base = filepath.Clean(base)
+	if real, err := filepath.EvalSymlinks(base); err == nil {
+		base = real
+	}
+	return p == base || strings.HasPrefix(p, base+string(filepath.Separator))
+}
+
+// All lists every agent visible by name: the first folder found for each
+// name, in lookup order, then the built-ins not shadowed. Folders that fail to
+// load are returned with their error.
+func All(l Lookup) []Listed {
+	seen := map[string]bool{}
+	var out []Listed
+	for _, d := range l.Dirs() {
+		entries, err := os.ReadDir(d.Dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			name := e.Name()
+			if seen[name] || CheckID(name) != nil {
+				continue
+			}
+			st, err := os.Stat(filepath.Join(d.Dir, name))
+			if err != nil || !st.IsDir() {
+				continue
+			}
+			seen[name] = true
+			f, _, err := Find(name, l)
+			out = append(out, Listed{Name: name, Dir: filepath.Join(d.Dir, name), Source: d.Source, Folder: f, Err: err})
+		}
+	}
+	for _, name := range BuiltinNames() {
+		if seen[name] {
+			continue
+		}
+		f, err := LoadBuiltin(name)
+		out = append(out, Listed{Name: name, Dir: builtinPrefix + name, Source: FromBuiltin, Folder: f, Err: err})
+	}
+	return out
+}
+
+// Listed is one row of All.
+type Listed struct {
+	Name   string
+	Dir    string
+	Source Source
+	Folder *Folder
+	Err    error
+}

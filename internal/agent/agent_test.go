@@ -1,0 +1,154 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseConfigErrors(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{`command = "x"` + "\nbogus = 1", "bogus: unknown key"},
+		{`command = "x"` + "\n[sbx]\nimage = 1", "sbx.image: unknown key"},
+		{`command = 1`, "agent.toml"},
+		{`args = ["a"]`, "command: missing"},
+		{`command = "bin/x"`, `command: "bin/x" is a relative path`},
+		{`command = "x"` + "\nconfig_paths = [\"rel\"]", `config_paths[0]: "rel" is relative`},
+		{`command = "x"` + "\nread_paths = [\"./r\"]", `read_paths[0]: "./r" is relative`},
+		{`command = "x"` + "\nexec_paths = [\"git\"]", `exec_paths[0]: "git" must be an absolute path`},
+		{`command = "x"` + "\nenv = [\"A-B\"]", `env[0]: "A-B" is not a variable name`},
+		{`command = "x"` + "\n[set_env]\n\"1A\" = \"x\"", `set_env.1A: not a variable name`},
+		{`command = "x"` + "\n[sbx]\ninstall = \"pip:x\"", `sbx.install: "pip:x"`},
+		{`command = "x"` + "\n[sbx]\nhome = \"rel\"", `sbx.home: "rel"`},
+		{`command = "x" = "y"`, "/f/agent.toml:1:"},
+	}
+	for _, tt := range tests {
+		_, err := ParseConfig("/f/agent.toml", []byte(tt.src))
+		if err == nil {
+			t.Errorf("%q: no error", tt.src)
+			continue
+		}
+		if !strings.HasPrefix(err.Error(), "/f/agent.toml") || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: error %q, want one line naming the file and containing %q", tt.src, err, tt.want)
+		}
+	}
+}
+
+func TestCheckID(t *testing.T) {
+	for _, ok := range []string{"claude", "a", "my-agent_2.0"} {
+		if err := CheckID(ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "Claude", ".hidden", "-x", "a b", "a/b", strings.Repeat("a", 65), "é"} {
+		if CheckID(bad) == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// TestBuiltins: every built-in loads, runs sandboxed by default (ships
+// nono.json) and names a command.
+func TestBuiltins(t *testing.T) {
+	names := BuiltinNames()
+	want := []string{"claude", "codex", "gemini", "opencode", "pi", "shell"}
+	if strings.Join(names, ",") != strings.Join(want, ",") {
+		t.Fatalf("built-ins = %v, want %v", names, want)
+	}
+	for _, n := range names {
+		f, err := LoadBuiltin(n)
+		if err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+		if f.Nono == nil || f.Nono.OptedOut() || f.Config.Command == "" || !f.Builtin() {
+			t.Errorf("%s: not sandboxed by default: %+v", n, f)
+		}
+	}
+	if _, err := LoadBuiltin("nope"); err == nil {
+		t.Error("LoadBuiltin(nope) succeeded")
+	}
+}
+
+func writeFolder(t *testing.T, dir, toml string, files map[string]string) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(dir, "sandbox"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "agent.toml"), []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestFindOrder(t *testing.T) {
+	root := t.TempDir()
+	envA := filepath.Join(root, "envA")
+	envB := filepath.Join(root, "envB")
+	user := filepath.Join(root, "user")
+	system := filepath.Join(root, "system")
+	writeFolder(t, filepath.Join(envB, "claude"), `command = "from-envB"`, nil)
+	writeFolder(t, filepath.Join(user, "claude"), `command = "from-user"`, nil)
+	writeFolder(t, filepath.Join(user, "pi"), `command = "pi-user"`, nil)
+	writeFolder(t, filepath.Join(system, "pi"), `command = "pi-system"`, nil)
+	writeFolder(t, filepath.Join(system, "codex"), `command = "codex-system"`, nil)
+	l := Lookup{Path: envA + ":" + envB, UserDir: user, SystemDir: system, Workdir: filepath.Join(root, "work")}
+	for name, want := range map[string]string{"claude": "from-envB", "pi": "pi-user", "codex": "codex-system", "gemini": "gemini"} {
+		f, _, err := Find(name, l)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if f.Config.Command != want {
+			t.Errorf("%s: command %q, want %q (from %s)", name, f.Config.Command, want, f.Source)
+		}
+	}
+	if _, _, err := Find("missing", l); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("missing agent: %v", err)
+	}
+}
+
+func TestFindRefusesWorkdirAndRelative(t *testing.T) {
+	root := t.TempDir()
+	work := filepath.Join(root, "work")
+	writeFolder(t, filepath.Join(work, "agents", "evil"), `command = "sh"`, nil)
+	// A lookup directory inside the workdir is never trusted by name.
+	_, _, err := Find("evil", Lookup{Path: filepath.Join(work, "agents"), Workdir: work})
+	if err == nil || !strings.Contains(err.Error(), "inside the working directory") {
+		t.Fatalf("err = %v", err)
+	}
+	// A relative AGENT_SANDBOX_PATH entry is refused.
+	_, _, err = Find("evil", Lookup{Path: "agents", Workdir: work})
+	if err == nil || !strings.Contains(err.Error(), "is relative") {
+		t.Fatalf("err = %v", err)
+	}
+	// An explicit path is allowed, with a warning.
+	f, warn, err := Find(filepath.Join(work, "agents", "evil"), Lookup{Workdir: work})
+	if err != nil || f.Source != FromPath || !strings.Contains(warn, "can change its own policy") {
+		t.Fatalf("explicit path: %v %q %v", f, warn, err)
+	}
+}
+
+func TestLoadDirErrors(t *testing.T) {
+	root := t.TempDir()
+	if _, err := LoadDir(filepath.Join(root, "nofolder"), FromPath); err == nil {
+		t.Error("missing folder accepted")
+	}
+	empty := filepath.Join(root, "empty")
+	os.MkdirAll(empty, 0o755)
+	if _, err := LoadDir(empty, FromPath); err == nil || !strings.Contains(err.Error(), "agent.toml: missing") {
+		t.Errorf("folder without agent.toml: %v", err)
+	}
+	bad := writeFolder(t, filepath.Join(root, "Bad"), `command = "x"`, nil)
+	if _, err := LoadDir(bad, FromPath); err == nil || !strings.Contains(err.Error(), "agent id") {
+		t.Errorf("bad id: %v", err)
+	}
+	broken := writeFolder(t, filepath.Join(root, "broken"), `command = "x"`, map[string]string{"sandbox/nono.json": `{"nope": 1}`})
+	if _, err := LoadDir(broken, FromPath); err == nil || !strings.Contains(err.Error(), filepath.Join(broken, "sandbox/nono.json")) {
+		t.Errorf("broken nono.json: %v", err)
+	}
+}

@@ -1,0 +1,40 @@
+package agent
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"sort"
+)
+
+//go:embed builtin
+var builtinFS embed.FS
+
+// BuiltinNames lists the built-in agents, sorted.
+func BuiltinNames() []string {
+	entries, _ := fs.ReadDir(builtinFS, "builtin")
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// LoadBuiltin loads the built-in agent folder name.
+func LoadBuiltin(name string) (*Folder, error) {
+	sub, err := fs.Sub(builtinFS, "builtin/"+name)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := fs.Stat(sub, "agent.toml"); err != nil {
+		return nil, fmt.Errorf("no built-in agent %q", name)
+	}
+	return load(sub, builtinPrefix+name, name, FromBuiltin)
+}
+
+// BuiltinFS exposes the built-in folders (for tests and for exporting a
+// built-in as a starting point for a custom folder).
+func BuiltinFS() fs.FS { sub, _ := fs.Sub(builtinFS, "builtin"); return sub }

@@ -1,0 +1,141 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Config is an agent folder's agent.toml.
+type Config struct {
+	// Command is the program to run: a name looked up on the host PATH, or
+	// an absolute path. "$SHELL" means the user's login shell (falling back
+	// to /bin/sh); only the built-in shell agent needs it.
+	Command string `toml:"command"`
+	// Args are default arguments, placed before the user's.
+	Args []string `toml:"args"`
+	// Description is one line for `agent-sandbox agents`.
+	Description string `toml:"description"`
+	// ConfigPaths are granted read-write: the agent's own state.
+	ConfigPaths []string `toml:"config_paths"`
+	// ReadPaths are granted read-only.
+	ReadPaths []string `toml:"read_paths"`
+	// Env names host variables passed into the sandbox beyond the base set.
+	Env []string `toml:"env"`
+	// SetEnv are variables set for the agent (after Env).
+	SetEnv map[string]string `toml:"set_env"`
+	// ExecPaths are absolute paths of programs the agent runs besides its
+	// own command; kernel backends grant their closures read and execute.
+	ExecPaths []string `toml:"exec_paths"`
+	// LoopbackEnv names variables whose loopback URLs are rewritten to
+	// host.docker.internal under sbx (for example OLLAMA_HOST).
+	LoopbackEnv []string `toml:"loopback_env"`
+	// Sbx describes the agent inside a Docker sandbox.
+	Sbx SbxConfig `toml:"sbx"`
+}
+
+// SbxConfig is the [sbx] table of agent.toml.
+type SbxConfig struct {
+	// Install is the in-guest install spec, e.g. "npm:@anthropic-ai/claude-code".
+	Install string `toml:"install"`
+	// VersionCommand prints the host version the guest install is pinned to.
+	VersionCommand []string `toml:"version_command"`
+	// Home is HOME inside the guest ("~" means the host's home path).
+	Home string `toml:"home"`
+}
+
+var (
+	envName  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	installR = regexp.MustCompile(`^npm:(@[a-z0-9][a-z0-9._-]*/)?[a-z0-9][a-z0-9._-]*$`)
+)
+
+// ParseConfig parses agent.toml contents. path is used in messages. Unknown
+// keys and values of the wrong type are errors.
+func ParseConfig(path string, b []byte) (*Config, error) {
+	var c Config
+	md, err := toml.Decode(string(b), &c)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("%s:%d:%d: %s", path, pe.Position.Line, pe.Position.Col, pe.Message)
+		}
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		sort.Strings(keys)
+		return nil, fmt.Errorf("%s: %s: unknown key; agent.toml accepts command, args, description, config_paths, read_paths, env, set_env, exec_paths, loopback_env and [sbx] install, version_command, home", path, keys[0])
+	}
+	if err := c.validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &c, nil
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.Command == "":
+		return errors.New("command: missing; name the program to run, e.g. command = \"claude\"")
+	case strings.ContainsAny(c.Command, "\x00\n"):
+		return fmt.Errorf("command: %q contains a control character", c.Command)
+	case c.Command != "$SHELL" && strings.Contains(c.Command, "/") && !filepath.IsAbs(c.Command):
+		return fmt.Errorf("command: %q is a relative path; use a name looked up on PATH or an absolute path", c.Command)
+	}
+	for key, list := range map[string][]string{"config_paths": c.ConfigPaths, "read_paths": c.ReadPaths} {
+		for i, p := range list {
+			if p != "~" && !strings.HasPrefix(p, "~/") && !filepath.IsAbs(p) {
+				return fmt.Errorf("%s[%d]: %q is relative; write an absolute path or one starting with ~/", key, i, p)
+			}
+		}
+	}
+	for i, p := range c.ExecPaths {
+		if !filepath.IsAbs(p) {
+			return fmt.Errorf("exec_paths[%d]: %q must be an absolute path", i, p)
+		}
+	}
+	for key, list := range map[string][]string{"env": c.Env, "loopback_env": c.LoopbackEnv} {
+		for i, n := range list {
+			if !envName.MatchString(n) {
+				return fmt.Errorf("%s[%d]: %q is not a variable name", key, i, n)
+			}
+		}
+	}
+	for k, v := range c.SetEnv {
+		if !envName.MatchString(k) {
+			return fmt.Errorf("set_env.%s: not a variable name", k)
+		}
+		if strings.ContainsRune(v, 0) {
+			return fmt.Errorf("set_env.%s: value contains a NUL byte", k)
+		}
+	}
+	if c.Sbx.Install != "" && !installR.MatchString(c.Sbx.Install) {
+		return fmt.Errorf("sbx.install: %q: want npm:<package>, e.g. npm:@anthropic-ai/claude-code", c.Sbx.Install)
+	}
+	if h := c.Sbx.Home; h != "" && h != "~" && !strings.HasPrefix(h, "~/") && !filepath.IsAbs(h) {
+		return fmt.Errorf("sbx.home: %q must be absolute or start with ~/", h)
+	}
+	return nil
+}
+
+// ResolveCommand returns the program to look up for this config, expanding
+// "$SHELL" from getenv.
+func (c *Config) ResolveCommand(getenv func(string) string) string {
+	if c.Command != "$SHELL" {
+		return c.Command
+	}
+	if s := getenv("SHELL"); filepath.IsAbs(s) {
+		if st, err := os.Stat(s); err == nil && !st.IsDir() {
+			return s
+		}
+	}
+	return "/bin/sh"
+}

@@ -1,0 +1,169 @@
+// Package cli parses agent-sandbox's command line (GNU style, spf13/pflag).
+//
+// Parse is pure: it turns arguments into an Invocation and never touches the
+// environment. Flag parsing stops at the agent: everything after AGENT is the
+// agent's own, passed through untouched.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/posture"
+	"github.com/agent-sandbox/agent-sandbox/internal/sandboxfile"
+)
+
+// Usage is the help text.
+const Usage = `Usage:
+  agent-sandbox [run flags] AGENT [AGENT ARGS...]   run AGENT sandboxed
+  agent-sandbox agents                              list the agents found and their posture
+  agent-sandbox prune [--yes]                       list stale sbx sandboxes; remove them with --yes
+  agent-sandbox version                             print the version
+
+AGENT is an agent name (looked up in $AGENT_SANDBOX_PATH,
+$XDG_CONFIG_HOME/agent-sandbox/agents, /etc/agent-sandbox/agents, then the
+built-in agents) or a path to an agent folder (anything containing "/").
+
+Run flags:
+      --sandbox                  force the sandbox on (the folder's backend, default nono)
+      --no-sandbox               run the agent unsandboxed (wins over every other flag)
+      --sandbox-backend NAME     force a backend: nono, sbx or landlock
+      --offline                  block all network traffic (forces the sandbox on)
+      --allow-host HOST          allow only these hosts (repeatable; forces the sandbox on)
+      --workdir DIR              the project directory to grant (default: the current directory)
+      --dry-run                  print what would run; start nothing
+      --json                     with --dry-run: print the plan as one JSON object
+  -v, --verbose                  show the posture and the backend's own banner
+  -h, --help                     show this help
+
+Exit status: the agent's own; 125 when agent-sandbox refused or failed before
+starting the agent; 126/127 when the agent could not be executed.
+`
+
+// Subcommand names. Any other first word is an agent.
+const (
+	CmdRun     = "run"
+	CmdAgents  = "agents"
+	CmdPrune   = "prune"
+	CmdVersion = "version"
+	CmdHelp    = "help"
+)
+
+// Run holds the run flags and the agent command line.
+type Run struct {
+	Posture posture.Flags
+	Verbose bool
+	DryRun  bool
+	JSON    bool
+	Workdir string
+	Agent   string
+	Args    []string
+}
+
+// Prune holds the flags of `agent-sandbox prune`.
+type Prune struct {
+	// Yes removes the stale sandboxes; without it they are only listed.
+	Yes bool
+}
+
+// Invocation is a parsed command line.
+type Invocation struct {
+	Command string
+	Run     Run
+	Prune   Prune
+}
+
+// Parse parses the arguments after the program name.
+func Parse(args []string) (Invocation, error) {
+	if len(args) > 0 {
+		switch args[0] {
+		case CmdAgents, CmdVersion:
+			if len(args) > 1 {
+				return Invocation{}, fmt.Errorf("%s takes no arguments (got %q)", args[0], args[1])
+			}
+			return Invocation{Command: args[0]}, nil
+		case CmdHelp:
+			return Invocation{Command: CmdHelp}, nil
+		case CmdPrune:
+			return parsePrune(args[1:])
+		}
+	}
+	fs := pflag.NewFlagSet("agent-sandbox", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SetInterspersed(false)
+	var r Run
+	var backend string
+	var help bool
+	fs.BoolVar(&r.Posture.Sandbox, "sandbox", false, "")
+	fs.BoolVar(&r.Posture.NoSandbox, "no-sandbox", false, "")
+	fs.StringVar(&backend, "sandbox-backend", "", "")
+	fs.BoolVar(&r.Posture.Offline, "offline", false, "")
+	fs.StringArrayVar(&r.Posture.AllowHosts, "allow-host", nil, "")
+	fs.StringVar(&r.Workdir, "workdir", "", "")
+	fs.BoolVar(&r.DryRun, "dry-run", false, "")
+	fs.BoolVar(&r.JSON, "json", false, "")
+	fs.BoolVarP(&r.Verbose, "verbose", "v", false, "")
+	fs.BoolVarP(&help, "help", "h", false, "")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return Invocation{Command: CmdHelp}, nil
+		}
+		return Invocation{}, fmt.Errorf("%v (see agent-sandbox --help)", err)
+	}
+	if help {
+		return Invocation{Command: CmdHelp}, nil
+	}
+	switch backend {
+	case "", "nono", "sbx", "landlock":
+		r.Posture.Backend = posture.Backend(backend)
+	default:
+		return Invocation{}, fmt.Errorf("--sandbox-backend %q: want nono, sbx or landlock", backend)
+	}
+	for _, h := range r.Posture.AllowHosts {
+		if err := sandboxfile.CheckHost(h); err != nil {
+			return Invocation{}, fmt.Errorf("--allow-host: %v", err)
+		}
+	}
+	if fs.Changed("workdir") && strings.TrimSpace(r.Workdir) == "" {
+		return Invocation{}, errors.New("--workdir: empty directory name")
+	}
+	if r.JSON && !r.DryRun {
+		return Invocation{}, errors.New("--json goes with --dry-run (the plan as JSON); a real run prints the agent's own output")
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		return Invocation{}, errors.New("no agent given: agent-sandbox [run flags] AGENT [AGENT ARGS...]; `agent-sandbox agents` lists the agents")
+	}
+	r.Agent, r.Args = rest[0], rest[1:]
+	if r.Args == nil {
+		r.Args = []string{}
+	}
+	return Invocation{Command: CmdRun, Run: r}, nil
+}
+
+// parsePrune parses the arguments after `prune`.
+func parsePrune(args []string) (Invocation, error) {
+	fs := pflag.NewFlagSet("agent-sandbox prune", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var p Prune
+	var help bool
+	fs.BoolVar(&p.Yes, "yes", false, "")
+	fs.BoolVarP(&help, "help", "h", false, "")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return Invocation{Command: CmdHelp}, nil
+		}
+		return Invocation{}, fmt.Errorf("prune: %v (usage: agent-sandbox prune [--yes])", err)
+	}
+	if help {
+		return Invocation{Command: CmdHelp}, nil
+	}
+	if fs.NArg() > 0 {
+		return Invocation{}, fmt.Errorf("prune takes no arguments (got %q); usage: agent-sandbox prune [--yes]", fs.Arg(0))
+	}
+	return Invocation{Command: CmdPrune, Prune: p}, nil
+}

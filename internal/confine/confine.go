@@ -1,0 +1,131 @@
+// Package confine is the built-in landlock backend: it turns a run spec into
+// the landlock.Policy that confines the agent (the read-only system paths,
+// the terminal devices, the run's grants), prepares the agent's environment
+// and private TMPDIR, and runs the agent under that policy.
+//
+// The kernel-facing step (building the ruleset, confining a thread, the
+// network namespace) belongs to package landlock; this package decides what
+// goes into the policy. PolicyFor is pure, so --dry-run prints exactly the
+// policy a run enforces.
+package confine
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/landlock"
+	"github.com/agent-sandbox/agent-sandbox/internal/posture"
+	"github.com/agent-sandbox/agent-sandbox/internal/spec"
+)
+
+// systemReadExec are the FHS directories of nono's system_read_linux_core
+// group (nono 0.74 policy.json), readable and executable, plus /usr/libexec.
+var systemReadExec = []string{
+	"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin",
+	"/lib", "/lib64", "/lib32", "/libx32", "/usr/lib", "/usr/lib64", "/usr/lib32", "/usr/libexec",
+	"/usr/local/lib", "/usr/local/lib64", "/usr/share",
+}
+
+// systemReadOnly are the /etc files of that group (DNS, TLS, locale, the
+// loader cache), plus /etc/passwd and /etc/group so that tools can name the
+// user, and /proc (other processes' environ, mem and maps stay out of reach:
+// Landlock forbids ptrace-mode access to processes outside the sandbox).
+var systemReadOnly = []string{
+	"/etc/resolv.conf", "/run/systemd/resolve", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf",
+	"/etc/ssl", "/etc/pki", "/etc/ca-certificates", "/etc/crypto-policies",
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/timezone",
+	"/etc/locale.conf", "/etc/locale.gen", "/etc/alternatives", "/etc/os-release", "/etc/services",
+	"/etc/terminfo", "/lib/terminfo", "/etc/passwd", "/etc/group", "/etc/gitconfig",
+	"/proc",
+}
+
+// devices are the /dev nodes a terminal program needs, read-write.
+var devices = []string{
+	"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
+	"/dev/tty", "/dev/ptmx", "/dev/pts",
+}
+
+// nixReadExec are nono's nix_runtime paths, granted when /nix/store exists.
+func nixReadExec(home string) []string {
+	return []string{
+		"/nix/store", "/nix/var/nix/profiles", "/run/current-system/sw", "/etc/profiles/per-user",
+		filepath.Join(home, ".nix-profile"), filepath.Join(home, ".local/state/nix/profile"),
+		filepath.Join(home, ".local/state/nix/profiles"),
+	}
+}
+
+// TempDir is the agent's private TMPDIR, inside its state directory.
+func TempDir(s spec.Spec) string { return filepath.Join(s.StateDir, "tmp") }
+
+// PolicyFor returns the policy for a spec. nixStore says whether /nix/store
+// exists on this host.
+func PolicyFor(s spec.Spec, nixStore bool) landlock.Policy {
+	var p landlock.Policy
+	p.ReadExec = append(p.ReadExec, systemReadExec...)
+	if nixStore {
+		p.ReadExec = append(p.ReadExec, nixReadExec(s.Home)...)
+	}
+	closure := s.ExecClosure
+	if len(closure) == 0 {
+		for _, e := range s.Exec {
+			closure = append(closure, filepath.Dir(e))
+		}
+	}
+	p.ReadExec = append(p.ReadExec, closure...)
+
+	p.ReadOnly = append(p.ReadOnly, systemReadOnly...)
+	if s.AgentDir != "" {
+		p.ReadOnly = append(p.ReadOnly, s.AgentDir)
+	}
+	p.ReadOnly = append(p.ReadOnly, s.Read...)
+
+	p.ReadWrite = append(p.ReadWrite, devices...)
+	p.ReadWrite = append(p.ReadWrite, s.Allow...)
+	p.WriteOnly = append(p.WriteOnly, s.Write...)
+	if s.Network.Mode == posture.NetBlocked {
+		p.Network = landlock.NetBlocked
+	}
+	for _, l := range []*[]string{&p.ReadExec, &p.ReadOnly, &p.ReadWrite, &p.WriteOnly} {
+		*l = dedupe(*l)
+	}
+	return p
+}
+
+// Env returns the agent's environment: the host variables named in
+// s.EnvPass that are set, then s.EnvSet, then TMPDIR and MISE_CACHE_DIR.
+func Env(s spec.Spec, getenv func(string) (string, bool)) []string {
+	var env []string
+	for _, k := range s.EnvPass {
+		if v, ok := getenv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	keys := make([]string, 0, len(s.EnvSet))
+	for k := range s.EnvSet {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+s.EnvSet[k])
+	}
+	return append(env, "TMPDIR="+TempDir(s), "MISE_CACHE_DIR="+filepath.Join(s.StateDir, "mise-cache"))
+}
+
+func dedupe(in []string) []string {
+	seen := map[string]bool{}
+	out := []string{}
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// NixStore reports whether /nix/store exists on this host.
+func NixStore() bool {
+	st, err := os.Stat("/nix/store")
+	return err == nil && st.IsDir()
+}

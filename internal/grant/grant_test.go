@@ -1,0 +1,134 @@
+package grant
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func testHome(t *testing.T) (Home, string) {
+	t.Helper()
+	root := t.TempDir()
+	root, _ = filepath.EvalSymlinks(root)
+	home := filepath.Join(root, "home", "u")
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"HOME": home}
+	h, err := HomeFromEnv(func(k string) string { return env[k] }, "linux")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, root
+}
+
+func TestHomeFromEnv(t *testing.T) {
+	env := map[string]string{"HOME": "/h", "XDG_STATE_HOME": "/s", "XDG_CONFIG_HOME": "relative"}
+	h, err := HomeFromEnv(func(k string) string { return env[k] }, "linux")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.XDGStateHome != "/s" || h.XDGConfig != "/h/.config" || h.AgentStateDir("x") != "/s/agent-sandbox/agents/x" {
+		t.Fatalf("%+v", h)
+	}
+	if _, err := HomeFromEnv(func(string) string { return "" }, "linux"); err == nil {
+		t.Fatal("empty HOME accepted")
+	}
+}
+
+func TestExpand(t *testing.T) {
+	h := Home{Dir: "/h"}
+	for in, want := range map[string]string{"~": "/h", "~/a/../b": "/h/b", "/x/./y/": "/x/y"} {
+		got, err := h.Expand(in)
+		if err != nil || got != want {
+			t.Errorf("Expand(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "rel", "./x", "~root/x", "$HOME/x", "/a/$X"} {
+		if _, err := h.Expand(bad); err == nil {
+			t.Errorf("Expand(%q) accepted", bad)
+		}
+	}
+}
+
+func TestCheck(t *testing.T) {
+	h, root := testHome(t)
+	c := Checker{Home: h, Protected: []string{h.ConfigRoot(), h.StateRoot()}}
+	refused := map[string]string{
+		"/":                       "whole filesystem",
+		"~":                       "whole home directory",
+		filepath.Dir(h.Dir):       "parent of your home",
+		"~/.ssh":                  "credential path",
+		"~/.ssh/id_ed25519":       "inside the credential path",
+		"~/.config":               "contains the credential path",
+		"~/.aws/credentials":      "inside the credential path",
+		"~/.bashrc":               "credential path",
+		"~/.local":                "contains nono's protected state root",
+		"~/.local/state":          "contains nono's protected state root",
+		"~/.local/state/nono/x":   "inside nono's protected state root",
+		"~/.nono":                 "inside nono's protected state root",
+		"~/.local/share/keyrings": "credential path",
+		"~/.mozilla":              "contains the credential path",
+	}
+	for p, why := range refused {
+		_, err := c.Resolve(p, false)
+		if err == nil || !strings.Contains(err.Error(), why) {
+			t.Errorf("Resolve(%q) = %v, want refusal mentioning %q", p, err, why)
+		}
+	}
+	// Writable grants may not overlap agent-sandbox's own policy and state.
+	for _, p := range []string{"~/.config/agent-sandbox", "~/.config/agent-sandbox/agents/x", "~/.local/state/agent-sandbox"} {
+		if _, err := c.Resolve(p, true); err == nil || !strings.Contains(err.Error(), "widen its own next run") {
+			t.Errorf("writable %q: %v", p, err)
+		}
+		if _, err := c.Resolve(p, false); err != nil {
+			t.Errorf("read-only %q refused: %v", p, err)
+		}
+	}
+	allowed := []string{"~/.claude", "~/.claude.json", "~/.config/opencode", "~/.local/share/opencode", "~/.local/state/opencode", "/usr/share", "~/projects/x"}
+	for _, p := range allowed {
+		if _, err := c.Resolve(p, true); err != nil {
+			t.Errorf("Resolve(%q): %v", p, err)
+		}
+	}
+	// A symlink that lands on $HOME is judged by where it lands.
+	link := filepath.Join(root, "link")
+	if err := os.Symlink(h.Dir, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Resolve(link, false); err == nil || !strings.Contains(err.Error(), "resolves to") {
+		t.Errorf("symlink to home: %v", err)
+	}
+	if _, err := c.Resolve(link+"/.ssh", false); err == nil {
+		t.Errorf("symlink into ~/.ssh accepted")
+	}
+}
+
+func TestCanonical(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	os.MkdirAll(filepath.Join(root, "real"), 0o755)
+	os.Symlink(filepath.Join(root, "real"), filepath.Join(root, "ln"))
+	if got := Canonical(filepath.Join(root, "ln", "not", "yet")); got != filepath.Join(root, "real", "not", "yet") {
+		t.Fatalf("Canonical = %s", got)
+	}
+}
+
+func TestCredentialPathsFollowPlatform(t *testing.T) {
+	lin := Home{Dir: "/h", GOOS: "linux"}.CredentialPaths()
+	mac := Home{Dir: "/h", GOOS: "darwin"}.CredentialPaths()
+	has := func(list []string, p string) bool {
+		for _, x := range list {
+			if x == p {
+				return true
+			}
+		}
+		return false
+	}
+	if !has(lin, "/h/.local/share/keyrings") || has(lin, "/h/Library/Keychains") {
+		t.Error("linux list wrong")
+	}
+	if !has(mac, "/h/Library/Keychains") || !has(mac, "/Library/Keychains") || !has(mac, "/h/.ssh") {
+		t.Error("darwin list wrong")
+	}
+}

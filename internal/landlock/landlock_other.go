@@ -1,0 +1,24 @@
+//go:build !linux
+
+package landlock
+
+import (
+	"errors"
+	"os/exec"
+)
+
+var errNeedsLinux = errors.New("the landlock backend needs Linux (Landlock is a Linux kernel feature); use the nono or sbx backend on this system")
+
+// ABI returns 0 and an error: Landlock exists only on Linux.
+func ABI() (int, error) { return 0, errNeedsLinux }
+
+// UserNamespacesAvailable returns false: user namespaces exist only on
+// Linux.
+func UserNamespacesAvailable() bool { return false }
+
+// Plan returns an error: the landlock backend needs Linux.
+func Plan(p Policy) (Enforcement, error) { return Enforcement{}, errNeedsLinux }
+
+// Start returns an error and starts nothing: the landlock backend needs
+// Linux.
+func Start(cmd *exec.Cmd, p Policy) (*Process, error) { return nil, errNeedsLinux }

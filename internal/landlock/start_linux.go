@@ -1,0 +1,161 @@
+//go:build linux
+
+package landlock
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Start confines cmd by p and starts it. It fails closed, starting
+// nothing, when the kernel cannot enforce p (see [Plan]) or a policy path
+// exists but cannot be opened; missing paths are skipped and listed in
+// the returned Process's Enforcement.Skipped.
+//
+// cmd must not have been started. Start keeps cmd.SysProcAttr's settings
+// (process group, session, controlling terminal are the caller's to
+// choose) and adds to a copy of it: Pdeathsig SIGKILL unless one is set,
+// and, with a network namespace, CLONE_NEWUSER|CLONE_NEWNET and Ptrace
+// (so the caller must not set Ptrace, Credential, user namespace flags or
+// id mappings then; AmbientCaps is always refused). Nil Stdin, Stdout or
+// Stderr are connected to /dev/null here, as exec would, because the
+// confined thread that starts the child may not be allowed to open it.
+//
+// The child runs with no_new_privs and without capabilities, even when
+// the caller is root; its uid and gid stay the caller's.
+//
+// Call the returned Process's Wait instead of cmd.Wait.
+func Start(cmd *exec.Cmd, p Policy) (*Process, error) {
+	return start(cmd, p, hostKernel(p))
+}
+
+func start(cmd *exec.Cmd, p Policy, k kernel) (*Process, error) {
+	if cmd.Process != nil {
+		return nil, errors.New("landlock: command already started")
+	}
+	if cmd.Err != nil {
+		return nil, cmd.Err
+	}
+	e, err := plan(p, k)
+	if err != nil {
+		return nil, err
+	}
+	attr, err := childAttr(cmd.SysProcAttr, e)
+	if err != nil {
+		return nil, err
+	}
+	rulesetFd, skipped, err := buildRuleset(p, e)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(rulesetFd)
+	e.Skipped = skipped
+
+	if cmd.Stdin == nil || cmd.Stdout == nil || cmd.Stderr == nil {
+		devNull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+		if err != nil {
+			return nil, err
+		}
+		defer devNull.Close()
+		if cmd.Stdin == nil {
+			cmd.Stdin = devNull
+		}
+		if cmd.Stdout == nil {
+			cmd.Stdout = devNull
+		}
+		if cmd.Stderr == nil {
+			cmd.Stderr = devNull
+		}
+	}
+	cmd.SysProcAttr = attr
+
+	proc := &Process{Enforcement: e, done: make(chan struct{})}
+	started := make(chan error, 1)
+	go proc.run(cmd, rulesetFd, e.NetNamespace, started)
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	proc.Pid = cmd.Process.Pid
+	return proc, nil
+}
+
+// childAttr returns the SysProcAttr the child is started with.
+func childAttr(orig *syscall.SysProcAttr, e Enforcement) (*syscall.SysProcAttr, error) {
+	a := new(syscall.SysProcAttr)
+	if orig != nil {
+		*a = *orig
+	}
+	if e.NetNamespace {
+		if a.Cloneflags&syscall.CLONE_NEWUSER != 0 || a.Unshareflags&syscall.CLONE_NEWUSER != 0 ||
+			a.UidMappings != nil || a.GidMappings != nil || a.Credential != nil || a.Ptrace {
+			return nil, errors.New("landlock: with a private network namespace the sandbox creates the child's user namespace and traces its exec itself: leave SysProcAttr's Cloneflags/Unshareflags CLONE_NEWUSER, UidMappings, GidMappings, Credential and Ptrace unset")
+		}
+		a.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET
+		a.Ptrace = true
+	}
+	if len(a.AmbientCaps) > 0 {
+		return nil, errors.New("landlock: SysProcAttr.AmbientCaps is not supported: the sandboxed child gets no capabilities")
+	}
+	if a.Pdeathsig == 0 {
+		a.Pdeathsig = syscall.SIGKILL
+	}
+	return a, nil
+}
+
+// run confines its thread, starts cmd from it, reports the outcome on
+// started and then waits for the child, keeping the thread alive.
+func (proc *Process) run(cmd *exec.Cmd, rulesetFd int, userns bool, started chan<- error) {
+	// The thread gets the Landlock domain, no_new_privs and reduced
+	// capabilities (see dropCapabilities). It stays locked to this
+	// goroutine for good, so it never runs other Go code, and the runtime
+	// ends it when this goroutine returns. The runtime creates new
+	// threads from its template thread, never from a locked one, so no
+	// other thread inherits the domain. The thread is the child's parent
+	// for Pdeathsig and its tracer during the namespace setup, which is
+	// why this goroutine also waits for the child.
+	runtime.LockOSThread()
+	defer close(proc.done)
+
+	if err := dropCapabilities(); err != nil {
+		started <- err
+		return
+	}
+	if err := restrictSelf(rulesetFd); err != nil {
+		started <- err
+		return
+	}
+	if err := denyTerminalInjection(); err != nil {
+		started <- err
+		return
+	}
+	if err := cmd.Start(); err != nil {
+		if errors.Is(err, unix.EACCES) {
+			err = fmt.Errorf("%w (the program, and its interpreter or loader, must be inside a ReadExec or ReadWrite path)", err)
+		}
+		started <- err
+		return
+	}
+	if userns {
+		pid := cmd.Process.Pid
+		err := setUpUserNamespace(pid)
+		if err == nil {
+			if err = unix.PtraceDetach(pid); err != nil {
+				err = fmt.Errorf("releasing the child: %w", err)
+			}
+		}
+		if err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			started <- fmt.Errorf("starting %s in a private network namespace: %w", cmd.Path, err)
+			return
+		}
+	}
+	started <- nil
+	proc.err = cmd.Wait()
+}

@@ -1,0 +1,119 @@
+// Package launch starts a planned command and waits for it: it passes
+// signals on to the agent, turns the way the agent ended into agent-sandbox's
+// exit status (the agent's own code, 128+N when a signal N killed it,
+// 126/127 when it could not be executed), and on Linux ends every process the
+// agent left behind (agent-sandbox is their subreaper).
+package launch
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+)
+
+// Exit statuses of agent-sandbox itself.
+const (
+	ExitRefused     = 125 // refused or failed before starting the agent
+	ExitNotExecable = 126 // the agent exists but could not be executed
+	ExitNotFound    = 127 // the agent's command was not found
+)
+
+// Stdio are the streams handed to the agent.
+type Stdio struct {
+	In       io.Reader
+	Out, Err io.Writer
+}
+
+// Starter starts a prepared command; the default is (*exec.Cmd).Start. A
+// sandbox backend supplies one that confines the child.
+type Starter func(cmd *exec.Cmd) (wait func() error, err error)
+
+// Run starts argv in dir with env through start (nil: unconfined), forwards
+// signals until it exits, and returns the exit status. Errors before the start
+// are reported to stdio.Err with the agent-sandbox prefix.
+func Run(argv, env []string, dir string, stdio Stdio, start Starter) int {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = env
+	cmd.Dir = dir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.In, stdio.Out, stdio.Err
+	if start == nil {
+		start = func(c *exec.Cmd) (func() error, error) {
+			if err := c.Start(); err != nil {
+				return nil, err
+			}
+			return c.Wait, nil
+		}
+	}
+
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, forwarded...)
+	defer signal.Stop(sigs)
+
+	becomeSubreaper()
+	defer sweep()
+	wait, err := start(cmd)
+	if err != nil {
+		code := startErrorStatus(err)
+		fmt.Fprintf(stdio.Err, "agent-sandbox: error: cannot start %s: %v\n", argv[0], err)
+		return code
+	}
+	done := make(chan error, 1)
+	go func() { done <- wait() }()
+	fromTTY := isTerminal(stdio.In)
+	for {
+		select {
+		case s := <-sigs:
+			// The terminal sends keyboard signals and window changes to the
+			// whole foreground process group, agent included; forward those
+			// only when agent-sandbox has no terminal. Everything else (kill,
+			// hang-up) reaches agent-sandbox alone and is passed on.
+			if fromTTY && terminalSignal(s) {
+				continue
+			}
+			if cmd.Process != nil {
+				_ = cmd.Process.Signal(s)
+			}
+		case err := <-done:
+			return ExitStatus(err)
+		}
+	}
+}
+
+// ExitStatus converts the result of Wait into an exit status.
+func ExitStatus(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	return ExitRefused
+}
+
+func startErrorStatus(err error) int {
+	switch {
+	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
+		return ExitNotFound
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOEXEC), errors.Is(err, syscall.EISDIR):
+		return ExitNotExecable
+	}
+	return ExitRefused
+}
+
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

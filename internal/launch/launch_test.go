@@ -1,0 +1,98 @@
+package launch
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestExitStatusPassthrough(t *testing.T) {
+	var out, errb bytes.Buffer
+	stdio := Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}
+	for code, script := range map[int]string{0: "exit 0", 3: "exit 3", 42: "echo hi; exit 42"} {
+		if got := Run([]string{"/bin/sh", "-c", script}, nil, "", stdio, nil); got != code {
+			t.Errorf("%q: status %d, want %d", script, got, code)
+		}
+	}
+	if got := Run([]string{"/bin/sh", "-c", "kill -TERM $$"}, nil, "", stdio, nil); got != 128+int(syscall.SIGTERM) {
+		t.Errorf("killed by SIGTERM: status %d, want %d", got, 128+int(syscall.SIGTERM))
+	}
+}
+
+func TestStartFailures(t *testing.T) {
+	var errb bytes.Buffer
+	stdio := Stdio{In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: &errb}
+	if got := Run([]string{"/nonexistent/agent"}, nil, "", stdio, nil); got != ExitNotFound {
+		t.Errorf("missing program: %d, want 127", got)
+	}
+	dir := t.TempDir()
+	noexec := dir + "/noexec"
+	os.WriteFile(noexec, []byte("#!/bin/sh\n"), 0o644)
+	if got := Run([]string{noexec}, nil, "", stdio, nil); got != ExitNotExecable {
+		t.Errorf("non-executable program: %d, want 126", got)
+	}
+	if !strings.Contains(errb.String(), "agent-sandbox: error: cannot start") {
+		t.Errorf("stderr %q", errb.String())
+	}
+}
+
+// TestSignalsReachAgent: SIGTERM and SIGHUP sent to agent-sandbox reach the
+// agent, whose exit status comes back. The test re-runs its own binary as
+// the launcher so that the signal goes to a real separate process.
+func TestSignalsReachAgent(t *testing.T) {
+	if os.Getenv("LAUNCH_HELPER") == "1" {
+		os.Exit(Run([]string{"/bin/sh", "-c", `trap 'exit 71' TERM; trap 'exit 72' HUP; echo ready; while :; do sleep 0.05; done`}, nil, "", Stdio{In: strings.NewReader(""), Out: os.Stdout, Err: os.Stderr}, nil))
+	}
+	for sig, want := range map[syscall.Signal]int{syscall.SIGTERM: 71, syscall.SIGHUP: 72} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestSignalsReachAgent$")
+		cmd.Env = append(os.Environ(), "LAUNCH_HELPER=1")
+		out, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 6)
+		if _, err := out.Read(buf); err != nil || string(buf) != "ready\n" {
+			t.Fatalf("helper did not start: %q %v", buf, err)
+		}
+		cmd.Process.Signal(sig)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if got := ExitStatus(err); got != want {
+				t.Errorf("%v: launcher exited %d, want the agent's %d", sig, got, want)
+			}
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("%v: launcher did not exit", sig)
+		}
+	}
+}
+
+// TestNoProcessOutlivesTheRun: a daemon the agent detaches with setsid and a
+// double fork is gone when Run returns (threat class 19).
+func TestNoProcessOutlivesTheRun(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("subreaper sweeping is Linux-only")
+	}
+	marker := "agent-sandbox-outlive-" + strconv.Itoa(os.Getpid())
+	stdio := Stdio{In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}
+	script := `(setsid sh -c 'sleep 600; echo ` + marker + `' </dev/null >/dev/null 2>&1 &) ; sleep 0.2; exit 5`
+	if got := Run([]string{"/bin/sh", "-c", script}, nil, "", stdio, nil); got != 5 {
+		t.Fatalf("status %d", got)
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, _ := os.ReadFile(p)
+		if strings.Contains(string(b), marker) {
+			t.Fatalf("process %s outlived the run: %q", p, b)
+		}
+	}
+}

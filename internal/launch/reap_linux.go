@@ -1,0 +1,61 @@
+//go:build linux
+
+package launch
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// becomeSubreaper makes agent-sandbox the reaper of every orphan the agent
+// leaves (a daemon started with setsid or a double fork is re-parented to
+// agent-sandbox instead of init), so that sweep can end them.
+func becomeSubreaper() {
+	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+}
+
+// sweep kills and reaps every remaining child of this process: what the
+// agent left behind. No process outlives a run.
+func sweep() {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		kids := children()
+		for _, pid := range kids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		for {
+			pid, err := syscall.Wait4(-1, nil, syscall.WNOHANG, nil)
+			if pid <= 0 || err != nil {
+				break
+			}
+		}
+		if len(kids) == 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// children lists the live children of this process (all its threads).
+func children() []int {
+	tasks, _ := filepath.Glob("/proc/self/task/*/children")
+	var out []int
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
+}

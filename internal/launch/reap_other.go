@@ -1,0 +1,10 @@
+//go:build !linux
+
+package launch
+
+// becomeSubreaper has no portable equivalent off Linux: orphans the agent
+// leaves are re-parented to init (documented in README.md).
+func becomeSubreaper() {}
+
+// sweep is a no-op off Linux.
+func sweep() {}

@@ -1,0 +1,231 @@
+package nono
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// schemaEnv names the variable holding the path of nono's profile JSON
+// schema (relative paths are taken from the repository root).
+const schemaEnv = "AGENT_SANDBOX_NONO_SCHEMA"
+
+// defaultSchema is where the schema lies beside the project (../shared).
+const defaultSchema = "../shared/reference/nono-0.74/nono-profile.schema.json"
+
+// TestMain lets the test binary stand in for nono: run under the name
+// "nono" it is recordingNono, never the real thing.
+func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) == "nono" {
+		os.Exit(recordingNono(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// repoRoot is the directory holding go.mod.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the test directory")
+		}
+		dir = parent
+	}
+}
+
+// schemaPath is the schema named by AGENT_SANDBOX_NONO_SCHEMA, or the
+// default beside the project; the test is skipped when neither exists.
+func schemaPath(t *testing.T) string {
+	t.Helper()
+	p := os.Getenv(schemaEnv)
+	explicit := p != ""
+	if !explicit {
+		p = defaultSchema
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(repoRoot(t), p)
+	}
+	if _, err := os.Stat(p); err != nil {
+		if explicit {
+			t.Fatalf("%s=%s: %v", schemaEnv, os.Getenv(schemaEnv), err)
+		}
+		t.Skipf("nono's profile schema not found at %s: set %s to the path of nono-profile.schema.json (nono 0.74's reference/nono-0.74/, or `nono profile schema` output)", p, schemaEnv)
+	}
+	return p
+}
+
+// referenceFile is one of nono's data files (policy.json,
+// network-policy.json): beside the schema, else in the default reference
+// directory; the test is skipped when it is not reachable.
+func referenceFile(t *testing.T, name string) []byte {
+	t.Helper()
+	candidates := []string{filepath.Join(repoRoot(t), filepath.Dir(defaultSchema), name)}
+	if p := os.Getenv(schemaEnv); p != "" {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(repoRoot(t), p)
+		}
+		candidates = append([]string{filepath.Join(filepath.Dir(p), name)}, candidates...)
+	}
+	for _, c := range candidates {
+		if b, err := os.ReadFile(c); err == nil {
+			return b
+		}
+	}
+	t.Skipf("nono's %s not found (looked at %s): set %s to a nono-profile.schema.json that has nono's data files beside it", name, strings.Join(candidates, ", "), schemaEnv)
+	return nil
+}
+
+var (
+	schemaOnce sync.Once
+	schema     *jsonschema.Schema
+	schemaErr  error
+)
+
+// validateSchema validates one profile against nono's JSON schema.
+func validateSchema(t *testing.T, profile []byte) {
+	t.Helper()
+	if err := checkSchema(t, profile); err != nil {
+		t.Errorf("generated profile does not validate against %s:\n%v\n%s", schemaPath(t), err, profile)
+	}
+}
+
+// checkSchema validates one document against nono's JSON schema.
+func checkSchema(t *testing.T, profile []byte) error {
+	t.Helper()
+	path := schemaPath(t)
+	schemaOnce.Do(func() {
+		f, err := os.Open(path)
+		if err != nil {
+			schemaErr = err
+			return
+		}
+		defer f.Close()
+		doc, err := jsonschema.UnmarshalJSON(f)
+		if err != nil {
+			schemaErr = err
+			return
+		}
+		c := jsonschema.NewCompiler()
+		if err := c.AddResource(SchemaURL, doc); err != nil {
+			schemaErr = err
+			return
+		}
+		schema, schemaErr = c.Compile(SchemaURL)
+	})
+	if schemaErr != nil {
+		t.Fatalf("compiling %s: %v", path, schemaErr)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(profile))
+	if err != nil {
+		t.Fatalf("profile is not JSON: %v\n%s", err, profile)
+	}
+	return schema.Validate(inst)
+}
+
+// validateWithNono runs `nono profile validate` on the profile when a nono
+// binary is on PATH (under nix flake check) and the profile is for this
+// platform; otherwise it does nothing.
+func validateWithNono(t *testing.T, profile []byte, goos string) {
+	t.Helper()
+	bin, err := exec.LookPath("nono")
+	if err != nil {
+		return
+	}
+	if goos != runtime.GOOS {
+		t.Logf("not running nono profile validate: the profile is for %s", goos)
+		return
+	}
+	p := filepath.Join(t.TempDir(), "profile.json")
+	if err := os.WriteFile(p, profile, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "profile", "validate", p)
+	cmd.Env = append(os.Environ(), "NONO_NO_UPDATE_CHECK=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Errorf("%s profile validate %s: %v\n%s\n%s", bin, p, err, out, profile)
+	}
+}
+
+// tree is a throwaway filesystem for one test, rooted at a canonical path.
+type tree struct {
+	t    *testing.T
+	root string
+}
+
+func newTree(t *testing.T) *tree {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tree{t: t, root: root}
+}
+
+// path is rel under the root, created as nothing.
+func (tr *tree) path(rel string) string { return filepath.Join(tr.root, rel) }
+
+// dir creates rel as a directory.
+func (tr *tree) dir(rel string) string {
+	p := tr.path(rel)
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		tr.t.Fatal(err)
+	}
+	return p
+}
+
+// file creates rel as a regular file.
+func (tr *tree) file(rel string, mode os.FileMode) string {
+	p := tr.path(rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		tr.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"), mode); err != nil {
+		tr.t.Fatal(err)
+	}
+	return p
+}
+
+// symlink creates rel as a symlink to target.
+func (tr *tree) symlink(rel, target string) string {
+	p := tr.path(rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		tr.t.Fatal(err)
+	}
+	if err := os.Symlink(target, p); err != nil {
+		tr.t.Fatal(err)
+	}
+	return p
+}
+
+// anon replaces the tree's root by $ROOT in s.
+func (tr *tree) anon(s string) string { return strings.ReplaceAll(s, tr.root, "$ROOT") }
+
+// mustJSON renders v indented.
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}

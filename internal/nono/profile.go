@@ -1,0 +1,411 @@
+package nono
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/grant"
+	"github.com/agent-sandbox/agent-sandbox/internal/posture"
+	"github.com/agent-sandbox/agent-sandbox/internal/spec"
+)
+
+// Profile is the subset of nono's profile format (schema
+// reference/nono-0.74/nono-profile.schema.json) that agent-sandbox writes.
+// Every key is in the schema: nono rejects unknown keys.
+type Profile struct {
+	Schema      string      `json:"$schema"`
+	Meta        Meta        `json:"meta"`
+	Groups      *Groups     `json:"groups,omitempty"`
+	Filesystem  Filesystem  `json:"filesystem"`
+	Network     Network     `json:"network"`
+	Environment Environment `json:"environment"`
+	Workdir     Workdir     `json:"workdir"`
+	// SeatbeltRules are raw macOS Seatbelt rules, kept only for macOS.
+	SeatbeltRules []string `json:"unsafe_macos_seatbelt_rules,omitempty"`
+}
+
+// Meta names the profile.
+type Meta struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
+// Groups adds policy groups from nono's policy.json to the default ones.
+type Groups struct {
+	Include []string `json:"include,omitempty"`
+}
+
+// Filesystem are the run's grants as absolute, canonical paths. allow,
+// read and write hold directories; the *_file keys hold single files.
+type Filesystem struct {
+	Allow             []string `json:"allow,omitempty"`
+	Read              []string `json:"read,omitempty"`
+	Write             []string `json:"write,omitempty"`
+	AllowFile         []string `json:"allow_file,omitempty"`
+	ReadFile          []string `json:"read_file,omitempty"`
+	WriteFile         []string `json:"write_file,omitempty"`
+	UnixSocketDirBind []string `json:"unix_socket_dir_bind,omitempty"`
+}
+
+// Network is the run's network policy.
+type Network struct {
+	Block          bool     `json:"block"`
+	AllowDomain    []string `json:"allow_domain,omitempty"`
+	OpenPort       []int    `json:"open_port,omitempty"`
+	ListenPort     []int    `json:"listen_port,omitempty"`
+	NetworkProfile string   `json:"network_profile,omitempty"`
+}
+
+// Environment limits the variables the agent sees (allow_vars) and sets the
+// agent.toml set_env values (set_vars).
+type Environment struct {
+	AllowVars []string          `json:"allow_vars"`
+	SetVars   map[string]string `json:"set_vars,omitempty"`
+}
+
+// Workdir sets the access to --workdir; always "readwrite", with
+// --allow-cwd on the command line.
+type Workdir struct {
+	Access string `json:"access"`
+}
+
+// Marshal renders a profile as it is written to disk: indented JSON, HTML
+// characters unescaped, a final newline.
+func Marshal(p Profile) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(p); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// builder accumulates one profile.
+type builder struct {
+	s    spec.Spec
+	o    Options
+	home grant.Home
+	stat func(string) (fs.FileInfo, error)
+
+	allow, read, write, allowFile, readFile, writeFile, sockets []string
+	notes                                                       []string
+	// viaEnv are set_env entries that cannot go to set_vars; they are set
+	// in nono's own environment and pass through allow_vars.
+	viaEnv map[string]string
+}
+
+func newBuilder(s spec.Spec, o Options) *builder {
+	return &builder{s: s, o: o, home: homeFor(s, o), stat: os.Stat, viaEnv: map[string]string{}}
+}
+
+func (b *builder) note(format string, a ...any) { b.notes = append(b.notes, fmt.Sprintf(format, a...)) }
+
+// build makes the profile, or says why nono would refuse it.
+func (b *builder) build() (Profile, error) {
+	s := b.s
+	if !filepath.IsAbs(s.StateDir) || !filepath.IsAbs(s.Workdir) {
+		return Profile{}, fmt.Errorf("internal error: the state dir %q and the workdir %q must be absolute", s.StateDir, s.Workdir)
+	}
+	if !filepath.IsAbs(b.home.Dir) {
+		return Profile{}, fmt.Errorf("internal error: the home directory %q must be absolute", b.home.Dir)
+	}
+	if err := checkCommand(s); err != nil {
+		return Profile{}, err
+	}
+	if err := checkEnv(s); err != nil {
+		return Profile{}, err
+	}
+
+	// The workdir is granted by workdir.access + --allow-cwd, not listed;
+	// nono re-runs its overlap checks on it, so check it here too.
+	wd := grant.Canonical(s.Workdir)
+	if err := b.check(wd, true); err != nil {
+		return Profile{}, fmt.Errorf("working directory %s %v; run agent-sandbox from a project directory or pass --workdir", wd, err)
+	}
+
+	// The state dir is created by Execute, so it is granted even when it
+	// does not exist yet.
+	state := grant.Canonical(s.StateDir)
+	if err := b.check(state, true); err != nil {
+		return Profile{}, fmt.Errorf("agent-sandbox's state dir %s %v; set XDG_STATE_HOME to a directory outside nono's protected paths", state, err)
+	}
+	b.allow = append(b.allow, state)
+
+	skip := map[string]bool{wd: true, state: true}
+	type source struct {
+		paths       []string
+		dirs, files *[]string
+		origin      func(p string) string
+	}
+	inList := func(list []string) map[string]bool {
+		m := map[string]bool{}
+		for _, p := range list {
+			m[p] = true
+		}
+		return m
+	}
+	gitDirs, configPaths := inList(s.GitDirs), inList(s.ConfigPaths)
+	var agentDir []string
+	if s.AgentDir != "" {
+		agentDir = []string{s.AgentDir}
+	}
+	sources := []source{
+		{agentDir, &b.read, &b.readFile, func(string) string { return "the agent folder" }},
+		{s.GitDirs, &b.allow, &b.allowFile, func(string) string { return "the linked git dir of " + wd }},
+		{s.ConfigPaths, &b.allow, &b.allowFile, func(string) string { return agentToml(s) + ": config_paths" }},
+		{s.Allow, &b.allow, &b.allowFile, func(p string) string {
+			switch {
+			case gitDirs[p]:
+				return "the linked git dir of " + wd
+			case configPaths[p]:
+				return agentToml(s) + ": config_paths"
+			}
+			return sandboxFile(s) + ": filesystem.allow"
+		}},
+		{s.Read, &b.read, &b.readFile, func(p string) string {
+			if p == s.AgentDir {
+				return "the agent folder"
+			}
+			return agentToml(s) + ": read_paths or " + sandboxFile(s) + ": filesystem.read"
+		}},
+		{s.Write, &b.write, &b.writeFile, func(string) string { return sandboxFile(s) + ": filesystem.write" }},
+	}
+	seen := map[*[]string]map[string]bool{}
+	for _, src := range sources {
+		if seen[src.dirs] == nil {
+			seen[src.dirs] = map[string]bool{}
+		}
+		for _, raw := range sortedSet(src.paths) {
+			p := grant.Canonical(raw)
+			if skip[p] || seen[src.dirs][p] {
+				continue
+			}
+			seen[src.dirs][p] = true
+			if err := b.add(p, src.dirs, src.files, src.origin(raw)); err != nil {
+				return Profile{}, err
+			}
+		}
+	}
+	for _, raw := range sortedSet(s.UnixSocketDirBind) {
+		p := grant.Canonical(raw)
+		origin := sandboxFile(s) + ": filesystem.unix_socket_dir_bind"
+		st, err := b.stat(p)
+		if err != nil {
+			b.note("not granted: %s (%s) does not exist, and nono skips missing paths; create the directory before the run", p, origin)
+			continue
+		}
+		if !st.IsDir() {
+			return Profile{}, fmt.Errorf("%s: %s is not a directory; unix_socket_dir_bind takes the directory the sockets are created in", origin, p)
+		}
+		if err := b.check(p, true); err != nil {
+			return Profile{}, fmt.Errorf("%s: %s %v", origin, p, err)
+		}
+		b.sockets = append(b.sockets, p)
+	}
+	if err := b.addExec(); err != nil {
+		return Profile{}, err
+	}
+
+	prof := Profile{
+		Schema: SchemaURL,
+		Meta: Meta{
+			Name:        "agent-sandbox-" + s.AgentID,
+			Description: "generated by agent-sandbox for " + s.AgentID + " on every run; edits are overwritten",
+		},
+		Workdir: Workdir{Access: "readwrite"},
+	}
+	if b.o.NixStore {
+		prof.Groups = &Groups{Include: []string{"nix_runtime"}}
+	}
+	prof.Filesystem = b.filesystem()
+	net, err := network(s)
+	if err != nil {
+		return Profile{}, err
+	}
+	prof.Network = net
+	prof.Environment = b.environment()
+	if len(s.SeatbeltRules) > 0 {
+		if s.GOOS == "darwin" {
+			prof.SeatbeltRules = append([]string{}, s.SeatbeltRules...)
+		} else {
+			b.note("%s: %d unsafe_macos_seatbelt_rules left out of the profile: they are macOS-only and this is %s", sandboxFile(s), len(s.SeatbeltRules), s.GOOS)
+		}
+	}
+	return prof, nil
+}
+
+// add grants p (directory or file) after the defensive re-check; missing
+// paths are left out with a note.
+func (b *builder) add(p string, dirs, files *[]string, origin string) error {
+	st, err := b.stat(p)
+	if err != nil {
+		b.note("not granted: %s (%s) does not exist, and nono skips missing paths; create it before the run if the agent needs it", p, origin)
+		return nil
+	}
+	if err := b.check(p, st.IsDir()); err != nil {
+		return fmt.Errorf("%s: %s %v", origin, p, err)
+	}
+	if st.IsDir() {
+		*dirs = append(*dirs, p)
+	} else {
+		*files = append(*files, p)
+	}
+	return nil
+}
+
+// addExec grants the agent's programs read (which includes execute under
+// Landlock): the closure directories from pathresolve when known, else the
+// directories holding each program and its symlink target. A fallback
+// directory that must not be granted (your home, a parent of nono's state,
+// one holding a credential path) is narrowed to the program file itself.
+func (b *builder) addExec() error {
+	s := b.s
+	if len(s.ExecClosure) > 0 {
+		for _, raw := range sortedSet(s.ExecClosure) {
+			p := grant.Canonical(raw)
+			st, err := b.stat(p)
+			if err != nil {
+				b.note("not granted: %s (closure of the agent's programs) does not exist", p)
+				continue
+			}
+			if err := b.check(p, st.IsDir()); err != nil {
+				return fmt.Errorf("%s: the closure of the agent's programs (command, exec_paths) includes %s, which cannot be granted: it %v; install the program somewhere else", agentToml(s), p, err)
+			}
+			if st.IsDir() {
+				b.read = append(b.read, p)
+			} else {
+				b.readFile = append(b.readFile, p)
+			}
+		}
+		return nil
+	}
+	for _, e := range s.Exec {
+		if !filepath.IsAbs(e) {
+			continue
+		}
+		progs := []string{filepath.Clean(e)}
+		if r, err := filepath.EvalSymlinks(e); err == nil && r != progs[0] {
+			progs = append(progs, r)
+		}
+		for _, prog := range progs {
+			st, err := b.stat(prog)
+			if err != nil {
+				b.note("not granted: program %s (%s: command or exec_paths) does not exist", prog, agentToml(s))
+				continue
+			}
+			if st.IsDir() {
+				return fmt.Errorf("%s: program %s is a directory; name the executable", agentToml(s), prog)
+			}
+			dir := grant.Canonical(filepath.Dir(prog))
+			dirErr := b.check(dir, true)
+			if dirErr == nil {
+				b.read = append(b.read, dir)
+				continue
+			}
+			file := grant.Canonical(prog)
+			if err := b.check(file, false); err != nil {
+				return fmt.Errorf("%s: program %s %v; install the program somewhere else", agentToml(s), prog, err)
+			}
+			b.readFile = append(b.readFile, file)
+			b.note("granting only the program %s: its directory %s %v", file, dir, dirErr)
+		}
+	}
+	return nil
+}
+
+// filesystem sorts and de-duplicates the grants; a path granted read-write
+// is dropped from the read-only and write-only lists.
+func (b *builder) filesystem() Filesystem {
+	allow, allowFile := sortedSet(b.allow), sortedSet(b.allowFile)
+	minus := func(list, drop []string) []string {
+		d := map[string]bool{}
+		for _, p := range drop {
+			d[p] = true
+		}
+		var out []string
+		for _, p := range sortedSet(list) {
+			if !d[p] {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	fs := Filesystem{
+		Allow:             allow,
+		Read:              minus(b.read, allow),
+		Write:             minus(b.write, allow),
+		AllowFile:         allowFile,
+		ReadFile:          minus(b.readFile, allowFile),
+		WriteFile:         minus(b.writeFile, allowFile),
+		UnixSocketDirBind: sortedSet(b.sockets),
+	}
+	for _, l := range []*[]string{&fs.Allow, &fs.Read, &fs.Write, &fs.AllowFile, &fs.ReadFile, &fs.WriteFile, &fs.UnixSocketDirBind} {
+		if len(*l) == 0 {
+			*l = nil
+		}
+	}
+	return fs
+}
+
+// network renders the resolved network policy. Ports are only meaningful
+// when not blocked; nono's block wins over everything else.
+func network(s spec.Spec) (Network, error) {
+	n := s.Network
+	var out Network
+	switch n.Mode {
+	case posture.NetBlocked:
+		out.Block = true
+		return out, nil
+	case posture.NetAllowlist:
+		out.AllowDomain = sortedSet(n.AllowDomains)
+		if n.Profile != "" {
+			if err := checkNetworkProfile(n.Profile, n.Source); err != nil {
+				return out, err
+			}
+			out.NetworkProfile = n.Profile
+		}
+	case posture.NetOpen, "":
+		if n.Profile != "" {
+			return out, fmt.Errorf("%s: network.network_profile %q needs an allowlist network; internal error: the posture dropped it", n.Source, n.Profile)
+		}
+	default:
+		return out, fmt.Errorf("internal error: unknown network mode %q", n.Mode)
+	}
+	out.OpenPort = sortedInts(n.OpenPorts)
+	out.ListenPort = sortedInts(n.ListenPorts)
+	if len(out.AllowDomain) == 0 {
+		out.AllowDomain = nil
+	}
+	return out, nil
+}
+
+// environment is allow_vars = EnvPass + set_env names + MISE_CACHE_DIR, and
+// set_vars = set_env, except PATH (reserved by nono) and values containing
+// "$" (nono would expand $HOME, $WORKDIR, ... in them), which go through
+// nono's own environment instead.
+func (b *builder) environment() Environment {
+	s := b.s
+	names := append([]string{}, s.EnvPass...)
+	set := map[string]string{}
+	for k, v := range s.EnvSet {
+		names = append(names, k)
+		if k == "PATH" || strings.Contains(v, "$") {
+			b.viaEnv[k] = v
+			continue
+		}
+		set[k] = v
+	}
+	names = append(names, "MISE_CACHE_DIR")
+	env := Environment{AllowVars: sortedSet(names)}
+	if len(set) > 0 {
+		env.SetVars = set
+	}
+	return env
+}

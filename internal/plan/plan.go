@@ -1,0 +1,466 @@
+// Package plan turns an agent folder and a resolved posture into the plan of
+// one run: the grants (expanded, canonical and checked), the environment, the
+// backend's commands in execution order and, for nono, the profile.
+//
+// Build is a pure function of its Input apart from reading the filesystem to
+// make paths canonical; it starts nothing and writes nothing. The same Plan is
+// executed by package launch and printed by --dry-run (text or JSON).
+package plan
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/agent"
+	"github.com/agent-sandbox/agent-sandbox/internal/confine"
+	"github.com/agent-sandbox/agent-sandbox/internal/gitdir"
+	"github.com/agent-sandbox/agent-sandbox/internal/grant"
+	"github.com/agent-sandbox/agent-sandbox/internal/landlock"
+	"github.com/agent-sandbox/agent-sandbox/internal/nono"
+	"github.com/agent-sandbox/agent-sandbox/internal/posture"
+	"github.com/agent-sandbox/agent-sandbox/internal/sandboxfile"
+	"github.com/agent-sandbox/agent-sandbox/internal/sbx"
+	"github.com/agent-sandbox/agent-sandbox/internal/spec"
+	"github.com/agent-sandbox/agent-sandbox/pathresolve"
+)
+
+// BaseEnv are the host variables every sandboxed agent receives.
+var BaseEnv = []string{
+	"HOME", "PATH", "USER", "LOGNAME", "SHELL", "TERM", "COLORTERM", "TERM_PROGRAM",
+	"LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "LC_COLLATE", "LC_NUMERIC",
+	"LC_TIME", "LC_MONETARY", "TZ", "NO_COLOR",
+}
+
+// Input is everything Build needs.
+type Input struct {
+	Folder  *agent.Folder
+	Posture posture.Posture
+	Home    grant.Home
+	// Workdir is the run's working directory, absolute.
+	Workdir string
+	// Args are the agent arguments from the command line.
+	Args []string
+	// Getenv reads the host environment.
+	Getenv func(string) string
+	// LookPath finds a program on the host PATH.
+	LookPath func(string) (string, error)
+	// Protected are further directories no writable grant may overlap
+	// (agent lookup directories such as /etc/agent-sandbox/agents).
+	Protected []string
+	// NixStore says whether /nix/store exists.
+	NixStore bool
+	// Verbose drops nono's -s.
+	Verbose bool
+	// TTY says whether stdout is a terminal (sbx exec -t).
+	TTY bool
+}
+
+// Plan is one run, ready to execute or print.
+type Plan struct {
+	Agent       string        `json:"agent"`
+	AgentFolder string        `json:"agent_folder"`
+	AgentSource string        `json:"agent_source"`
+	Workdir     string        `json:"workdir"`
+	Sandboxed   bool          `json:"sandboxed"`
+	Backend     *string       `json:"backend"`
+	Reason      string        `json:"backend_reason"`
+	Fallback    *string       `json:"backend_fallback"`
+	Network     Network       `json:"network"`
+	Filesystem  Filesystem    `json:"filesystem"`
+	Environment Environment   `json:"environment"`
+	StateDir    *string       `json:"state_dir"`
+	Warnings    []string      `json:"warnings"`
+	Commands    [][]string    `json:"commands"`
+	Profile     *nono.Profile `json:"profile"`
+	ProfilePath *string       `json:"profile_path"`
+	Refusal     *string       `json:"refusal"`
+	// Landlock is the built-in engine's policy (landlock backend only).
+	Landlock       *LandlockPolicy  `json:"landlock"`
+	LandlockPolicy *landlock.Policy `json:"-"`
+	Steps          []spec.Command   `json:"-"`
+	Spec           spec.Spec        `json:"-"`
+	Posture        posture.Posture  `json:"-"`
+	// Nono and Sbx are the backend's prepared run, for its executor.
+	Nono *nono.Prepared `json:"-"`
+	Sbx  *sbx.Prepared  `json:"-"`
+}
+
+// LandlockPolicy is the built-in engine's policy as printed.
+type LandlockPolicy struct {
+	ReadExec  []string `json:"read_exec"`
+	ReadOnly  []string `json:"read_only"`
+	ReadWrite []string `json:"read_write"`
+	WriteOnly []string `json:"write_only"`
+	Network   string   `json:"network"`
+}
+
+// Network is the plan's network policy as printed.
+type Network struct {
+	Mode           string   `json:"mode"`
+	AllowDomains   []string `json:"allow_domains"`
+	OpenPorts      []int    `json:"open_ports"`
+	ListenPorts    []int    `json:"listen_ports"`
+	NetworkProfile *string  `json:"network_profile"`
+	Source         string   `json:"source"`
+}
+
+// Filesystem lists the run's grants as absolute paths.
+type Filesystem struct {
+	Read  []string `json:"read"`
+	Write []string `json:"write"`
+	Allow []string `json:"allow"`
+	Exec  []string `json:"exec"`
+	// ExecClosure covers every file Exec needs to start (read + execute).
+	ExecClosure []string `json:"exec_closure"`
+	Missing     []string `json:"missing"`
+}
+
+// Environment says which host variables pass and which are set.
+type Environment struct {
+	Pass []string          `json:"pass"`
+	Set  map[string]string `json:"set"`
+}
+
+// Build makes the plan. Its errors name the file, key and value at fault.
+func Build(in Input) (*Plan, error) {
+	f, pst := in.Folder, in.Posture
+	p := &Plan{
+		Agent:       f.ID,
+		AgentFolder: f.Dir,
+		AgentSource: string(f.Source),
+		Workdir:     in.Workdir,
+		Sandboxed:   pst.Sandboxed,
+		Reason:      string(pst.Reason),
+		Posture:     pst,
+		Commands:    [][]string{},
+	}
+	p.Warnings = append(append([]string{}, pst.Warnings...), f.Warnings()...)
+	if pst.Fallback != "" {
+		p.Fallback = &pst.Fallback
+		p.Warnings = append(p.Warnings, pst.Fallback)
+	}
+
+	cmdName := f.Config.ResolveCommand(in.Getenv)
+	argv0, found := cmdName, false
+	if path, err := in.LookPath(cmdName); err == nil {
+		if abs, err := filepath.Abs(path); err == nil {
+			argv0, found = abs, true
+		}
+	}
+	if !found {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%s: command %q not found on PATH; the run would exit 127", f.ID, cmdName))
+	}
+	argv := append(append([]string{argv0}, f.Config.Args...), in.Args...)
+
+	if !pst.Sandboxed {
+		p.Network = Network{Mode: "unrestricted", AllowDomains: []string{}, OpenPorts: []int{}, ListenPorts: []int{}, Source: "no sandbox"}
+		p.Filesystem = Filesystem{Read: []string{}, Write: []string{}, Allow: []string{}, Exec: []string{}, ExecClosure: []string{}, Missing: []string{}}
+		p.Environment = Environment{Pass: []string{"*"}, Set: map[string]string{}}
+		p.Steps = []spec.Command{{Argv: argv, Note: "unsandboxed"}}
+		p.Spec = spec.Spec{AgentID: f.ID, Workdir: in.Workdir, Argv: argv, CommandFound: found}
+		p.finish()
+		return p, nil
+	}
+
+	s, warns, err := buildSpec(in, argv, found)
+	if err != nil {
+		return nil, err
+	}
+	p.Warnings = append(p.Warnings, warns...)
+	p.Spec = s
+	b := string(pst.Backend)
+	p.Backend = &b
+	p.StateDir = &s.StateDir
+	p.Network = Network{
+		Mode: string(s.Network.Mode), AllowDomains: s.Network.AllowDomains,
+		OpenPorts: s.Network.OpenPorts, ListenPorts: s.Network.ListenPorts, Source: s.Network.Source,
+	}
+	if s.Network.Profile != "" {
+		p.Network.NetworkProfile = &s.Network.Profile
+	}
+	p.Filesystem = Filesystem{Read: s.Read, Write: s.Write, Allow: s.Allow, Exec: s.Exec, ExecClosure: s.ExecClosure, Missing: s.Missing}
+	p.Environment = Environment{Pass: s.EnvPass, Set: s.EnvSet}
+
+	switch pst.Backend {
+	case posture.Nono:
+		r, err := nono.Prepare(s, nono.Options{Path: lookOr(in.LookPath, "nono"), Verbose: in.Verbose, NixStore: in.NixStore, Home: in.Home})
+		if err != nil {
+			return nil, err
+		}
+		p.Nono, p.Profile, p.ProfilePath, p.Steps = &r, &r.Profile, &r.ProfilePath, r.Steps
+		p.Warnings = append(p.Warnings, r.Warnings...)
+		p.refuse(r.Refusal)
+	case posture.Sbx:
+		if s.Network.Profile != "" {
+			return nil, fmt.Errorf("%s: network.network_profile %q cannot be enforced by sbx (it is nono-only); remove it or use the nono backend", pst.Policy.Path, s.Network.Profile)
+		}
+		r, err := sbx.Prepare(s, sbx.Options{Path: lookOr(in.LookPath, "sbx"), TTY: in.TTY, Verbose: in.Verbose, Getenv: in.Getenv, StateRoot: in.Home.StateRoot()})
+		if err != nil {
+			return nil, err
+		}
+		p.Sbx, p.Steps = &r, r.Steps
+		pass, set := r.GuestEnvironment(s)
+		p.Environment = Environment{Pass: pass, Set: set}
+		p.Warnings = append(p.Warnings, r.Warnings...)
+		p.refuse(r.Refusal)
+	case posture.Landlock:
+		if s.Network.Profile != "" {
+			return nil, fmt.Errorf("%s: network.network_profile %q cannot be enforced by the landlock backend (only nono knows network profiles); install nono or remove it", pst.Policy.Path, s.Network.Profile)
+		}
+		pol := confine.PolicyFor(s, in.NixStore)
+		p.LandlockPolicy = &pol
+		p.Landlock = &LandlockPolicy{ReadExec: pol.ReadExec, ReadOnly: pol.ReadOnly, ReadWrite: pol.ReadWrite, WriteOnly: pol.WriteOnly, Network: pol.Network.String()}
+		p.Steps = []spec.Command{{Argv: s.Argv, Env: confine.Env(s, func(string) (string, bool) { return "", false }), InProcess: true, Note: "confined in-process by agent-sandbox's built-in landlock engine; pasting this line would run it unconfined"}}
+		if s.Network.Mode == posture.NetAllowlist {
+			p.refuse("an allow-list network (allow_domain or --allow-host) under the built-in landlock backend needs the egress broker, which is not built yet: install nono, or run with --offline or an open network")
+		}
+	}
+	p.finish()
+	return p, nil
+}
+
+func (p *Plan) refuse(msg string) {
+	if msg != "" && p.Refusal == nil {
+		p.Refusal = &msg
+	}
+}
+
+func (p *Plan) finish() {
+	for _, c := range p.Steps {
+		p.Commands = append(p.Commands, c.Argv)
+	}
+	lines := make([]string, len(p.Warnings))
+	for i, w := range p.Warnings {
+		lines[i] = WarningPrefix + w
+	}
+	p.Warnings = lines
+}
+
+// WarningPrefix starts every warning line on stderr.
+const WarningPrefix = "agent-sandbox: warning: "
+
+func lookOr(look func(string) (string, error), name string) string {
+	if p, err := look(name); err == nil {
+		if abs, err := filepath.Abs(p); err == nil {
+			return abs
+		}
+	}
+	return name
+}
+
+// grantSet accumulates checked, de-duplicated grants.
+type grantSet struct {
+	checker grant.Checker
+	seen    map[string]bool
+	missing []string
+}
+
+func (g *grantSet) add(dst *[]string, p string) {
+	if g.seen[p] {
+		return
+	}
+	g.seen[p] = true
+	*dst = append(*dst, p)
+	if !grant.Exists(p) {
+		g.missing = append(g.missing, p)
+	}
+}
+
+// buildSpec expands and checks every grant of a sandboxed run.
+func buildSpec(in Input, argv []string, found bool) (spec.Spec, []string, error) {
+	f, pst, h := in.Folder, in.Posture, in.Home
+	var warns []string
+	s := spec.Spec{
+		AgentID: f.ID, Workdir: in.Workdir, StateDir: h.AgentStateDir(f.ID), Home: h.Dir,
+		Argv: argv, CommandFound: found, Network: pst.Network, GOOS: h.GOOS,
+		SbxInstall: f.Config.Sbx.Install, SbxVersionCommand: f.Config.Sbx.VersionCommand,
+		SbxHome: f.Config.Sbx.Home, LoopbackEnv: f.Config.LoopbackEnv,
+		Read: []string{}, Write: []string{}, Allow: []string{}, Exec: []string{},
+		ConfigPaths: []string{}, GitDirs: []string{},
+	}
+	protected := append([]string{h.ConfigRoot(), h.StateRoot(), "/etc/agent-sandbox"}, in.Protected...)
+	if !f.Builtin() {
+		s.AgentDir = f.Dir
+		protected = append(protected, f.Dir)
+	}
+	g := &grantSet{checker: grant.Checker{Home: h, Protected: protected}, seen: map[string]bool{}}
+
+	wd := grant.Canonical(in.Workdir)
+	if err := g.checker.Check(wd, true); err != nil {
+		return s, nil, fmt.Errorf("working directory %s %s; run agent-sandbox from a project directory or pass --workdir", wd, err)
+	}
+	s.Workdir = wd
+	g.add(&s.Allow, wd)
+	g.add(&s.Allow, grant.Canonical(s.StateDir))
+	if s.AgentDir != "" {
+		g.add(&s.Read, s.AgentDir)
+	}
+
+	linked, err := gitdir.Find(wd)
+	if err != nil {
+		warns = append(warns, err.Error())
+	}
+	for _, d := range linked.Dirs() {
+		if err := g.checker.Check(d, true); err != nil {
+			warns = append(warns, fmt.Sprintf("linked git dir %s %s; not granting it (git commands in the sandbox will fail)", d, err))
+			continue
+		}
+		s.GitDirs = append(s.GitDirs, d)
+		g.add(&s.Allow, d)
+	}
+
+	tomlPath := filepath.Join(f.Dir, "agent.toml")
+	type list struct {
+		file, key string
+		paths     []string
+		dst       *[]string
+		writable  bool
+	}
+	lists := []list{
+		{tomlPath, "config_paths", f.Config.ConfigPaths, &s.Allow, true},
+		{tomlPath, "read_paths", f.Config.ReadPaths, &s.Read, false},
+	}
+	if pf := pst.Policy; pf != nil {
+		lists = append(lists,
+			list{pf.Path, "filesystem.read", pf.Filesystem.Read, &s.Read, false},
+			list{pf.Path, "filesystem.write", pf.Filesystem.Write, &s.Write, true},
+			list{pf.Path, "filesystem.allow", pf.Filesystem.Allow, &s.Allow, true},
+		)
+	}
+	for _, l := range lists {
+		for i, raw := range l.paths {
+			p, err := g.checker.Resolve(raw, l.writable)
+			if err != nil {
+				return s, nil, fmt.Errorf("%s: %s[%d]: %v", l.file, l.key, i, err)
+			}
+			if l.key == "config_paths" {
+				s.ConfigPaths = append(s.ConfigPaths, p)
+			}
+			g.add(l.dst, p)
+		}
+	}
+	if pf := pst.Policy; pf != nil {
+		nonoOnly := pst.Backend == posture.Sbx && pf.Kind == sandboxfile.Nono
+		drop := func(key string) {
+			warns = append(warns, fmt.Sprintf("%s: %s is nono-only: the sbx microVM has no equivalent, so it is dropped (it applies only under --sandbox-backend nono)", pf.Path, key))
+		}
+		for i, raw := range pf.Filesystem.UnixSocketDirBind {
+			if nonoOnly {
+				drop("filesystem.unix_socket_dir_bind")
+				break
+			}
+			p, err := g.checker.Resolve(raw, true)
+			if err != nil {
+				return s, nil, fmt.Errorf("%s: filesystem.unix_socket_dir_bind[%d]: %v", pf.Path, i, err)
+			}
+			s.UnixSocketDirBind = append(s.UnixSocketDirBind, p)
+		}
+		if nonoOnly {
+			if len(s.Network.OpenPorts) > 0 {
+				drop("network.open_port")
+			}
+			if len(s.Network.ListenPorts) > 0 {
+				drop("network.listen_port")
+			}
+			if len(pf.SeatbeltRules) > 0 {
+				drop("unsafe_macos_seatbelt_rules")
+			}
+			s.Network.OpenPorts, s.Network.ListenPorts = []int{}, []int{}
+		} else {
+			s.SeatbeltRules = pf.SeatbeltRules
+		}
+	}
+	if found {
+		s.Exec = append(s.Exec, argv[0])
+	}
+	s.Exec = append(s.Exec, f.Config.ExecPaths...)
+	closure, cwarns := execClosure(s.Exec, in.Getenv("PATH"), g.checker)
+	s.ExecClosure = closure
+	warns = append(warns, cwarns...)
+	s.Missing = []string{}
+	for _, m := range g.missing {
+		if m != grant.Canonical(s.StateDir) { // created by the run
+			s.Missing = append(s.Missing, m)
+		}
+	}
+
+	s.EnvPass = envPass(f.Config.Env)
+	s.EnvSet = map[string]string{}
+	for k, v := range f.Config.SetEnv {
+		s.EnvSet[k] = v
+	}
+	if s.Network.Mode == posture.NetBlocked || s.Network.Mode == posture.NetAllowlist {
+		for _, p := range s.Network.OpenPorts {
+			if p == 0 && h.GOOS != "darwin" {
+				return s, nil, fmt.Errorf("%s: network.open_port: 0 (any localhost port) is macOS-only; Linux needs explicit ports", pst.Policy.Path)
+			}
+		}
+	}
+	return s, warns, nil
+}
+
+// execClosure resolves every program the agent runs (pathresolve) and
+// returns the paths to grant read and execute: each covering directory that
+// passes the grant rules, else the individual files in it that do.
+func execClosure(execs []string, path string, c grant.Checker) ([]string, []string) {
+	var out, warns []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, e := range execs {
+		r, err := pathresolve.Resolve(e, pathresolve.Options{PATH: path})
+		if err != nil {
+			warns = append(warns, fmt.Sprintf("%v; it will not be granted", err))
+			continue
+		}
+		for _, m := range r.Missing {
+			warns = append(warns, fmt.Sprintf("%s needs %s, which was not found (%s); it may fail to start", m.NeededBy, m.Name, m.Reason))
+		}
+		for _, d := range r.Dirs {
+			if c.Check(d, false) == nil {
+				add(d)
+				continue
+			}
+			for _, f := range r.Files {
+				if filepath.Dir(f) != d && !grant.Within(f, d) {
+					continue
+				}
+				if err := c.Check(f, false); err != nil {
+					warns = append(warns, fmt.Sprintf("%s is needed to start %s but %v; not granted", f, e, err))
+					continue
+				}
+				add(f)
+			}
+		}
+	}
+	if out == nil {
+		out = []string{}
+	}
+	sort.Strings(out)
+	return out, warns
+}
+
+func envPass(extra []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range append(append([]string{}, BaseEnv...), extra...) {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// NixStore reports whether /nix/store exists on this host.
+func NixStore() bool {
+	st, err := os.Stat("/nix/store")
+	return err == nil && st.IsDir()
+}

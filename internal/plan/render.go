@@ -1,0 +1,87 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Quote renders argv as one shell command line that a person can paste.
+func Quote(argv []string) string {
+	parts := make([]string, len(argv))
+	for i, a := range argv {
+		q, err := syntax.Quote(a, syntax.LangBash)
+		if err != nil {
+			// Only strings no shell can express (a NUL byte) fail.
+			q = fmt.Sprintf("$'%s'", strings.ReplaceAll(a, "\x00", "\\0"))
+		}
+		parts[i] = q
+	}
+	return strings.Join(parts, " ")
+}
+
+// assignments renders KEY=VALUE pairs as shell assignments (only the value
+// is quoted, so that the shell still sees an assignment).
+func assignments(env []string) string {
+	parts := make([]string, len(env))
+	for i, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		parts[i] = k + "=" + Quote([]string{v})
+	}
+	return strings.Join(parts, " ")
+}
+
+// WriteText prints the plan for --dry-run: a comment header, then every
+// command in execution order, shell-quoted.
+func (p *Plan) WriteText(w io.Writer) error {
+	var b strings.Builder
+	backend := "no sandbox"
+	if p.Backend != nil {
+		backend = *p.Backend
+	}
+	fmt.Fprintf(&b, "# agent %s (%s: %s)\n", p.Agent, p.AgentSource, p.AgentFolder)
+	fmt.Fprintf(&b, "# backend: %s (decided by %s)\n", backend, p.Reason)
+	if p.Fallback != nil {
+		fmt.Fprintf(&b, "# %s\n", *p.Fallback)
+	}
+	if p.Sandboxed {
+		fmt.Fprintf(&b, "# network: %s", p.Network.Mode)
+		if len(p.Network.AllowDomains) > 0 {
+			fmt.Fprintf(&b, " %s", strings.Join(p.Network.AllowDomains, ","))
+		}
+		fmt.Fprintf(&b, " (from %s)\n", p.Network.Source)
+	}
+	if p.ProfilePath != nil {
+		fmt.Fprintf(&b, "# profile: %s\n", *p.ProfilePath)
+	}
+	if p.Refusal != nil {
+		fmt.Fprintf(&b, "# a real run would refuse: %s\n", *p.Refusal)
+	}
+	for _, c := range p.Steps {
+		if c.Note != "" {
+			fmt.Fprintf(&b, "# %s\n", c.Note)
+		}
+		line := Quote(c.Argv)
+		if len(c.Env) > 0 {
+			line = assignments(c.Env) + " " + line
+		}
+		if c.InProcess {
+			line = "# " + line
+		}
+		b.WriteString(line + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteJSON prints the plan as one JSON object (the stable --dry-run --json
+// interface documented in README.md).
+func (p *Plan) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(p)
+}

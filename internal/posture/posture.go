@@ -1,0 +1,260 @@
+// Package posture decides whether a run is sandboxed, by which backend, with
+// which network policy, and which warnings are printed.
+//
+// Resolve is a pure function of the command-line flags, the agent folder's
+// two files and two facts about the host. It implements the seed's
+// precedence lists ("Backend precedence", the network flag precedence and
+// "Opting out"); README.md documents the readings chosen where the seed can
+// be read two ways.
+package posture
+
+import (
+	"fmt"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/sandboxfile"
+)
+
+// Backend is a sandbox engine.
+type Backend string
+
+// The backends. None means the agent runs bare.
+const (
+	None     Backend = ""
+	Nono     Backend = "nono"
+	Sbx      Backend = "sbx"
+	Landlock Backend = "landlock"
+)
+
+// Reason names the rule of the precedence list that decided the backend.
+type Reason string
+
+// The rules, in precedence order.
+const (
+	ByNoSandboxFlag      Reason = "--no-sandbox"
+	BySandboxBackendFlag Reason = "--sandbox-backend"
+	BySandboxFlag        Reason = "--sandbox"
+	ByNetworkFlags       Reason = "network flags"
+	ByFolderOptOut       Reason = "folder opt-out"
+	ByFolderNono         Reason = "folder nono.json"
+	ByFolderSbx          Reason = "folder sbx.json"
+	ByFolderBoth         Reason = "folder nono.json and sbx.json"
+	ByDefault            Reason = "default (no folder opt-in)"
+)
+
+// Flags are the run flags that bear on the posture.
+type Flags struct {
+	Sandbox    bool     // --sandbox
+	NoSandbox  bool     // --no-sandbox
+	Backend    Backend  // --sandbox-backend, None when not given
+	Offline    bool     // --offline
+	AllowHosts []string // --allow-host, repeatable
+}
+
+// Host holds the facts about the machine that the decision needs.
+type Host struct {
+	GOOS      string // runtime.GOOS
+	NonoFound bool   // a nono binary is on PATH
+}
+
+// Input is everything Resolve looks at.
+type Input struct {
+	Agent string // the agent's id, for warning texts
+	Flags Flags
+	Nono  *sandboxfile.File // nil when the folder has no sandbox/nono.json
+	Sbx   *sandboxfile.File // nil when the folder has no sandbox/sbx.json
+	Host  Host
+}
+
+// NetMode is the kind of network policy.
+type NetMode string
+
+// Network modes.
+const (
+	NetOpen      NetMode = "open"
+	NetBlocked   NetMode = "blocked"
+	NetAllowlist NetMode = "allowlist"
+)
+
+// Network is the resolved network policy.
+type Network struct {
+	Mode         NetMode
+	AllowDomains []string
+	OpenPorts    []int
+	ListenPorts  []int
+	// Profile is a nono network profile name; "" when none.
+	Profile string
+	// Source says what decided: "--offline", "--allow-host", a file path, or "default".
+	Source string
+}
+
+// Posture is the decision.
+type Posture struct {
+	Sandboxed bool
+	Backend   Backend
+	Reason    Reason
+	// Fallback is set when the backend differs from the one the rules chose
+	// (nono missing, built-in landlock used instead); it is the notice line.
+	Fallback string
+	Network  Network
+	// Policy is the folder file whose grants and network apply: the chosen
+	// backend's own file, else its sibling; nil when the folder has neither.
+	Policy *sandboxfile.File
+	// Warnings are warning lines without the "agent-sandbox: warning: " prefix.
+	Warnings []string
+}
+
+// Error is a posture that cannot be run; the caller exits 125.
+type Error struct{ Msg string }
+
+func (e *Error) Error() string { return e.Msg }
+
+// Resolve applies the precedence rules.
+func Resolve(in Input) (Posture, error) {
+	var p Posture
+	f := in.Flags
+	netFlags := f.Offline || len(f.AllowHosts) > 0
+	if f.Backend != None && f.Backend != Nono && f.Backend != Sbx && f.Backend != Landlock {
+		return p, &Error{fmt.Sprintf("--sandbox-backend %q: want nono, sbx or landlock", f.Backend)}
+	}
+
+	// Backend precedence: --no-sandbox > --sandbox-backend > --sandbox >
+	// folder posture > network flags > unsandboxed default.
+	switch {
+	case f.NoSandbox:
+		p.Reason = ByNoSandboxFlag
+		if netFlags {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("network policy has no effect without the sandbox — %s runs with no network isolation (--sandbox to enforce it)", in.Agent))
+		}
+		if f.Sandbox || f.Backend != None {
+			p.Warnings = append(p.Warnings, "--no-sandbox overrides --sandbox and --sandbox-backend")
+		}
+		p.Warnings = append(p.Warnings, fmt.Sprintf("--no-sandbox: %s runs unsandboxed, with your full user rights", in.Agent))
+		return p, nil
+	case f.Backend != None:
+		p.Backend, p.Reason = f.Backend, BySandboxBackendFlag
+	case f.Sandbox:
+		p.Backend, p.Reason = declared(in), BySandboxFlag
+	case in.Nono.OptedOut() || in.Sbx.OptedOut():
+		// Either file opting out makes the folder run bare, unless the
+		// network flags force the sandbox on (they act as --sandbox).
+		if netFlags {
+			p.Backend, p.Reason = declared(in), ByNetworkFlags
+			break
+		}
+		p.Reason = ByFolderOptOut
+		for _, sf := range []*sandboxfile.File{in.Nono, in.Sbx} {
+			if sf.OptedOut() {
+				p.Warnings = append(p.Warnings, fmt.Sprintf("SANDBOX DISABLED: %s says {\"sandbox\": false}, so %s runs unsandboxed, with your full user rights (pass --sandbox to enforce the sandbox)", sf.Path, in.Agent))
+			}
+		}
+		return p, nil
+	case in.Nono != nil && in.Sbx != nil:
+		p.Backend, p.Reason = Nono, ByFolderBoth
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%s declares both sandbox/nono.json and sandbox/sbx.json: using nono (pass --sandbox-backend sbx to use sbx)", in.Agent))
+	case in.Nono != nil:
+		p.Backend, p.Reason = Nono, ByFolderNono
+	case in.Sbx != nil:
+		p.Backend, p.Reason = Sbx, ByFolderSbx
+	case netFlags:
+		p.Backend, p.Reason = Nono, ByNetworkFlags
+	default:
+		p.Reason = ByDefault
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%s declares neither sandbox/nono.json nor sandbox/sbx.json: it runs unsandboxed, with your full user rights (pass --sandbox to enforce the sandbox)", in.Agent))
+		return p, nil
+	}
+	p.Sandboxed = true
+
+	// nono is the default backend; without a nono binary the same policy
+	// runs under the built-in landlock engine on Linux, unless nono was
+	// named explicitly.
+	if p.Backend == Nono && !in.Host.NonoFound {
+		switch {
+		case p.Reason == BySandboxBackendFlag:
+			return p, &Error{"--sandbox-backend nono: nono is not installed (not found on PATH); install nono (https://nono.sh, or `nix run .#agent-sandbox`, which brings it), or use --sandbox-backend landlock"}
+		case in.Host.GOOS != "linux":
+			return p, &Error{fmt.Sprintf("nono is not installed (not found on PATH) and the built-in landlock engine needs Linux (this is %s); install nono", in.Host.GOOS)}
+		}
+		p.Backend = Landlock
+		p.Fallback = "nono not found on PATH: enforcing the same policy with the built-in landlock engine"
+	}
+	if p.Backend == Landlock && in.Host.GOOS != "linux" {
+		return p, &Error{fmt.Sprintf("the landlock backend needs Linux (this is %s); use --sandbox-backend nono or sbx", in.Host.GOOS)}
+	}
+
+	p.Policy = policyFile(in, p.Backend)
+	p.Network = network(f, p.Policy)
+	for _, s := range []*[]string{&p.Network.AllowDomains} {
+		if *s == nil {
+			*s = []string{}
+		}
+	}
+	for _, s := range []*[]int{&p.Network.OpenPorts, &p.Network.ListenPorts} {
+		if *s == nil {
+			*s = []int{}
+		}
+	}
+	return p, nil
+}
+
+// declared is the folder's own backend for a bare --sandbox: nono when it
+// has nono.json (opted out or not), sbx when it has only sbx.json, else nono.
+func declared(in Input) Backend {
+	if in.Nono == nil && in.Sbx != nil {
+		return Sbx
+	}
+	return Nono
+}
+
+// policyFile picks the file whose grants apply: the backend's own file, else
+// the sibling (so forcing another backend never drops the folder's network
+// restrictions).
+func policyFile(in Input, b Backend) *sandboxfile.File {
+	own, sibling := in.Nono, in.Sbx
+	if b == Sbx {
+		own, sibling = in.Sbx, in.Nono
+	}
+	if own != nil {
+		return own
+	}
+	return sibling
+}
+
+// network applies --offline > --allow-host > the folder file > open.
+func network(f Flags, file *sandboxfile.File) Network {
+	var n Network
+	if file != nil {
+		n.OpenPorts = append([]int{}, file.Network.OpenPort...)
+		n.ListenPorts = append([]int{}, file.Network.ListenPort...)
+	}
+	switch {
+	case f.Offline:
+		return Network{Mode: NetBlocked, Source: "--offline"}
+	case len(f.AllowHosts) > 0:
+		n.Mode, n.Source = NetAllowlist, "--allow-host"
+		n.AllowDomains = dedupe(f.AllowHosts)
+	case file != nil && file.Network.Block:
+		return Network{Mode: NetBlocked, Source: file.Path}
+	case file != nil && (len(file.Network.AllowDomain) > 0 || file.Network.NetworkProfile != ""):
+		n.Mode, n.Source = NetAllowlist, file.Path
+		n.AllowDomains = dedupe(file.Network.AllowDomain)
+		n.Profile = file.Network.NetworkProfile
+	default:
+		n.Mode, n.Source = NetOpen, "default"
+		if file != nil && (len(n.OpenPorts) > 0 || len(n.ListenPorts) > 0) {
+			n.Source = file.Path
+		}
+	}
+	return n
+}
+
+func dedupe(in []string) []string {
+	seen := map[string]bool{}
+	out := []string{}
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}

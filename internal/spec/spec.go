@@ -1,0 +1,75 @@
+// Package spec holds the backend-independent description of one run: what
+// the agent is, which paths it gets and how, its network policy and its
+// environment. Package plan builds a Spec from the agent folder and the
+// posture; each backend package turns a Spec into the commands it runs.
+package spec
+
+import "github.com/agent-sandbox/agent-sandbox/internal/posture"
+
+// Spec is one run, with every path absolute and canonical.
+type Spec struct {
+	AgentID string
+	// AgentDir is the agent folder on disk, granted read-only; "" for a
+	// built-in folder, which exists only inside the binary.
+	AgentDir string
+	Workdir  string
+	// StateDir is the per-agent state directory, granted read-write.
+	StateDir string
+	// Home is the user's home directory.
+	Home string
+	// Argv is the agent's command line; Argv[0] is the resolved absolute
+	// path when the command was found, else the name as configured.
+	Argv []string
+	// CommandFound is false when the command is not on PATH.
+	CommandFound bool
+
+	// Read is read-only, Write write-only, Allow read-write.
+	Read, Write, Allow []string
+	// Exec are programs (the agent's command and exec_paths) whose closures
+	// a kernel backend grants read and execute.
+	Exec []string
+	// ExecClosure are the directories covering every file Exec needs to
+	// start (from pathresolve); empty until resolved, when backends fall
+	// back to the directories holding Exec.
+	ExecClosure []string
+	// ConfigPaths are the agent's own state paths (also in Allow).
+	ConfigPaths []string
+	// GitDirs are the linked git directories (also in Allow).
+	GitDirs []string
+	// UnixSocketDirBind are nono's unix_socket_dir_bind grants.
+	UnixSocketDirBind []string
+	// Missing are granted paths that do not exist (backends skip them).
+	Missing []string
+
+	Network posture.Network
+
+	// EnvPass are the names of host variables passed in; EnvSet are set.
+	EnvPass []string
+	EnvSet  map[string]string
+
+	// SeatbeltRules are raw macOS Seatbelt rules (nono on macOS only).
+	SeatbeltRules []string
+
+	// Sbx settings from agent.toml.
+	SbxInstall        string
+	SbxVersionCommand []string
+	SbxHome           string
+	LoopbackEnv       []string
+
+	GOOS string
+}
+
+// Command is one step of a run, in execution order.
+type Command struct {
+	// Argv is the program and its arguments.
+	Argv []string
+	// Env lists variables set for this command as KEY=VALUE, beyond the
+	// environment the backend passes.
+	Env []string
+	// InProcess marks the agent start under the built-in landlock engine:
+	// agent-sandbox itself confines and starts Argv, so pasting it in a
+	// shell would run it unconfined.
+	InProcess bool
+	// Note is a one-line comment printed above the command by --dry-run.
+	Note string
+}
