@@ -17,6 +17,7 @@ import (
 
 	"github.com/agent-sandbox/agent-sandbox/internal/agent"
 	"github.com/agent-sandbox/agent-sandbox/internal/cli"
+	"github.com/agent-sandbox/agent-sandbox/internal/confine"
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 )
@@ -39,6 +40,9 @@ type env struct {
 // Main runs agent-sandbox with args (without the program name) and returns
 // the exit status.
 func Main(args []string, stdio launch.Stdio) int {
+	if len(args) > 0 && args[0] == confine.TrampolineArg {
+		return confine.Trampoline(args[1:], stdio.Err)
+	}
 	inv, err := cli.Parse(args)
 	if err != nil {
 		return fail(stdio.Err, err)

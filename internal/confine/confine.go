@@ -29,8 +29,10 @@ var systemReadExec = []string{
 
 // systemReadOnly are the /etc files of that group (DNS, TLS, locale, the
 // loader cache), plus /etc/passwd and /etc/group so that tools can name the
-// user, and /proc (other processes' environ, mem and maps stay out of reach:
-// Landlock forbids ptrace-mode access to processes outside the sandbox).
+// user, and /proc: the rules are made before the child exists, so its own
+// /proc/self can only be granted through all of /proc; the trampoline (see
+// Trampoline) then narrows /proc to the agent's own /proc/<pid> and a few
+// host-wide files before the agent starts.
 var systemReadOnly = []string{
 	"/etc/resolv.conf", "/run/systemd/resolve", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf",
 	"/etc/ssl", "/etc/pki", "/etc/ca-certificates", "/etc/crypto-policies",
@@ -55,14 +57,15 @@ func nixReadExec(home string) []string {
 	}
 }
 
-// TempDir is the agent's private TMPDIR, inside its state directory.
-func TempDir(s spec.Spec) string { return filepath.Join(s.StateDir, "tmp") }
-
 // PolicyFor returns the policy for a spec. nixStore says whether /nix/store
-// exists on this host.
-func PolicyFor(s spec.Spec, nixStore bool) landlock.Policy {
+// exists on this host; self is the agent-sandbox executable, which runs
+// first in the sandbox as the trampoline.
+func PolicyFor(s spec.Spec, nixStore bool, self string) landlock.Policy {
 	var p landlock.Policy
 	p.ReadExec = append(p.ReadExec, systemReadExec...)
+	if self != "" {
+		p.ReadExec = append(p.ReadExec, self)
+	}
 	if nixStore {
 		p.ReadExec = append(p.ReadExec, nixReadExec(s.Home)...)
 	}
@@ -109,7 +112,7 @@ func Env(s spec.Spec, getenv func(string) (string, bool)) []string {
 	for _, k := range keys {
 		env = append(env, k+"="+s.EnvSet[k])
 	}
-	return append(env, "TMPDIR="+TempDir(s), "MISE_CACHE_DIR="+filepath.Join(s.StateDir, "mise-cache"))
+	return append(env, "TMPDIR="+s.TempDir(), "MISE_CACHE_DIR="+s.MiseCacheDir())
 }
 
 func dedupe(in []string) []string {

@@ -1,10 +1,13 @@
 package confine
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/landlock"
@@ -25,7 +28,7 @@ func Execute(s spec.Spec, p landlock.Policy, stdio launch.Stdio, verbose bool) i
 	if verbose {
 		describe(stdio.Err, e)
 	}
-	for _, d := range []string{s.StateDir, TempDir(s)} {
+	for _, d := range append([]string{s.StateDir}, s.AgentStateDirs()...) {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return refuse(stdio.Err, fmt.Errorf("creating %s: %v", d, err))
 		}
@@ -38,7 +41,19 @@ func Execute(s spec.Spec, p landlock.Policy, stdio launch.Stdio, verbose bool) i
 		fmt.Fprintln(stdio.Err, "🔒 Sandbox Active (landlock)")
 	}
 	env := Env(s, os.LookupEnv)
+	self, err := Self()
+	if err != nil {
+		return refuse(stdio.Err, err)
+	}
+	roots, err := landlock.RootEntries()
+	if err != nil {
+		return refuse(stdio.Err, err)
+	}
 	start := func(cmd *exec.Cmd) (func() error, error) {
+		// The sandbox runs agent-sandbox first, as the trampoline that
+		// narrows /proc, and the trampoline execs the agent.
+		cmd.Path = self
+		cmd.Args = append(append(append([]string{"agent-sandbox", TrampolineArg}, roots...), "--"), cmd.Args...)
 		proc, err := landlock.Start(cmd, p)
 		if err != nil {
 			return nil, err
@@ -86,4 +101,45 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// TrampolineArg is the hidden first argument that makes agent-sandbox act as
+// the trampoline inside the sandbox.
+const TrampolineArg = "__landlock-exec"
+
+// Self is the agent-sandbox executable (symlinks resolved), granted read and
+// execute so that the sandbox can run it as the trampoline.
+func Self() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("cannot find the agent-sandbox executable: %v", err)
+	}
+	return filepath.EvalSymlinks(exe)
+}
+
+// Trampoline runs inside the sandbox as the first program: args are the
+// entries of / to keep readable, "--", and the agent's argv. It narrows /proc
+// (landlock.ExecNarrowed) and execs the agent; it returns only on failure,
+// with 127 when the agent is missing and 125 otherwise.
+func Trampoline(args []string, stderr io.Writer) int {
+	sep := -1
+	for i, a := range args {
+		if a == "--" {
+			sep = i
+			break
+		}
+	}
+	if sep < 0 || sep == len(args)-1 {
+		fmt.Fprintln(stderr, "agent-sandbox: error: "+TrampolineArg+" is internal: ROOTS... -- ARGV...")
+		return launch.ExitRefused
+	}
+	err := landlock.ExecNarrowed(args[:sep], args[sep+1:], os.Environ())
+	fmt.Fprintf(stderr, "agent-sandbox: error: starting %s in the sandbox: %v\n", args[sep+1], err)
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		return launch.ExitNotFound
+	}
+	if errors.Is(err, fs.ErrPermission) {
+		return launch.ExitNotExecable
+	}
+	return launch.ExitRefused
 }

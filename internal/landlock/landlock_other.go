@@ -22,3 +22,12 @@ func Plan(p Policy) (Enforcement, error) { return Enforcement{}, errNeedsLinux }
 // Start returns an error and starts nothing: the landlock backend needs
 // Linux.
 func Start(cmd *exec.Cmd, p Policy) (*Process, error) { return nil, errNeedsLinux }
+
+// ProcFiles are the host-wide /proc entries kept readable (Linux only).
+var ProcFiles []string
+
+// RootEntries is Linux-only.
+func RootEntries() ([]string, error) { return nil, errNeedsLinux }
+
+// ExecNarrowed is Linux-only.
+func ExecNarrowed(roots, argv, env []string) error { return errNeedsLinux }

@@ -48,8 +48,10 @@ func Execute(p Prepared, s spec.Spec, stdio launch.Stdio) int {
 	if err := WriteProfile(p); err != nil {
 		return fail(err)
 	}
-	if err := os.MkdirAll(MiseCacheDir(s), 0o700); err != nil {
-		return fail(fmt.Errorf("cannot create the mise cache %s: %v", MiseCacheDir(s), err))
+	for _, d := range s.AgentStateDirs() {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fail(fmt.Errorf("cannot create %s: %v", d, err))
+		}
 	}
 	if p.Verbose {
 		for _, n := range p.Notes {

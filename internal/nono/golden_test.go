@@ -19,7 +19,8 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 var baseEnv = []string{"HOME", "LANG", "PATH", "TERM"}
 
 // baseSpec is a sandboxed run of agent id in a fresh tree, shaped as
-// plan.Build makes it: the workdir and the state dir are in Allow.
+// plan.Build makes it: the workdir and the agent's parts of the state dir
+// are in Allow.
 func baseSpec(tr *tree, id string) spec.Spec {
 	home := tr.dir("home")
 	wd := tr.dir("work/project")
@@ -28,7 +29,7 @@ func baseSpec(tr *tree, id string) spec.Spec {
 	return spec.Spec{
 		AgentID: id, Workdir: wd, StateDir: state, Home: home,
 		Argv: []string{agent}, CommandFound: true,
-		Allow: []string{wd, state}, Read: []string{}, Write: []string{},
+		Allow: []string{wd, state + "/mise-cache", state + "/tmp"}, Read: []string{}, Write: []string{},
 		Exec:    []string{agent},
 		Network: posture.Network{Mode: posture.NetOpen, Source: "default"},
 		EnvPass: append([]string{}, baseEnv...), EnvSet: map[string]string{},

@@ -126,19 +126,22 @@ func (b *builder) build() (Profile, error) {
 	// The workdir is granted by workdir.access + --allow-cwd, not listed;
 	// nono re-runs its overlap checks on it, so check it here too.
 	wd := grant.Canonical(s.Workdir)
-	if err := b.check(wd, true); err != nil {
+	if err := b.check(wd); err != nil {
 		return Profile{}, fmt.Errorf("working directory %s %v; run agent-sandbox from a project directory or pass --workdir", wd, err)
 	}
 
-	// The state dir is created by Execute, so it is granted even when it
-	// does not exist yet.
-	state := grant.Canonical(s.StateDir)
-	if err := b.check(state, true); err != nil {
-		return Profile{}, fmt.Errorf("agent-sandbox's state dir %s %v; set XDG_STATE_HOME to a directory outside nono's protected paths", state, err)
+	// The agent's parts of the state dir are created by Execute, so they
+	// are granted even when they do not exist yet. The state dir itself
+	// (which holds this profile) is never granted.
+	skip := map[string]bool{wd: true}
+	for _, d := range s.AgentStateDirs() {
+		d = grant.Canonical(d)
+		if err := b.check(d); err != nil {
+			return Profile{}, fmt.Errorf("agent-sandbox's state dir %s %v; set XDG_STATE_HOME to a directory outside nono's protected paths", d, err)
+		}
+		b.allow = append(b.allow, d)
+		skip[d] = true
 	}
-	b.allow = append(b.allow, state)
-
-	skip := map[string]bool{wd: true, state: true}
 	type source struct {
 		paths       []string
 		dirs, files *[]string
@@ -204,7 +207,7 @@ func (b *builder) build() (Profile, error) {
 		if !st.IsDir() {
 			return Profile{}, fmt.Errorf("%s: %s is not a directory; unix_socket_dir_bind takes the directory the sockets are created in", origin, p)
 		}
-		if err := b.check(p, true); err != nil {
+		if err := b.check(p); err != nil {
 			return Profile{}, fmt.Errorf("%s: %s %v", origin, p, err)
 		}
 		b.sockets = append(b.sockets, p)
@@ -249,7 +252,7 @@ func (b *builder) add(p string, dirs, files *[]string, origin string) error {
 		b.note("not granted: %s (%s) does not exist, and nono skips missing paths; create it before the run if the agent needs it", p, origin)
 		return nil
 	}
-	if err := b.check(p, st.IsDir()); err != nil {
+	if err := b.check(p); err != nil {
 		return fmt.Errorf("%s: %s %v", origin, p, err)
 	}
 	if st.IsDir() {
@@ -275,7 +278,7 @@ func (b *builder) addExec() error {
 				b.note("not granted: %s (closure of the agent's programs) does not exist", p)
 				continue
 			}
-			if err := b.check(p, st.IsDir()); err != nil {
+			if err := b.check(p); err != nil {
 				return fmt.Errorf("%s: the closure of the agent's programs (command, exec_paths) includes %s, which cannot be granted: it %v; install the program somewhere else", agentToml(s), p, err)
 			}
 			if st.IsDir() {
@@ -286,7 +289,7 @@ func (b *builder) addExec() error {
 		}
 		return nil
 	}
-	for _, e := range s.Exec {
+	for _, e := range sortedSet(s.Exec) {
 		if !filepath.IsAbs(e) {
 			continue
 		}
@@ -304,17 +307,17 @@ func (b *builder) addExec() error {
 				return fmt.Errorf("%s: program %s is a directory; name the executable", agentToml(s), prog)
 			}
 			dir := grant.Canonical(filepath.Dir(prog))
-			dirErr := b.check(dir, true)
+			dirErr := b.check(dir)
 			if dirErr == nil {
 				b.read = append(b.read, dir)
 				continue
 			}
 			file := grant.Canonical(prog)
-			if err := b.check(file, false); err != nil {
+			if err := b.check(file); err != nil {
 				return fmt.Errorf("%s: program %s %v; install the program somewhere else", agentToml(s), prog, err)
 			}
 			b.readFile = append(b.readFile, file)
-			b.note("granting only the program %s: its directory %s %v", file, dir, dirErr)
+			b.note("granting only the program %s: its directory %s cannot be granted (it %v)", file, dir, dirErr)
 		}
 	}
 	return nil

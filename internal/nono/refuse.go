@@ -33,63 +33,17 @@ var DangerousCommands = map[string][]string{
 	"darwin": {"srm", "brew", "launchctl"},
 }
 
-// nixStore is where nono skips deny targets (home-manager links dotfiles
-// such as ~/.zshrc into the store; nono PR #614).
-const nixStore = "/nix/store"
-
 // check is the defensive re-check of one path that the profile grants (or
-// the workdir): the grant package already judged the folder's grants, but
-// the workdir, the state dir and the program closure reach the profile by
-// other roads. It mirrors nono's own start-up refusals on Linux: nothing in
-// or above a protected state root, no directory containing a deny path of
-// nono's required groups, nothing inside one. dir says whether p is a
-// directory (only a directory can contain anything). The error is a phrase
-// that follows the path.
-func (b *builder) check(p string, dir bool) error {
-	if p == "/" {
-		return errors.New("grants the whole filesystem")
-	}
-	for _, home := range variants(b.home.Dir) {
-		switch {
-		case p == home:
-			return fmt.Errorf("is your home directory %s, which is never granted whole (it holds nono's state and your credentials)", home)
-		case dir && grant.Within(home, p):
-			return fmt.Errorf("is a parent of your home directory %s, which is never granted", home)
-		}
-	}
-	for _, root := range b.home.NonoStateRoots() {
-		for _, r := range variants(root) {
-			if grant.Within(p, r) {
-				return fmt.Errorf("lies inside nono's protected state root %s, and nono refuses to start", r)
-			}
-			if dir && grant.Within(r, p) {
-				return fmt.Errorf("contains nono's protected state root %s, and nono refuses to start; grant a narrower path", r)
-			}
-		}
-	}
-	for _, cred := range b.home.CredentialPaths() {
-		if grant.Within(grant.Canonical(cred), nixStore) {
-			continue // nono skips it too
-		}
-		for _, c := range variants(cred) {
-			if grant.Within(p, c) {
-				return fmt.Errorf("lies inside %s, which nono always denies", c)
-			}
-			if dir && grant.Within(c, p) {
-				return fmt.Errorf("contains %s, which nono always denies (Landlock cannot carve it out, so nono refuses to start); grant a narrower path", c)
-			}
-		}
-	}
-	return nil
-}
-
-// variants are p as written and p with symlinks resolved.
-func variants(p string) []string {
-	p = filepath.Clean(p)
-	if c := grant.Canonical(p); c != p {
-		return []string{p, c}
-	}
-	return []string{p}
+// the workdir). The grant package already judged the folder's grants, but
+// the workdir, the state dir, the agent folder and the program closure reach
+// the profile by other roads, so every final path goes through the same
+// rules once more: not the filesystem root, not your home or a parent of
+// it, nothing in or above nono's protected state roots, nothing containing
+// or inside a path of nono's required deny groups (nono refuses to start on
+// each of these; on Linux a deny inside a granted directory cannot be
+// enforced). The error is a phrase that follows the path.
+func (b *builder) check(p string) error {
+	return grant.Checker{Home: b.home}.Check(p, false)
 }
 
 // checkCommand refuses a command nono would refuse to start.

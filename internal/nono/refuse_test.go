@@ -23,16 +23,16 @@ func TestRefusals(t *testing.T) {
 	}{
 		{"workdir is home", func(tr *tree, s *spec.Spec, o *Options) {
 			s.Workdir = s.Home
-		}, []string{"working directory", "is your home directory", "--workdir"}},
+		}, []string{"working directory", "grants your whole home directory", "--workdir"}},
 		{"workdir contains a credential path", func(tr *tree, s *spec.Spec, o *Options) {
 			s.Workdir = tr.dir("home/.config")
-		}, []string{"working directory", "contains $ROOT/home/.config/gcloud", "nono always denies"}},
+		}, []string{"working directory", "contains the credential path $ROOT/home/.config/gcloud", "grant a narrower path"}},
 		{"workdir above nono state", func(tr *tree, s *spec.Spec, o *Options) {
 			s.Workdir = tr.dir("home/.local")
 		}, []string{"working directory", "contains nono's protected state root $ROOT/home/.local/state/nono"}},
 		{"closure dir is home", func(tr *tree, s *spec.Spec, o *Options) {
 			s.ExecClosure = []string{s.Home}
-		}, []string{"agent.toml: the closure of the agent's programs", "includes $ROOT/home", "is your home directory"}},
+		}, []string{"agent.toml: the closure of the agent's programs", "includes $ROOT/home, which cannot be granted: it grants your whole home directory"}},
 		{"closure dir above nono state", func(tr *tree, s *spec.Spec, o *Options) {
 			s.ExecClosure = []string{tr.dir("home/.local")}
 		}, []string{"includes $ROOT/home/.local", "contains nono's protected state root"}},
@@ -46,20 +46,20 @@ func TestRefusals(t *testing.T) {
 		{"program inside ~/.ssh", func(tr *tree, s *spec.Spec, o *Options) {
 			tool := tr.file("home/.ssh/tool", 0o755)
 			s.Argv, s.Exec = []string{tool}, []string{tool}
-		}, []string{"agent.toml: program $ROOT/home/.ssh/tool", "lies inside $ROOT/home/.ssh", "install the program somewhere else"}},
+		}, []string{"agent.toml: program $ROOT/home/.ssh/tool", "lies inside the credential path $ROOT/home/.ssh", "install the program somewhere else"}},
 		{"program is a credential path", func(tr *tree, s *spec.Spec, o *Options) {
 			// A program straight in $HOME narrows to the file; a program
 			// that is itself a deny path fails.
 			tool := tr.file("home/.netrc", 0o755)
 			s.Exec = append(s.Exec, tool)
-		}, []string{"program $ROOT/home/.netrc", "lies inside $ROOT/home/.netrc"}},
+		}, []string{"program $ROOT/home/.netrc", "lies inside the credential path $ROOT/home/.netrc"}},
 		{"allow contains a credential path", func(tr *tree, s *spec.Spec, o *Options) {
 			s.AgentDir = tr.dir("agents/x")
 			s.Allow = append(s.Allow, tr.dir("home/.config"))
-		}, []string{"agents/x/sandbox/nono.json: filesystem.allow: $ROOT/home/.config", "contains $ROOT/home/.config/gcloud"}},
+		}, []string{"agents/x/sandbox/nono.json: filesystem.allow: $ROOT/home/.config", "contains the credential path $ROOT/home/.config/gcloud"}},
 		{"read inside a credential path", func(tr *tree, s *spec.Spec, o *Options) {
 			s.Read = append(s.Read, tr.file("home/.aws/config", 0o600))
-		}, []string{"filesystem.read: $ROOT/home/.aws/config", "lies inside $ROOT/home/.aws"}},
+		}, []string{"filesystem.read: $ROOT/home/.aws/config", "lies inside the credential path $ROOT/home/.aws"}},
 		{"config path above nono state", func(tr *tree, s *spec.Spec, o *Options) {
 			d := tr.dir("home/.local/state")
 			s.ConfigPaths = []string{d}
@@ -73,7 +73,7 @@ func TestRefusals(t *testing.T) {
 		}, []string{"filesystem.unix_socket_dir_bind: $ROOT/home/sock" + " is not a directory"}},
 		{"socket dir inside a keyring", func(tr *tree, s *spec.Spec, o *Options) {
 			s.UnixSocketDirBind = []string{tr.dir("home/.local/share/keyrings/sock")}
-		}, []string{"unix_socket_dir_bind", "lies inside $ROOT/home/.local/share/keyrings"}},
+		}, []string{"unix_socket_dir_bind", "lies inside the credential path $ROOT/home/.local/share/keyrings"}},
 		{"unknown network profile", func(tr *tree, s *spec.Spec, o *Options) {
 			s.Network = posture.Network{Mode: posture.NetAllowlist, Profile: "claude", Source: "/agents/x/sandbox/nono.json"}
 		}, []string{"/agents/x/sandbox/nono.json: network.network_profile \"claude\" is not a nono network profile", "claude-code", "minimal"}},
@@ -239,7 +239,8 @@ func TestDangerousCommandsMatchNono(t *testing.T) {
 }
 
 // TestDenyPathsMatchNono: the re-check knows every path of nono's required
-// deny groups, on Linux and macOS (it uses grant.Home.CredentialPaths).
+// deny groups, on Linux and macOS (grant.Home.CredentialPaths, through
+// grant.Checker).
 func TestDenyPathsMatchNono(t *testing.T) {
 	groups := policyGroups(t)
 	for _, goos := range []string{"linux", "darwin"} {

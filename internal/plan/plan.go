@@ -209,7 +209,11 @@ func Build(in Input) (*Plan, error) {
 		if s.Network.Profile != "" {
 			return nil, fmt.Errorf("%s: network.network_profile %q cannot be enforced by the landlock backend (only nono knows network profiles); install nono or remove it", pst.Policy.Path, s.Network.Profile)
 		}
-		pol := confine.PolicyFor(s, in.NixStore)
+		self, err := confine.Self()
+		if err != nil {
+			return nil, err
+		}
+		pol := confine.PolicyFor(s, in.NixStore, self)
 		p.LandlockPolicy = &pol
 		p.Landlock = &LandlockPolicy{ReadExec: pol.ReadExec, ReadOnly: pol.ReadOnly, ReadWrite: pol.ReadWrite, WriteOnly: pol.WriteOnly, Network: pol.Network.String()}
 		p.Steps = []spec.Command{{Argv: s.Argv, Env: confine.Env(s, func(string) (string, bool) { return "", false }), InProcess: true, Note: "confined in-process by agent-sandbox's built-in landlock engine; pasting this line would run it unconfined"}}
@@ -293,7 +297,9 @@ func buildSpec(in Input, argv []string, found bool) (spec.Spec, []string, error)
 	}
 	s.Workdir = wd
 	g.add(&s.Allow, wd)
-	g.add(&s.Allow, grant.Canonical(s.StateDir))
+	for _, d := range s.AgentStateDirs() {
+		g.add(&s.Allow, grant.Canonical(d))
+	}
 	if s.AgentDir != "" {
 		g.add(&s.Read, s.AgentDir)
 	}
@@ -380,8 +386,12 @@ func buildSpec(in Input, argv []string, found bool) (spec.Spec, []string, error)
 	s.ExecClosure = closure
 	warns = append(warns, cwarns...)
 	s.Missing = []string{}
+	created := map[string]bool{} // the backend creates these
+	for _, d := range s.AgentStateDirs() {
+		created[grant.Canonical(d)] = true
+	}
 	for _, m := range g.missing {
-		if m != grant.Canonical(s.StateDir) { // created by the run
+		if !created[m] {
 			s.Missing = append(s.Missing, m)
 		}
 	}

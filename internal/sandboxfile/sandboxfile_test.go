@@ -19,8 +19,8 @@ func TestParseNonoFull(t *testing.T) {
 	}
 	want := &File{
 		Kind: Nono, Path: "/a/sandbox/nono.json", Sandbox: true,
-		Filesystem: Filesystem{Read: []string{"~/data"}, Write: []string{}, Allow: []string{"~/.agent-browser"}, UnixSocketDirBind: []string{"~/.agent-browser"}},
-		Network:    Network{AllowDomain: []string{"api.example.com", "localhost", "*.example.org", "10.0.0.1:8080"}, OpenPort: []int{11434}, ListenPort: []int{8080}},
+		Filesystem:    Filesystem{Read: []string{"~/data"}, Write: []string{}, Allow: []string{"~/.agent-browser"}, UnixSocketDirBind: []string{"~/.agent-browser"}},
+		Network:       Network{AllowDomain: []string{"api.example.com", "localhost", "*.example.org", "10.0.0.1:8080"}, OpenPort: []int{11434}, ListenPort: []int{8080}},
 		SeatbeltRules: []string{"(allow mach-register)", "(allow iokit-open)"},
 	}
 	if !reflect.DeepEqual(f, want) {

@@ -83,7 +83,7 @@ func Execute(p Prepared, s spec.Spec, stdio launch.Stdio) int {
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	if rec == nil || !attached {
-		rec = &Record{Created: now}
+		rec = &Record{Created: now, UnknownRules: attached}
 	}
 	rec.Name, rec.Agent, rec.AgentDir, rec.Workdir, rec.Mounts, rec.LastUsed = p.Name, p.AgentID, p.AgentDir, p.Workdir, p.Mounts, now
 	if err := SaveRecord(p.StateRoot, *rec); err != nil {

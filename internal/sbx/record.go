@@ -29,10 +29,13 @@ type Record struct {
 	// Allowed are the resources of every per-sandbox allow rule applied to
 	// the sandbox so far, and DenyAll whether `deny '**'` was: sbx's
 	// per-sandbox rules only add up, so this is what the sandbox carries.
-	Allowed  []string  `json:"allowed"`
-	DenyAll  bool      `json:"deny_all"`
-	Created  time.Time `json:"created"`
-	LastUsed time.Time `json:"last_used"`
+	Allowed []string `json:"allowed"`
+	DenyAll bool     `json:"deny_all"`
+	// UnknownRules is set when the record was started for a sandbox that
+	// already existed without one: it may carry rules nobody recorded.
+	UnknownRules bool      `json:"unknown_rules"`
+	Created      time.Time `json:"created"`
+	LastUsed     time.Time `json:"last_used"`
 }
 
 // RecordDir is the directory of the sandbox records.
@@ -116,11 +119,13 @@ func checkHistory(rec *Record, attached bool, mode posture.NetMode, rule *Rule, 
 		return "", ""
 	}
 	fix := fmt.Sprintf("remove the sandbox with `sbx rm -f %s` and run again (it is recreated with this run's rules)", name)
-	if rec == nil {
+	if rec == nil || rec.UnknownRules {
 		if mode == posture.NetAllowlist {
 			return fmt.Sprintf("sandbox %s already exists, but agent-sandbox has no record of the per-sandbox network rules it carries, so its allowlist may be wider than this run's; %s", name, fix), ""
 		}
-		return "", ""
+		if rec == nil {
+			return "", ""
+		}
 	}
 	if rec.DenyAll && mode != posture.NetBlocked {
 		warning = fmt.Sprintf("sbx: sandbox %s still carries `deny '**'` from an earlier offline run, which beats every allow rule: this run has no network; %s", name, fix)

@@ -403,6 +403,8 @@ func TestCheckHistory(t *testing.T) {
 		{"unknown history, allowlist", nil, true, posture.NetAllowlist, allow("a.com"), true, false},
 		{"unknown history, open", nil, true, posture.NetOpen, nil, false, false},
 		{"unknown history, blocked", nil, true, posture.NetBlocked, deny, false, false},
+		{"recorded after an unknown history, allowlist", &Record{UnknownRules: true}, true, posture.NetAllowlist, allow("a.com"), true, false},
+		{"recorded after an unknown history, fresh", &Record{UnknownRules: true}, false, posture.NetAllowlist, allow("a.com"), false, false},
 	} {
 		refusal, warning := checkHistory(c.rec, c.attached, c.mode, c.rule, "agent-sandbox-x-00000000")
 		if (refusal != "") != c.refuse || (warning != "") != c.warn {

@@ -4,7 +4,11 @@
 // posture; each backend package turns a Spec into the commands it runs.
 package spec
 
-import "github.com/agent-sandbox/agent-sandbox/internal/posture"
+import (
+	"path/filepath"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/posture"
+)
 
 // Spec is one run, with every path absolute and canonical.
 type Spec struct {
@@ -13,7 +17,10 @@ type Spec struct {
 	// built-in folder, which exists only inside the binary.
 	AgentDir string
 	Workdir  string
-	// StateDir is the per-agent state directory, granted read-write.
+	// StateDir is the per-agent state directory. It belongs to
+	// agent-sandbox (generated profiles, records); only AgentStateDirs
+	// inside it are granted to the agent, so that a running agent cannot
+	// tamper with the policy of its next run.
 	StateDir string
 	// Home is the user's home directory.
 	Home string
@@ -73,3 +80,13 @@ type Command struct {
 	// Note is a one-line comment printed above the command by --dry-run.
 	Note string
 }
+
+// MiseCacheDir is the agent's private mise cache (MISE_CACHE_DIR).
+func (s Spec) MiseCacheDir() string { return filepath.Join(s.StateDir, "mise-cache") }
+
+// TempDir is the agent's private TMPDIR.
+func (s Spec) TempDir() string { return filepath.Join(s.StateDir, "tmp") }
+
+// AgentStateDirs are the parts of the state dir the agent may write. The
+// backend creates them (mode 0700) before the agent starts.
+func (s Spec) AgentStateDirs() []string { return []string{s.MiseCacheDir(), s.TempDir()} }
