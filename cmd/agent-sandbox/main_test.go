@@ -85,6 +85,16 @@ func TestScripts(t *testing.T) {
 				}
 			}
 			env.Setenv("STANDIN", standin)
+			// $STANDIN_NONO holds only the nono stand-in, for commands that
+			// would query sbx when it is on PATH (agents lists sandboxes).
+			nonoOnly := filepath.Join(env.WorkDir, ".standin-nono")
+			if err := os.MkdirAll(nonoOnly, 0o755); err != nil {
+				return err
+			}
+			if err := os.Symlink(filepath.Join(standin, "nono"), filepath.Join(nonoOnly, "nono")); err != nil {
+				return err
+			}
+			env.Setenv("STANDIN_NONO", nonoOnly)
 			return nil
 		},
 	})

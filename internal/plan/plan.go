@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/agent"
 	"github.com/agent-sandbox/agent-sandbox/internal/confine"
@@ -432,7 +433,7 @@ func execClosure(execs []string, path string, c grant.Checker) ([]string, []stri
 		for _, m := range r.Missing {
 			warns = append(warns, fmt.Sprintf("%s needs %s, which was not found (%s); it may fail to start", m.NeededBy, m.Name, m.Reason))
 		}
-		for _, d := range r.Dirs {
+		for _, d := range append(packageRoots(r.Files), r.Dirs...) {
 			if c.Check(d, false) == nil {
 				add(d)
 				continue
@@ -454,6 +455,19 @@ func execClosure(execs []string, path string, c grant.Checker) ([]string, []stri
 	}
 	sort.Strings(out)
 	return out, warns
+}
+
+// packageRoots are the node_modules directories that hold a program's
+// files: a Node.js program loads its dependencies from there at run time,
+// beyond anything pathresolve can see.
+func packageRoots(files []string) []string {
+	var out []string
+	for _, f := range files {
+		if i := strings.Index(f, "/node_modules/"); i >= 0 {
+			out = append(out, f[:i+len("/node_modules")])
+		}
+	}
+	return out
 }
 
 func envPass(extra []string) []string {

@@ -228,7 +228,7 @@ func quoteOutput(res result) string {
 	if len(out) > 2000 {
 		out = out[:2000] + "..."
 	}
-	return ": " + out
+	return ": " + strings.TrimSuffix(out, ".")
 }
 
 // runner runs sbx setup commands: stdin empty (so a prompt can never hang a

@@ -40,7 +40,7 @@ func newSpec(t *testing.T, id string) spec.Spec {
 		}
 	}
 	s.Read = []string{s.AgentDir}
-	s.Allow = []string{s.Workdir, s.StateDir}
+	s.Allow = append([]string{s.Workdir}, s.AgentStateDirs()...)
 	return s
 }
 

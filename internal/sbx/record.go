@@ -20,12 +20,16 @@ import (
 // every mount (only the per-agent state dir below it is mounted), so the
 // agent in the guest cannot rewrite its own history.
 type Record struct {
-	Name  string `json:"name"`
+	// Name is the sandbox name.
+	Name string `json:"name"`
+	// Agent is the agent id.
 	Agent string `json:"agent"`
 	// AgentDir is the agent folder; "" for a built-in one.
-	AgentDir string   `json:"agent_dir"`
-	Workdir  string   `json:"workdir"`
-	Mounts   []string `json:"mounts"`
+	AgentDir string `json:"agent_dir"`
+	// Workdir is the run's working directory (canonical).
+	Workdir string `json:"workdir"`
+	// Mounts are the `sbx create` mount arguments.
+	Mounts []string `json:"mounts"`
 	// Allowed are the resources of every per-sandbox allow rule applied to
 	// the sandbox so far, and DenyAll whether `deny '**'` was: sbx's
 	// per-sandbox rules only add up, so this is what the sandbox carries.
@@ -33,9 +37,11 @@ type Record struct {
 	DenyAll bool     `json:"deny_all"`
 	// UnknownRules is set when the record was started for a sandbox that
 	// already existed without one: it may carry rules nobody recorded.
-	UnknownRules bool      `json:"unknown_rules"`
-	Created      time.Time `json:"created"`
-	LastUsed     time.Time `json:"last_used"`
+	UnknownRules bool `json:"unknown_rules"`
+	// Created is when the sandbox was created (or first recorded);
+	// LastUsed when a run last attached to it.
+	Created  time.Time `json:"created"`
+	LastUsed time.Time `json:"last_used"`
 }
 
 // RecordDir is the directory of the sandbox records.
@@ -180,10 +186,12 @@ const (
 
 // Listed is one agent-sandbox-* sandbox with its status.
 type Listed struct {
+	// Name is the sandbox name.
 	Name   string
 	Status Status
 	// Reason says why, in a few words.
 	Reason string
+	// Record is the sandbox's record; nil when unknown.
 	Record *Record
 }
 

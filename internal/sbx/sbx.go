@@ -36,8 +36,8 @@ const ReadOnlySuffix = ":ro"
 
 // Mounts lists every guest mount of a spec at its verbatim host path, as
 // `sbx create` arguments: read-only ones (the agent folder and the read
-// grants) with the ":ro" suffix, read-write ones (workdir, state dir, config
-// paths, linked git dirs, write and allow grants; sbx has no write-only
+// grants) with the ":ro" suffix, read-write ones (workdir, the agent's parts of
+// the state dir, config paths, linked git dirs, write and allow grants; sbx has no write-only
 // mount) bare. The list is sorted and de-duplicated; a path granted both ways
 // is mounted read-write. It does not look at the filesystem: Prepare drops
 // the paths that do not exist.
@@ -49,9 +49,6 @@ func Mounts(s spec.Spec) []string {
 		}
 	}
 	add(rw, s.Workdir)
-	if s.StateDir != "" {
-		add(rw, grant.Canonical(s.StateDir))
-	}
 	for _, list := range [][]string{s.ConfigPaths, s.GitDirs, s.Allow, s.Write} {
 		for _, p := range list {
 			add(rw, p)
@@ -59,6 +56,11 @@ func Mounts(s spec.Spec) []string {
 	}
 	ro := map[string]bool{}
 	add(ro, s.AgentDir)
+	if IsPi(s) && s.StateDir != "" {
+		// The generated extension, read-only: the state dir itself is
+		// agent-sandbox's and is never mounted.
+		add(ro, filepath.Dir(PiExtensionPath(s)))
+	}
 	for _, p := range s.Read {
 		add(ro, p)
 	}
@@ -277,14 +279,16 @@ type Prepared struct {
 	Rule *Rule
 	// Install is nil when the agent declares no [sbx] install.
 	Install *Install
-	Exec    Exec
+	// Exec is the final `sbx exec`.
+	Exec Exec
 	// PiExtension is the generated pi extension's path ("" unless pi).
 	PiExtension string
 	// AgentID, AgentDir and Workdir go into the sandbox's record.
 	AgentID, AgentDir, Workdir string
 	// StateRoot is where records live.
 	StateRoot string
-	Verbose   bool
+	// Verbose drops the banner and echoes the setup commands.
+	Verbose bool
 	// Steps are the commands in materialise order, as --dry-run prints them
 	// (provision unpinned).
 	Steps []spec.Command
@@ -342,9 +346,14 @@ func Prepare(s spec.Spec, o Options) (Prepared, error) {
 // dir and missing config directories are created first; other missing
 // paths are skipped with a warning.
 func (p *Prepared) planMounts(s spec.Spec) error {
-	state := ""
+	created := map[string]bool{} // agent-sandbox's own, made before create
 	if s.StateDir != "" {
-		state = grant.Canonical(s.StateDir)
+		for _, d := range s.AgentStateDirs() {
+			created[grant.Canonical(d)] = true
+		}
+		if IsPi(s) {
+			created[filepath.Dir(PiExtensionPath(s))] = true
+		}
 	}
 	config := map[string]bool{}
 	for _, c := range s.ConfigPaths {
@@ -361,7 +370,7 @@ func (p *Prepared) planMounts(s spec.Spec) error {
 			continue
 		}
 		switch {
-		case path == state, config[path] && looksLikeDir(path):
+		case created[path], config[path] && looksLikeDir(path):
 			p.Create = append(p.Create, path)
 			p.Mounts = append(p.Mounts, m)
 		case config[path]:

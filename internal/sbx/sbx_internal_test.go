@@ -36,7 +36,7 @@ func fixture(t *testing.T, id string) spec.Spec {
 		mkdir(t, d)
 	}
 	s.Read = []string{s.AgentDir}
-	s.Allow = []string{s.Workdir, s.StateDir}
+	s.Allow = append([]string{s.Workdir}, s.AgentStateDirs()...)
 	return s
 }
 
@@ -59,7 +59,7 @@ func TestMountsAccessAndDedupe(t *testing.T) {
 	s.GitDirs = []string{root + "/main/.git/worktrees/x"}
 	got := Mounts(s)
 	want := []string{
-		s.AgentDir + ":ro", both, data + ":ro", s.GitDirs[0], s.StateDir, cfg, s.Workdir, scratch, wo,
+		s.AgentDir + ":ro", both, data + ":ro", s.GitDirs[0], s.MiseCacheDir(), s.TempDir(), cfg, s.Workdir, scratch, wo,
 	}
 	wantSorted := dedupeSorted(want)
 	if !reflect.DeepEqual(got, wantSorted) {
@@ -330,10 +330,13 @@ func TestMissingPaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{s.StateDir, cfgDir}; !reflect.DeepEqual(sortedCopy(p.Create), sortedCopy(want)) {
+	if want := []string{s.MiseCacheDir(), s.TempDir(), cfgDir}; !reflect.DeepEqual(sortedCopy(p.Create), sortedCopy(want)) {
 		t.Errorf("Create = %q, want %q", p.Create, want)
 	}
-	for _, m := range []string{s.StateDir, cfgDir} {
+	if contains(p.Mounts, s.StateDir) {
+		t.Errorf("the state dir itself (agent-sandbox's own) is mounted: %q", p.Mounts)
+	}
+	for _, m := range []string{s.MiseCacheDir(), s.TempDir(), cfgDir} {
 		if !contains(p.Mounts, m) {
 			t.Errorf("%s is created first, so it must be mounted: %q", m, p.Mounts)
 		}

