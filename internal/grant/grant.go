@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // Home describes the user's directories that the rules refer to.
@@ -177,10 +178,24 @@ type Checker struct {
 	Protected []string
 }
 
+// canonicalOnce memoises Canonical for the fixed paths Check compares
+// against (home, nono's roots, credential paths, protected dirs): one run
+// checks dozens of grants against the same few dozen paths.
+var canonicalOnce sync.Map
+
+func canonicalCached(p string) string {
+	if v, ok := canonicalOnce.Load(p); ok {
+		return v.(string)
+	}
+	c := Canonical(p)
+	canonicalOnce.Store(p, c)
+	return c
+}
+
 // Check judges the absolute, canonical path p. writable says whether the
 // grant lets the agent write. The error says why the grant is refused.
 func (c Checker) Check(p string, writable bool) error {
-	home := Canonical(c.Home.Dir)
+	home := canonicalCached(c.Home.Dir)
 	switch {
 	case p == "/":
 		return errors.New("grants the whole filesystem")
@@ -191,7 +206,7 @@ func (c Checker) Check(p string, writable bool) error {
 		return fmt.Errorf("is a parent of your home directory %s; grant only the paths the agent needs", home)
 	}
 	for _, root := range c.Home.NonoStateRoots() {
-		root = Canonical(root)
+		root = canonicalCached(root)
 		if Within(p, root) {
 			return fmt.Errorf("lies inside nono's protected state root %s", root)
 		}
@@ -200,7 +215,7 @@ func (c Checker) Check(p string, writable bool) error {
 		}
 	}
 	for _, cred := range c.Home.CredentialPaths() {
-		cred = Canonical(cred)
+		cred = canonicalCached(cred)
 		if Within(p, cred) {
 			return fmt.Errorf("lies inside the credential path %s, which is never granted", cred)
 		}
@@ -210,7 +225,7 @@ func (c Checker) Check(p string, writable bool) error {
 	}
 	if writable {
 		for _, prot := range c.Protected {
-			prot = Canonical(prot)
+			prot = canonicalCached(prot)
 			if Overlaps(p, prot) {
 				return fmt.Errorf("would let the agent write %s, where agent-sandbox keeps policy or state; the agent must not widen its own next run", prot)
 			}

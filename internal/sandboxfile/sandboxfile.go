@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/tailscale/hujson"
 )
@@ -415,12 +416,15 @@ func checkPath(s string) error {
 	return fmt.Errorf("%q is relative; write an absolute path or one starting with ~/", s)
 }
 
-var hostRe = regexp.MustCompile(`^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]{0,62})?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62})?)*\.?(:[0-9]{1,5})?$`)
+// hostRe is compiled on first use, off the start-up path of every run.
+var hostRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]{0,62})?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62})?)*\.?(:[0-9]{1,5})?$`)
+})
 
 // CheckHost accepts a host name as used in an allow list: a DNS name, an
 // optional leading "*." wildcard, an IPv4 address, and an optional ":port".
 func CheckHost(s string) error {
-	if len(s) > 260 || !hostRe.MatchString(s) {
+	if len(s) > 260 || !hostRe().MatchString(s) {
 		return fmt.Errorf("want a host name such as api.example.com, *.example.com or host:443, got %q", s)
 	}
 	if i := strings.LastIndexByte(s, ':'); i >= 0 {

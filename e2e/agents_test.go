@@ -1,0 +1,115 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// agentBinDir is where .ci/run installs the real agents (npm prefix), unless
+// AGENT_SANDBOX_E2E_AGENTS names another directory holding their bins.
+func agentBinDir() string {
+	if d := os.Getenv("AGENT_SANDBOX_E2E_AGENTS"); d != "" {
+		return d
+	}
+	return "/opt/agent-sandbox-e2e/node_modules/.bin"
+}
+
+// realAgent returns the path of a real agent's bin, or skips naming how to
+// install it.
+func realAgent(t *testing.T, name, pkg string) string {
+	t.Helper()
+	p := filepath.Join(agentBinDir(), name)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("%s is not installed in %s: npm install --prefix %s %s (.ci/run does this; or set AGENT_SANDBOX_E2E_AGENTS)", name, agentBinDir(), filepath.Dir(filepath.Dir(agentBinDir())), pkg)
+	}
+	return p
+}
+
+// runBuiltin runs `agent-sandbox FLAGS AGENT ARGS...` with the agent's bin
+// directory on PATH, a throwaway HOME and a fresh workdir.
+func runBuiltin(t *testing.T, bin string, flags []string, agent string, args ...string) (int, string) {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(root, "home")
+	work := filepath.Join(root, "work")
+	for _, d := range []string{home, work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append(append(append([]string{}, flags...), agent), args...)...)
+	cmd.Dir = work
+	cmd.Env = []string{"HOME=" + home, "PATH=" + agentBinDir() + ":/usr/bin:/bin", "LANG=C.UTF-8", "TERM=dumb"}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("agent-sandbox: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("agent-sandbox %s did not finish in 90 s: %s", agent, out.String())
+	}
+	return code, out.String()
+}
+
+// sandboxDenial matches what a blocked file or socket access looks like.
+var sandboxDenial = regexp.MustCompile(`(?i)EACCES|EPERM|permission denied|operation not permitted`)
+
+// TestRealAgentsStartSandboxed starts the real Claude Code and pi through the
+// built-in agent folders under the built-in landlock engine (--offline:
+// their allow-list network needs the egress broker, which this engine does
+// not have yet).
+func TestRealAgentsStartSandboxed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real agents; skipped with -short")
+	}
+	if why := backends[0].skip(); why != "" {
+		t.Skip(why)
+	}
+	bin := buildAgentSandbox(t)
+	flags := []string{"--sandbox-backend", "landlock", "--offline"}
+
+	t.Run("claude --version", func(t *testing.T) {
+		realAgent(t, "claude", "@anthropic-ai/claude-code")
+		code, out := runBuiltin(t, bin, flags, "claude", "--version")
+		if code != 0 || !regexp.MustCompile(`(?m)^\d+\.\d+\.\d+ \(Claude Code\)$`).MatchString(out) {
+			t.Fatalf("exit %d, want 0 and a version line: %s", code, out)
+		}
+	})
+	t.Run("pi --version", func(t *testing.T) {
+		realAgent(t, "pi", "@mariozechner/pi-coding-agent@0.73.1")
+		code, out := runBuiltin(t, bin, flags, "pi", "--version")
+		if code != 0 || !regexp.MustCompile(`(?m)^\d+\.\d+\.\d+$`).MatchString(out) {
+			t.Fatalf("exit %d, want 0 and a version line: %s", code, out)
+		}
+	})
+	t.Run("claude without credentials ends in its own auth error", func(t *testing.T) {
+		realAgent(t, "claude", "@anthropic-ai/claude-code")
+		code, out := runBuiltin(t, bin, flags, "claude", "-p", "hello")
+		if code == 0 || code == 125 {
+			t.Fatalf("exit %d, want Claude Code's own failure: %s", code, out)
+		}
+		lower := strings.ToLower(out)
+		if !strings.Contains(lower, "login") && !strings.Contains(lower, "api key") && !strings.Contains(lower, "network") && !strings.Contains(lower, "connect") {
+			t.Errorf("no auth or network error from Claude Code: %s", out)
+		}
+		if sandboxDenial.MatchString(out) {
+			t.Errorf("Claude Code hit a sandbox denial: %s", out)
+		}
+	})
+}
