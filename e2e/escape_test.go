@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/landlock"
 )
 
 // backend is one way of running the suite.
@@ -202,6 +204,11 @@ type attack struct {
 	// noControl: the probe succeeds unsandboxed by construction (the
 	// control would change the host); the neighbour proves the probe runs.
 	noControl bool
+	// landlockNeeds names what the landlock backend needs to stop this
+	// attack: "netns" (UDP is confined only inside a private network
+	// namespace) or "abi6" (signal and abstract-socket scoping). Without
+	// it agent-sandbox warns on every run and the row is skipped, saying so.
+	landlockNeeds string
 }
 
 // The table. @HOME, @WORK, @ROOT, @FOLDER, @CANARY and the setup's variables
@@ -261,20 +268,20 @@ var attacks = []attack{
 	{name: "read a host process's cmdline", class: 15, agent: "shell",
 		probe: `cat /proc/@PID/cmdline | grep -a @MARKER`, neighbour: `head -1 /proc/cpuinfo`,
 		setup: hostProcess},
-	{name: "signal a host process", class: 15, agent: "shell",
+	{name: "signal a host process", class: 15, agent: "shell", landlockNeeds: "abi6",
 		probe: `kill -TERM @PID`, neighbour: `sleep 30 & kill $!`,
 		setup: hostProcess},
-	{name: "connect to an abstract Unix socket", class: 9, agent: "open", needs: []string{"python3"},
+	{name: "connect to an abstract Unix socket", class: 9, agent: "open", needs: []string{"python3"}, landlockNeeds: "abi6",
 		probe:     `python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.settimeout(3); s.connect("\0@ABSTRACT"); s.send(b"@CANARY")'`,
 		neighbour: `python3 -c 'import socket; a,b=socket.socketpair(); a.send(b"x"); assert b.recv(1)==b"x"'`,
 		setup:     abstractListener},
 	{name: "TCP to a host loopback service (offline)", class: 10, agent: "shell", needs: []string{"python3"},
 		probe:          `python3 -c 'import socket; s=socket.create_connection(("127.0.0.1", @PORT), 3); s.send(b"@CANARY")'`,
 		neighbourAgent: "open", setup: tcpListener},
-	{name: "UDP datagram out (offline)", class: 11, agent: "shell", needs: []string{"python3"},
+	{name: "UDP datagram out (offline)", class: 11, agent: "shell", needs: []string{"python3"}, landlockNeeds: "netns",
 		probe:          `python3 -c 'import socket,time; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); [s.sendto(b"@CANARY", ("127.0.0.1", @PORT)) or time.sleep(0.05) for _ in range(5)]'`,
 		neighbourAgent: "open", setup: udpListener},
-	{name: "DNS query out (offline)", class: 11, agent: "shell", needs: []string{"python3"},
+	{name: "DNS query out (offline)", class: 11, agent: "shell", needs: []string{"python3"}, landlockNeeds: "netns",
 		probe:          `python3 -c 'import socket; q=b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x06canary\x04test\x00\x00\x01\x00\x01"; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); [s.sendto(q, ("127.0.0.1", @PORT)) for _ in range(3)]'`,
 		neighbourAgent: "open", setup: udpListener},
 	{name: "inject keystrokes with TIOCSTI", class: 17, agent: "shell", needs: []string{"python3"}, pty: true,
@@ -450,9 +457,29 @@ func TestEscapes(t *testing.T) {
 				t.Skip(why)
 			}
 			for _, a := range attacks {
-				t.Run(a.name, func(t *testing.T) { runAttack(t, newWorld(t, bin, b.flags), a) })
+				t.Run(a.name, func(t *testing.T) {
+					if b.name == "landlock" {
+						skipUnlessKernelHas(t, a.landlockNeeds)
+					}
+					runAttack(t, newWorld(t, bin, b.flags), a)
+				})
 			}
 		})
+	}
+}
+
+// skipUnlessKernelHas skips a landlock row whose protection this kernel
+// cannot give (agent-sandbox prints a warning on every such run).
+func skipUnlessKernelHas(t *testing.T, need string) {
+	switch need {
+	case "netns":
+		if !landlock.UserNamespacesAvailable() {
+			t.Skip("unprivileged user namespaces are unavailable here: the landlock backend blocks TCP only and warns that UDP and DNS are not confined")
+		}
+	case "abi6":
+		if abi, _ := landlock.ABI(); abi < 6 {
+			t.Skipf("Landlock ABI %d has no signal or abstract-socket scoping (ABI 6, Linux 6.12): the landlock backend warns on every run", abi)
+		}
 	}
 }
 
