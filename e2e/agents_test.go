@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -112,4 +113,51 @@ func TestRealAgentsStartSandboxed(t *testing.T) {
 			t.Errorf("Claude Code hit a sandbox denial: %s", out)
 		}
 	})
+}
+
+// TestResolveRealPrograms: `agent-sandbox resolve` finds the complete
+// closure of the real Claude Code (a native ELF behind an npm symlink), pi
+// (an env-shebang script run by node) and node on this machine.
+func TestResolveRealPrograms(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary; skipped with -short")
+	}
+	bin := buildAgentSandbox(t)
+	cases := []struct {
+		name, path, wantPath string
+		wantFiles            []string
+	}{
+		{"node", "/usr/bin/node", "/usr/bin/node", []string{"libc.so.6", "ld-linux"}},
+		{"claude", filepath.Join(agentBinDir(), "claude"), "/bin/claude.exe", []string{"libc.so.6", "ld-linux"}},
+		{"pi", filepath.Join(agentBinDir(), "pi"), "/dist/cli.js", []string{"/usr/bin/env", "/node", "libc.so.6"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := os.Stat(c.path); err != nil {
+				t.Skipf("%s is not installed here (%v); .ci/run installs it", c.path, err)
+			}
+			out, err := exec.Command(bin, "resolve", "--json", c.path).Output()
+			if err != nil {
+				t.Fatalf("resolve %s: %v\n%s", c.path, err, out)
+			}
+			var r struct {
+				Path    string
+				Files   []string
+				Dirs    []string
+				Missing []any
+			}
+			if err := json.Unmarshal(out, &r); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasSuffix(r.Path, c.wantPath) || len(r.Missing) != 0 || len(r.Dirs) == 0 {
+				t.Fatalf("path %s (want …%s), missing %v, dirs %v", r.Path, c.wantPath, r.Missing, r.Dirs)
+			}
+			all := strings.Join(r.Files, "\n")
+			for _, f := range c.wantFiles {
+				if !strings.Contains(all, f) {
+					t.Errorf("closure lacks %s:\n%s", f, all)
+				}
+			}
+		})
+	}
 }

@@ -54,6 +54,10 @@ func Main(args []string, stdio launch.Stdio) int {
 	case cli.CmdVersion:
 		fmt.Fprintf(stdio.Out, "agent-sandbox %s (%s/%s, %s)\n", versionString(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 		return 0
+	case cli.CmdDoctor:
+		return runDoctor(stdio, inv.Doctor)
+	case cli.CmdResolve:
+		return runResolve(stdio, inv.Resolve)
 	}
 	home, err := grant.HomeFromEnv(os.Getenv, runtime.GOOS)
 	if err != nil {

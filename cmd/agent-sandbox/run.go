@@ -50,7 +50,7 @@ func runAgent(e env, r cli.Run) int {
 	p, err := plan.Build(plan.Input{
 		Folder: folder, Posture: pst, Home: e.home, Workdir: workdir, Args: r.Args,
 		Getenv: e.getenv, LookPath: e.lookPath, Protected: protected,
-		NixStore: plan.NixStore(), Verbose: r.Verbose, TTY: isTerminal(os.Stdout),
+		NixStore: plan.NixStore(), Verbose: r.Verbose, TTY: launch.IsTerminal(os.Stdout),
 	})
 	if err != nil {
 		return fail(e.stdio.Err, err)
@@ -127,9 +127,4 @@ func resolveWorkdir(flag string) (string, error) {
 		return "", fmt.Errorf("--workdir %s: not a directory", dir)
 	}
 	return real, nil
-}
-
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -22,6 +22,9 @@ const Usage = `Usage:
   agent-sandbox [run flags] AGENT [AGENT ARGS...]   run AGENT sandboxed
   agent-sandbox agents                              list the agents found and their posture
   agent-sandbox prune [--yes]                       list stale sbx sandboxes; remove them with --yes
+  agent-sandbox doctor [--json] [--folders-only] [AGENT...]
+                                                    check the host, agent folders and the launcher
+  agent-sandbox resolve [--json] COMMAND            list the files COMMAND needs to start
   agent-sandbox version                             print the version
 
 AGENT is an agent name (looked up in $AGENT_SANDBOX_PATH,
@@ -40,8 +43,15 @@ Run flags:
   -v, --verbose                  show the posture and the backend's own banner
   -h, --help                     show this help
 
+Doctor flags (after "doctor"; AGENT as above, default every agent found):
+      --json                     print the results as a JSON array
+      --folders-only             only the agent folder checks: no host probes, no
+                                 launcher check, no need for $HOME (for Nix builds)
+
 Exit status: the agent's own; 125 when agent-sandbox refused or failed before
-starting the agent; 126/127 when the agent could not be executed.
+starting the agent; 126/127 when the agent could not be executed. doctor exits
+1 when a check fails; resolve exits 1 when something COMMAND needs is missing
+and 125 when COMMAND itself is not found.
 `
 
 // Subcommand names. Any other first word is an agent.
@@ -49,6 +59,8 @@ const (
 	CmdRun     = "run"
 	CmdAgents  = "agents"
 	CmdPrune   = "prune"
+	CmdDoctor  = "doctor"
+	CmdResolve = "resolve"
 	CmdVersion = "version"
 	CmdHelp    = "help"
 )
@@ -70,11 +82,31 @@ type Prune struct {
 	Yes bool
 }
 
+// Doctor holds the arguments of `agent-sandbox doctor`.
+type Doctor struct {
+	// JSON prints the results as one JSON array.
+	JSON bool
+	// FoldersOnly runs only the agent folder checks (for Nix builds).
+	FoldersOnly bool
+	// Agents are names or folder paths; empty means every agent found.
+	Agents []string
+}
+
+// Resolve holds the arguments of `agent-sandbox resolve`.
+type Resolve struct {
+	// JSON prints the result as one JSON object.
+	JSON bool
+	// Command is the program to resolve: a name looked up on PATH, or a path.
+	Command string
+}
+
 // Invocation is a parsed command line.
 type Invocation struct {
 	Command string
 	Run     Run
 	Prune   Prune
+	Doctor  Doctor
+	Resolve Resolve
 }
 
 // Parse parses the arguments after the program name.
@@ -90,6 +122,10 @@ func Parse(args []string) (Invocation, error) {
 			return Invocation{Command: CmdHelp}, nil
 		case CmdPrune:
 			return parsePrune(args[1:])
+		case CmdDoctor:
+			return parseDoctor(args[1:])
+		case CmdResolve:
+			return parseResolve(args[1:])
 		}
 	}
 	fs := pflag.NewFlagSet("agent-sandbox", pflag.ContinueOnError)
@@ -166,4 +202,58 @@ func parsePrune(args []string) (Invocation, error) {
 		return Invocation{}, fmt.Errorf("prune takes no arguments (got %q); usage: agent-sandbox prune [--yes]", fs.Arg(0))
 	}
 	return Invocation{Command: CmdPrune, Prune: p}, nil
+}
+
+// parseDoctor parses the arguments after `doctor`.
+func parseDoctor(args []string) (Invocation, error) {
+	fs := pflag.NewFlagSet("agent-sandbox doctor", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var d Doctor
+	var help bool
+	fs.BoolVar(&d.JSON, "json", false, "")
+	fs.BoolVar(&d.FoldersOnly, "folders-only", false, "")
+	fs.BoolVarP(&help, "help", "h", false, "")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return Invocation{Command: CmdHelp}, nil
+		}
+		return Invocation{}, fmt.Errorf("doctor: %v (usage: agent-sandbox doctor [--json] [--folders-only] [AGENT...])", err)
+	}
+	if help {
+		return Invocation{Command: CmdHelp}, nil
+	}
+	d.Agents = fs.Args()
+	for _, a := range d.Agents {
+		if strings.TrimSpace(a) == "" {
+			return Invocation{}, errors.New("doctor: empty AGENT argument; name an agent or a folder path")
+		}
+	}
+	return Invocation{Command: CmdDoctor, Doctor: d}, nil
+}
+
+// parseResolve parses the arguments after `resolve`.
+func parseResolve(args []string) (Invocation, error) {
+	fs := pflag.NewFlagSet("agent-sandbox resolve", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var r Resolve
+	var help bool
+	fs.BoolVar(&r.JSON, "json", false, "")
+	fs.BoolVarP(&help, "help", "h", false, "")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return Invocation{Command: CmdHelp}, nil
+		}
+		return Invocation{}, fmt.Errorf("resolve: %v (usage: agent-sandbox resolve [--json] COMMAND)", err)
+	}
+	if help {
+		return Invocation{Command: CmdHelp}, nil
+	}
+	if fs.NArg() != 1 {
+		return Invocation{}, fmt.Errorf("resolve takes one COMMAND (got %d arguments); usage: agent-sandbox resolve [--json] COMMAND", fs.NArg())
+	}
+	if fs.Arg(0) == "" {
+		return Invocation{}, errors.New("resolve: empty COMMAND; name a program")
+	}
+	r.Command = fs.Arg(0)
+	return Invocation{Command: CmdResolve, Resolve: r}, nil
 }

@@ -37,7 +37,7 @@ func Execute(s spec.Spec, p landlock.Policy, stdio launch.Stdio, verbose bool) i
 		fmt.Fprintf(stdio.Err, "agent-sandbox: error: %s: command not found on PATH\n", s.Argv[0])
 		return launch.ExitNotFound
 	}
-	if !verbose && isTerminal(stdio.Err) {
+	if !verbose && launch.IsTerminal(stdio.Err) {
 		fmt.Fprintln(stdio.Err, "🔒 Sandbox Active (landlock)")
 	}
 	env := Env(s, os.LookupEnv)
@@ -92,15 +92,6 @@ func refuse(w io.Writer, err error) int {
 	msg := strings.TrimPrefix(err.Error(), "landlock: ")
 	fmt.Fprintf(w, "agent-sandbox: error: the landlock backend cannot enforce this policy here: %s\n", msg)
 	return launch.ExitRefused
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // TrampolineArg is the hidden first argument that makes agent-sandbox act as

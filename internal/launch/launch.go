@@ -64,7 +64,7 @@ func Run(argv, env []string, dir string, stdio Stdio, start Starter) int {
 	}
 	done := make(chan error, 1)
 	go func() { done <- wait() }()
-	fromTTY := isTerminal(stdio.In)
+	fromTTY := IsTerminal(stdio.In)
 	for {
 		select {
 		case s := <-sigs:
@@ -109,8 +109,10 @@ func startErrorStatus(err error) int {
 	return ExitRefused
 }
 
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
+// IsTerminal reports whether a stream (an io.Reader or io.Writer) is a
+// terminal device.
+func IsTerminal(stream any) bool {
+	f, ok := stream.(*os.File)
 	if !ok {
 		return false
 	}

@@ -8,18 +8,17 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/agent-sandbox/agent-sandbox/internal/nono/schematest"
 )
 
 // schemaEnv names the variable holding the path of nono's profile JSON
 // schema (relative paths are taken from the repository root).
-const schemaEnv = "AGENT_SANDBOX_NONO_SCHEMA"
+const schemaEnv = schematest.Env
 
 // defaultSchema is where the schema lies beside the project (../shared).
-const defaultSchema = "../shared/reference/nono-0.74/nono-profile.schema.json"
+const defaultSchema = schematest.Default
 
 // TestMain lets the test binary stand in for nono: run under the name
 // "nono" it is recordingNono, never the real thing.
@@ -31,44 +30,11 @@ func TestMain(m *testing.M) {
 }
 
 // repoRoot is the directory holding go.mod.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-}
+func repoRoot(t *testing.T) string { return schematest.RepoRoot(t) }
 
 // schemaPath is the schema named by AGENT_SANDBOX_NONO_SCHEMA, or the
 // default beside the project; the test is skipped when neither exists.
-func schemaPath(t *testing.T) string {
-	t.Helper()
-	p := os.Getenv(schemaEnv)
-	explicit := p != ""
-	if !explicit {
-		p = defaultSchema
-	}
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(repoRoot(t), p)
-	}
-	if _, err := os.Stat(p); err != nil {
-		if explicit {
-			t.Fatalf("%s=%s: %v", schemaEnv, os.Getenv(schemaEnv), err)
-		}
-		t.Skipf("nono's profile schema not found at %s: set %s to the path of nono-profile.schema.json (nono 0.74's reference/nono-0.74/, or `nono profile schema` output)", p, schemaEnv)
-	}
-	return p
-}
+func schemaPath(t *testing.T) string { return schematest.Path(t) }
 
 // referenceFile is one of nono's data files (policy.json,
 // network-policy.json): beside the schema, else in the default reference
@@ -91,12 +57,6 @@ func referenceFile(t *testing.T, name string) []byte {
 	return nil
 }
 
-var (
-	schemaOnce sync.Once
-	schema     *jsonschema.Schema
-	schemaErr  error
-)
-
 // validateSchema validates one profile against nono's JSON schema.
 func validateSchema(t *testing.T, profile []byte) {
 	t.Helper()
@@ -106,37 +66,7 @@ func validateSchema(t *testing.T, profile []byte) {
 }
 
 // checkSchema validates one document against nono's JSON schema.
-func checkSchema(t *testing.T, profile []byte) error {
-	t.Helper()
-	path := schemaPath(t)
-	schemaOnce.Do(func() {
-		f, err := os.Open(path)
-		if err != nil {
-			schemaErr = err
-			return
-		}
-		defer f.Close()
-		doc, err := jsonschema.UnmarshalJSON(f)
-		if err != nil {
-			schemaErr = err
-			return
-		}
-		c := jsonschema.NewCompiler()
-		if err := c.AddResource(SchemaURL, doc); err != nil {
-			schemaErr = err
-			return
-		}
-		schema, schemaErr = c.Compile(SchemaURL)
-	})
-	if schemaErr != nil {
-		t.Fatalf("compiling %s: %v", path, schemaErr)
-	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(profile))
-	if err != nil {
-		t.Fatalf("profile is not JSON: %v\n%s", err, profile)
-	}
-	return schema.Validate(inst)
-}
+func checkSchema(t *testing.T, profile []byte) error { return schematest.Validate(t, profile) }
 
 // validateWithNono runs `nono profile validate` on the profile when a nono
 // binary is on PATH (under nix flake check) and the profile is for this

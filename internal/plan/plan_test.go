@@ -10,6 +10,8 @@ import (
 
 	"github.com/agent-sandbox/agent-sandbox/internal/agent"
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
+	"github.com/agent-sandbox/agent-sandbox/internal/nono"
+	"github.com/agent-sandbox/agent-sandbox/internal/nono/schematest"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 )
 
@@ -194,5 +196,37 @@ func TestPackageRoots(t *testing.T) {
 	want := []string{"/opt/a/node_modules", "/p/node_modules"}
 	if !slices.Equal(got, want) {
 		t.Errorf("packageRoots = %v, want %v", got, want)
+	}
+}
+
+// TestBuiltinProfilesValidate: the nono profile generated for every
+// built-in agent validates against nono 0.74's JSON schema.
+func TestBuiltinProfilesValidate(t *testing.T) {
+	schematest.Path(t) // skips, naming the variable, when the schema is absent
+	f := newFixture(t)
+	for _, name := range agent.BuiltinNames() {
+		fo, err := agent.LoadBuiltin(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pst, err := posture.Resolve(posture.Input{Agent: name, Nono: fo.Nono, Sbx: fo.Sbx, Host: posture.Host{GOOS: "linux", NonoFound: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Build(Input{Folder: fo, Posture: pst, Home: f.h, Workdir: f.work, Getenv: os.Getenv, LookPath: exec.LookPath,
+			Protected: []string{filepath.Join(f.home, ".config/agent-sandbox/agents")}})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if p.Profile == nil {
+			t.Fatalf("%s: no nono profile", name)
+		}
+		b, err := nono.Marshal(*p.Profile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := schematest.Validate(t, b); err != nil {
+			t.Errorf("%s: profile does not validate: %v\n%s", name, err, b)
+		}
 	}
 }

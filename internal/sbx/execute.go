@@ -120,7 +120,7 @@ func Execute(p Prepared, s spec.Spec, stdio launch.Stdio) int {
 	if !p.Verbose {
 		fmt.Fprintln(stdio.Err, Banner)
 	}
-	argv := p.ExecArgv(isTerminal(stdio.Out))
+	argv := p.ExecArgv(launch.IsTerminal(stdio.Out))
 	r.echo(argv)
 	return launch.Run(argv, os.Environ(), p.Workdir, stdio, nil)
 }
@@ -300,15 +300,6 @@ func (r runner) run(timeout time.Duration, stdout, stderr io.Writer, args ...str
 			return launch.ExitStatus(err), nil
 		}
 	}
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // List returns the agent-sandbox-* sandboxes `sbx ls -q` lists.

@@ -1,0 +1,332 @@
+package doctor
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/landlock"
+)
+
+// NonoVersionRange is the range of nono releases agent-sandbox's generated
+// profiles are written for (schema read at 0.74, nixpkgs ships 0.78).
+const NonoVersionRange = "0.74-0.78"
+
+var (
+	nonoMin = [3]int{0, 74, 0} // inclusive
+	nonoEnd = [3]int{0, 79, 0} // exclusive
+)
+
+// host runs the host checks.
+func (r *run) host() {
+	abi, abiErr := landlock.ABI()
+	r.results = append(r.results,
+		landlockResult(r.goos, abi, abiErr, r.nonoPath != ""),
+		kernelResult(r.goos, kernelRelease()))
+	if r.goos == "linux" {
+		r.results = append(r.results, usernsResult(landlock.UserNamespacesAvailable(), readSysctls(), os.Geteuid()))
+	} else {
+		r.add("user namespaces", OK, "not Linux ("+r.goos+"): not used", "")
+	}
+	r.results = append(r.results, r.nonoResult())
+	r.results = append(r.results, r.sbxResults()...)
+}
+
+// landlockLevel is what one Landlock ABI version adds, as agent-sandbox
+// uses it (internal/landlock handles every right of ABI 1-11).
+type landlockLevel struct {
+	abi  int
+	what string
+}
+
+var landlockLevels = []landlockLevel{
+	{1, "filesystem rules"},
+	{2, "linking and renaming across directories"},
+	{3, "truncate"},
+	{4, "TCP bind/connect rules (a blocked network without a network namespace)"},
+	{5, "ioctl on device files"},
+	{6, "abstract Unix socket and signal scoping"},
+	{9, "connecting to Unix sockets by path"},
+	{10, "UDP rules"},
+}
+
+// landlockEnables splits the levels into those ABI abi has and those it
+// lacks, each phrased "<what> (ABI n)".
+func landlockEnables(abi int) (have, lack []string) {
+	for _, l := range landlockLevels {
+		s := fmt.Sprintf("%s (ABI %d)", l.what, l.abi)
+		if abi >= l.abi {
+			have = append(have, s)
+		} else {
+			lack = append(lack, s)
+		}
+	}
+	return have, lack
+}
+
+// landlockResult judges the Landlock ABI. abi is 0 when Landlock is
+// unavailable, abiErr then says why. Without Landlock and without nono no
+// kernel backend works (fail); otherwise a missing Landlock is a warning,
+// and so is an ABI below 6 (no signal and abstract-socket scoping).
+func landlockResult(goos string, abi int, abiErr error, nonoFound bool) Result {
+	res := Result{Check: "landlock"}
+	if goos != "linux" {
+		if nonoFound {
+			res.Status, res.Detail = OK, fmt.Sprintf("not Linux (%s): Landlock does not apply; nono sandboxes with the system's own mechanism (Seatbelt on macOS)", goos)
+			return res
+		}
+		res.Status, res.Detail = Fail, fmt.Sprintf("not Linux (%s): the built-in landlock engine cannot run here and nono is not installed, so no kernel backend works: sandboxed runs are refused", goos)
+		res.Fix = "install nono " + NonoVersionRange + " (https://nono.sh, or `nix run .#agent-sandbox`, which brings it)"
+		return res
+	}
+	if abi < 1 {
+		why := "Landlock is not available"
+		if abiErr != nil {
+			why = abiErr.Error()
+		}
+		res.Fix = "enable Landlock (Linux 5.13 or later with CONFIG_SECURITY_LANDLOCK=y and landlock in the lsm= boot parameter)"
+		if nonoFound {
+			res.Status = Warn
+			res.Detail = why + "; nono is installed, but on Linux it needs Landlock as well, so expect it to refuse to start (only --sandbox-backend sbx works without Landlock)"
+			return res
+		}
+		res.Status = Fail
+		res.Detail = why + "; nono is not installed either, so no kernel backend works: sandboxed runs are refused"
+		res.Fix += ", or install nono " + NonoVersionRange
+		return res
+	}
+	have, lack := landlockEnables(abi)
+	res.Detail = fmt.Sprintf("ABI %d: %s", abi, strings.Join(have, ", "))
+	if len(lack) > 0 {
+		res.Detail += "; not on this kernel: " + strings.Join(lack, ", ")
+	}
+	switch {
+	case abi < 4:
+		res.Status = Warn
+		res.Detail += "; a blocked network needs a private network namespace here, and abstract sockets and signals are not scoped"
+		res.Fix = "boot Linux 6.12 or later (Landlock ABI 6); 6.7 (ABI 4) at least for TCP rules"
+	case abi < 6:
+		res.Status = Warn
+		res.Detail += "; sandboxed agents can signal your other processes and reach abstract Unix sockets (X11, D-Bus) unless a network namespace isolates them"
+		res.Fix = "boot Linux 6.12 or later (Landlock ABI 6)"
+	default:
+		res.Status = OK
+	}
+	return res
+}
+
+// parseKernelRelease reads "6.18.44-foo" as major 6, minor 18.
+func parseKernelRelease(rel string) (major, minor int, ok bool) {
+	m := regexp.MustCompile(`^(\d+)\.(\d+)`).FindStringSubmatch(rel)
+	if m == nil {
+		return 0, 0, false
+	}
+	major, _ = strconv.Atoi(m[1])
+	minor, _ = strconv.Atoi(m[2])
+	return major, minor, true
+}
+
+// kernelResult reports the kernel release; on Linux a release before 5.13
+// (no Landlock at all) or one that cannot be read is a warning.
+func kernelResult(goos, release string) Result {
+	res := Result{Check: "kernel", Status: OK}
+	if goos != "linux" {
+		res.Detail = goos + " " + release
+		return res
+	}
+	major, minor, ok := parseKernelRelease(release)
+	switch {
+	case !ok:
+		res.Status, res.Detail = Warn, fmt.Sprintf("Linux, release %q not understood", release)
+		res.Fix = "check `uname -r`; the landlock check above says what the kernel supports"
+	case major < 5 || major == 5 && minor < 13:
+		res.Status, res.Detail = Warn, fmt.Sprintf("Linux %s: Landlock needs 5.13 or later", release)
+		res.Fix = "boot Linux 6.12 or later (Landlock ABI 6)"
+	default:
+		res.Detail = "Linux " + release
+	}
+	return res
+}
+
+// sysctls are the kernel settings that decide whether unprivileged user
+// namespaces can be created; "" when the file does not exist.
+type sysctls struct {
+	apparmorRestrict string // kernel.apparmor_restrict_unprivileged_userns (Ubuntu 23.10+)
+	maxUserNS        string // user.max_user_namespaces
+	unprivClone      string // kernel.unprivileged_userns_clone (Debian, older Ubuntu)
+}
+
+func readSysctls() sysctls {
+	read := func(name string) string {
+		b, err := os.ReadFile("/proc/sys/" + name)
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(b))
+	}
+	return sysctls{
+		apparmorRestrict: read("kernel/apparmor_restrict_unprivileged_userns"),
+		maxUserNS:        read("user/max_user_namespaces"),
+		unprivClone:      read("kernel/unprivileged_userns_clone"),
+	}
+}
+
+// usernsResult judges user namespaces (Linux): available is the result of
+// really creating one. Without them a blocked network is enforced with
+// Landlock TCP rules only, so UDP (DNS included) is not confined: a warning.
+// Available only because doctor runs as root, while AppArmor restricts
+// them for everybody else, is a warning too.
+func usernsResult(available bool, s sysctls, euid int) Result {
+	res := Result{Check: "user namespaces"}
+	const degraded = "a blocked network (--offline, network.block) falls back to Landlock TCP rules, so UDP (DNS included) is not confined"
+	aaFix := "let agent-sandbox create user namespaces: an AppArmor profile for it with the `userns,` rule, or `sysctl kernel.apparmor_restrict_unprivileged_userns=0`"
+	if available {
+		if s.apparmorRestrict == "1" && euid == 0 {
+			res.Status = Warn
+			res.Detail = "available to root, but kernel.apparmor_restrict_unprivileged_userns is 1, so for other users " + degraded
+			res.Fix = aaFix
+			return res
+		}
+		res.Status = OK
+		res.Detail = "available: a blocked network gets a private network namespace (UDP and DNS included)"
+		if s.apparmorRestrict != "" {
+			res.Detail += "; kernel.apparmor_restrict_unprivileged_userns is " + s.apparmorRestrict
+		}
+		return res
+	}
+	res.Status = Warn
+	switch {
+	case s.maxUserNS == "0":
+		res.Detail = "unavailable (user.max_user_namespaces is 0): " + degraded
+		res.Fix = "`sysctl user.max_user_namespaces=10000` (and persist it in /etc/sysctl.d)"
+	case s.unprivClone == "0" && euid != 0:
+		res.Detail = "unavailable (kernel.unprivileged_userns_clone is 0): " + degraded
+		res.Fix = "`sysctl kernel.unprivileged_userns_clone=1` (and persist it in /etc/sysctl.d)"
+	case s.apparmorRestrict == "1" && euid != 0:
+		res.Detail = "unavailable (AppArmor restricts them: kernel.apparmor_restrict_unprivileged_userns is 1): " + degraded
+		res.Fix = aaFix
+	default:
+		res.Detail = "unavailable (creating one failed; a container runtime's seccomp filter or a hardened kernel may forbid them): " + degraded
+		res.Fix = "allow unprivileged user namespaces on this host (for a container: run it with a seccomp profile that permits clone(CLONE_NEWUSER))"
+	}
+	return res
+}
+
+var versionRe = regexp.MustCompile(`(\d+)\.(\d+)(?:\.(\d+))?`)
+
+// parseVersion finds the first "x.y[.z]" in s.
+func parseVersion(s string) ([3]int, bool) {
+	m := versionRe.FindStringSubmatch(s)
+	if m == nil {
+		return [3]int{}, false
+	}
+	var v [3]int
+	for i := range 3 {
+		v[i], _ = strconv.Atoi(m[i+1])
+	}
+	return v, true
+}
+
+func versionLess(a, b [3]int) bool {
+	for i := range 3 {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
+}
+
+// nonoVersionResult judges the output of `nono --version`.
+func nonoVersionResult(path string, p probeResult) Result {
+	res := Result{Check: "nono"}
+	if p.err != nil || p.code != 0 {
+		res.Status = Fail
+		res.Detail = fmt.Sprintf("%s found, but `nono --version` %s%s: every nono run would fail", path, p.describe(), p.quote())
+		res.Fix = "reinstall nono " + NonoVersionRange + ", or remove the broken nono from PATH (runs then use the built-in landlock engine)"
+		return res
+	}
+	out := strings.TrimSpace(p.out)
+	v, ok := parseVersion(out)
+	if !ok {
+		res.Status = Warn
+		res.Detail = fmt.Sprintf("%s: `nono --version` printed %q, which names no version; the profiles are written for nono %s", path, firstLine(out), NonoVersionRange)
+		res.Fix = "install nono " + NonoVersionRange
+		return res
+	}
+	vs := fmt.Sprintf("%d.%d.%d", v[0], v[1], v[2])
+	if versionLess(v, nonoMin) || !versionLess(v, nonoEnd) {
+		res.Status = Warn
+		res.Detail = fmt.Sprintf("%s is nono %s, outside %s, the range agent-sandbox's profiles are written for (nono renames and removes profile keys between minor releases)", path, vs, NonoVersionRange)
+		res.Fix = "install nono " + NonoVersionRange + " (nixpkgs ships 0.78), or check a generated profile with `nono profile validate`"
+		return res
+	}
+	res.Status = OK
+	res.Detail = fmt.Sprintf("%s is nono %s (profiles are written for %s)", path, vs, NonoVersionRange)
+	return res
+}
+
+func (r *run) nonoResult() Result {
+	if r.nonoPath == "" {
+		res := Result{Check: "nono", Status: Warn, Fix: "install nono " + NonoVersionRange + " (nixpkgs `nono`, or `nix run .#agent-sandbox`, which brings it)"}
+		if r.goos == "linux" {
+			res.Detail = "not installed (not on PATH): folders that opt into nono run under the built-in landlock engine, which cannot enforce network_profile or an allow-list network yet"
+		} else {
+			res.Detail = "not installed (not on PATH): there is no kernel sandbox on " + r.goos + " without it"
+		}
+		return res
+	}
+	return nonoVersionResult(r.nonoPath, r.probe(r.nonoPath, "--version"))
+}
+
+// sbxResults are the sbx checks: installed, signed in, policy initialised.
+// sbx is only probed when it is on PATH.
+func (r *run) sbxResults() []Result {
+	if r.sbxPath == "" {
+		return []Result{{Check: "sbx", Status: OK, Detail: "not installed (only needed for --sandbox-backend sbx)"}}
+	}
+	return sbxStatus(r.sbxPath, r.probe(r.sbxPath, "ls", "-q"), r.probe(r.sbxPath, "policy", "ls"))
+}
+
+// sbxStatus judges the two sbx probes: `sbx ls -q` answers only when signed
+// in; `sbx policy ls` must succeed and not ask for the one-time policy
+// choice. A failure fails: every sbx run would be refused.
+func sbxStatus(path string, ls, policy probeResult) []Result {
+	out := []Result{{Check: "sbx", Status: OK, Detail: "installed: " + path}}
+	if ls.err != nil || ls.code != 0 {
+		out = append(out, Result{Check: "sbx login", Status: Fail,
+			Detail: fmt.Sprintf("`sbx ls -q` %s%s: sbx runs are refused until this works", ls.describe(), ls.quote()),
+			Fix:    "run `sbx login` (`sbx diagnose` checks the installation)"})
+	} else {
+		out = append(out, Result{Check: "sbx login", Status: OK, Detail: "signed in (`sbx ls -q` works)"})
+	}
+	if policy.err != nil || policy.code != 0 || policyUninitialised(policy.out) {
+		out = append(out, Result{Check: "sbx policy", Status: Fail,
+			Detail: fmt.Sprintf("the global network policy is not initialised or not readable (`sbx policy ls` %s%s): sbx runs are refused until it is", policy.describe(), policy.quote()),
+			Fix:    "run `sbx policy init deny-all` once on this machine (or allow-all / balanced)"})
+	} else {
+		out = append(out, Result{Check: "sbx policy", Status: OK, Detail: "global network policy initialised (`sbx policy ls` works)"})
+	}
+	return out
+}
+
+// policyUninitialised spots a `sbx policy ls` that succeeded but says the
+// global policy still has to be chosen (the same markers as internal/sbx).
+func policyUninitialised(out string) bool {
+	out = strings.ToLower(out)
+	for _, s := range []string{"not initialized", "not initialised", "no default policy", "policy init", "set-default"} {
+		if strings.Contains(out, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
+}

@@ -1,0 +1,177 @@
+package doctor
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/gitdir"
+	"github.com/agent-sandbox/agent-sandbox/internal/grant"
+)
+
+// writable is a path a sandboxed agent can write, and why.
+type writable struct {
+	path string // canonical
+	why  string
+}
+
+// launcherFix is the fix for a launcher inside a writable grant.
+const launcherFix = "install the program outside every path a sandboxed agent can write (the Nix package, or `go install` to ~/go/bin), or narrow the grant named above"
+
+// launcher checks that the programs doing the sandboxing (agent-sandbox
+// itself, nono, sbx) lie outside every path the checked agents can write:
+// the working directory (when a run may start there), its linked git dir,
+// each agent's state dir, config_paths and filesystem.allow/write entries,
+// and, when nono is installed, the temp directories nono's default profile
+// grants read-write.
+func (r *run) launcher(targets []target) {
+	shared := r.workdirGrants()
+	if r.nonoPath != "" {
+		for _, d := range uniqueCanonical(os.TempDir(), "/tmp") {
+			shared = append(shared, writable{d, "the temp directory " + d + " (nono's default profile grants it read-write to every agent: group system_write_linux)"})
+		}
+	}
+	type agentGrants struct {
+		id     string
+		grants []writable
+	}
+	var agents []agentGrants
+	for _, t := range targets {
+		if t.folder != nil {
+			agents = append(agents, agentGrants{t.folder.ID, r.agentWritable(t)})
+		}
+	}
+
+	executable := r.o.executable
+	if executable == nil {
+		executable = os.Executable
+	}
+	type program struct{ name, path string }
+	var progs []program
+	if exe, err := executable(); err != nil {
+		r.add("launcher agent-sandbox", Warn, "cannot find the agent-sandbox executable: "+err.Error()+"; not checked", "run agent-sandbox by its path")
+	} else {
+		progs = append(progs, program{"agent-sandbox", exe})
+	}
+	if r.nonoPath != "" {
+		progs = append(progs, program{"nono", r.nonoPath})
+	}
+	if r.sbxPath != "" {
+		progs = append(progs, program{"sbx", r.sbxPath})
+	}
+	for _, p := range progs {
+		check := "launcher " + p.name
+		locs := uniqueCanonicalLocations(p.path)
+		bad := false
+		for _, loc := range locs {
+			for _, g := range shared {
+				if grant.Within(loc, g.path) {
+					bad = true
+					r.add(check, Fail, fmt.Sprintf("%s %s lies inside %s: a sandboxed agent could replace the program that sandboxes it", p.name, loc, g.why), launcherFix)
+				}
+			}
+			for _, a := range agents {
+				for _, g := range a.grants {
+					if grant.Within(loc, g.path) {
+						bad = true
+						r.add(check, Fail, fmt.Sprintf("%s %s lies inside %s, which agent %s can write: it could replace the program that sandboxes it", p.name, loc, g.why, a.id), launcherFix)
+					}
+				}
+			}
+		}
+		if !bad {
+			r.add(check, OK, fmt.Sprintf("%s is outside every path the %d checked agent(s) can write", describeLocs(locs), len(agents)), "")
+		}
+	}
+}
+
+// workdirGrants are the writable paths every run started in the working
+// directory gets: the directory itself and its linked git dirs. A working
+// directory where runs are refused adds nothing; the "workdir" result says
+// which case applies.
+func (r *run) workdirGrants() []writable {
+	c := grant.Checker{Home: r.home, Protected: append([]string{r.home.ConfigRoot(), r.home.StateRoot(), "/etc/agent-sandbox"}, r.lookupDirs()...)}
+	if err := c.Check(r.workdir, true); err != nil {
+		r.add("workdir", OK, fmt.Sprintf("%s: a run started here is refused (the working directory %v), so it is not counted as writable", r.workdir, err), "")
+		return nil
+	}
+	out := []writable{{r.workdir, "the working directory " + r.workdir + " (read-write in every run started there)"}}
+	linked, _ := gitdir.Find(r.workdir)
+	for _, d := range linked.Dirs() {
+		if c.Check(d, true) == nil {
+			out = append(out, writable{d, "the linked git dir " + d + " of the working directory (read-write in every run started there)"})
+		}
+	}
+	r.add("workdir", OK, r.workdir+": runs started here get it read-write; the launcher check counts it as writable", "")
+	return out
+}
+
+func (r *run) lookupDirs() []string {
+	var out []string
+	for _, d := range r.lookup.Dirs() {
+		out = append(out, d.Dir)
+	}
+	return out
+}
+
+// agentWritable lists what one agent can write besides the working
+// directory: its state dir (all of it, as sbx mounts it), config_paths and
+// the filesystem.allow and filesystem.write entries of both folder files.
+func (r *run) agentWritable(t target) []writable {
+	f := t.folder
+	state := r.home.AgentStateDir(f.ID)
+	out := []writable{{grant.Canonical(state), "its state directory " + state}}
+	add := func(file, key string, list []string) {
+		for i, raw := range list {
+			p, err := r.home.Expand(raw)
+			if err != nil {
+				continue // plan.Build refuses it; the grants check says so
+			}
+			out = append(out, writable{grant.Canonical(p), fmt.Sprintf("%s: %s[%d] = %q", file, key, i, raw)})
+		}
+	}
+	add(filepath.Join(f.Dir, "agent.toml"), "config_paths", f.Config.ConfigPaths)
+	if f.Nono != nil {
+		add(f.Nono.Path, "filesystem.allow", f.Nono.Filesystem.Allow)
+		add(f.Nono.Path, "filesystem.write", f.Nono.Filesystem.Write)
+	}
+	if f.Sbx != nil {
+		add(f.Sbx.Path, "filesystem.allow", f.Sbx.Filesystem.Allow)
+		add(f.Sbx.Path, "filesystem.write", f.Sbx.Filesystem.Write)
+	}
+	return out
+}
+
+// uniqueCanonicalLocations is p (absolute) and, when it differs, the file p
+// resolves to: replacing either replaces the program.
+func uniqueCanonicalLocations(p string) []string {
+	p = absOr(p)
+	out := []string{p}
+	if real, err := filepath.EvalSymlinks(p); err == nil && real != p {
+		out = append(out, real)
+	}
+	return out
+}
+
+func uniqueCanonical(paths ...string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		c := grant.Canonical(p)
+		if !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func describeLocs(locs []string) string {
+	if len(locs) == 1 {
+		return locs[0]
+	}
+	return locs[0] + " (-> " + locs[1] + ")"
+}
