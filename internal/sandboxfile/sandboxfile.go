@@ -384,7 +384,7 @@ func (r *reader) network(m member, f *File) error {
 				continue
 			}
 			n.NetworkProfile, err = r.str(c.val, c.path)
-			if err == nil && !profileName.MatchString(n.NetworkProfile) {
+			if err == nil && !profileName().MatchString(n.NetworkProfile) {
 				err = r.errAt(c.val, c.path, "want a network profile name like \"developer\", got %s", show(c.val))
 			}
 		default:
@@ -400,7 +400,11 @@ func (r *reader) network(m member, f *File) error {
 	return nil
 }
 
-var profileName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+// profileName is compiled on first use: its bounded repetition makes a large
+// program, which would cost every start-up a third of a millisecond.
+var profileName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+})
 
 // checkPath accepts a grant that is absolute or starts with ~; the grant
 // package applies the full rules later.
