@@ -29,7 +29,8 @@ var systemReadExec = []string{
 
 // systemReadOnly are the /etc files of that group (DNS, TLS, locale, the
 // loader cache), plus /etc/passwd and /etc/group so that tools can name the
-// user, and /proc: the rules are made before the child exists, so its own
+// user, the system-wide shell start-up files (the user's own ~/.bashrc and
+// ~/.profile stay denied: they are on nono's credential list), and /proc: the rules are made before the child exists, so its own
 // /proc/self can only be granted through all of /proc; the trampoline (see
 // Trampoline) then narrows /proc to the agent's own /proc/<pid> and a few
 // host-wide files before the agent starts.
@@ -39,6 +40,7 @@ var systemReadOnly = []string{
 	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/timezone",
 	"/etc/locale.conf", "/etc/locale.gen", "/etc/alternatives", "/etc/os-release", "/etc/services",
 	"/etc/terminfo", "/lib/terminfo", "/etc/passwd", "/etc/group", "/etc/gitconfig",
+	"/etc/bash.bashrc", "/etc/inputrc", "/etc/profile", "/etc/profile.d",
 	"/proc",
 }
 

@@ -151,7 +151,12 @@ func Build(in Input) (*Plan, error) {
 		}
 	}
 	if !found {
-		p.Warnings = append(p.Warnings, fmt.Sprintf("%s: command %q not found on PATH; the run would exit 127", f.ID, cmdName))
+		if pst.Backend == posture.Sbx {
+			// The agent runs in the guest; only the version pin needs it here.
+			p.Warnings = append(p.Warnings, fmt.Sprintf("%s: command %q not found on this host's PATH: the in-guest install cannot be pinned to a host version", f.ID, cmdName))
+		} else {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("%s: command %q not found on PATH; the run would exit 127", f.ID, cmdName))
+		}
 	}
 	argv := append(append([]string{argv0}, f.Config.Args...), in.Args...)
 
