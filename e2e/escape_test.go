@@ -287,6 +287,10 @@ var attacks = []attack{
 	{name: "inject keystrokes with TIOCSTI", class: 17, agent: "shell", needs: []string{"python3"}, pty: true,
 		probe:     `python3 -c 'import fcntl,termios; fcntl.ioctl(0, termios.TIOCSTI, b"x")'`,
 		neighbour: `python3 -c 'import os; assert os.isatty(0)'`},
+	{name: "read another terminal of the user", class: 18, agent: "shell", pty: true,
+		probe:     `head -c 6 @OTHERPTY`,
+		neighbour: `tty | grep -q /dev/pts/ && stty size >/dev/null`,
+		setup:     otherTerminal},
 	{name: "read secrets from the environment", class: 14, agent: "shell", noControl: true,
 		probe:     `env | grep -q @CANARY || grep -aq @CANARY /proc/self/environ`,
 		neighbour: `test -n "$HOME" && test -n "$PATH"`},
@@ -387,6 +391,18 @@ func recorder(t *testing.T, accept func() ([]byte, error)) func() string {
 			return ""
 		}
 	}
+}
+
+// otherTerminal opens a pseudo-terminal standing for another of the user's
+// terminals, with "typed" input waiting in it.
+func otherTerminal(t *testing.T, w *world) (vars, func() string) {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("cannot open a pseudo-terminal: %v", err)
+	}
+	t.Cleanup(func() { ptmx.Close(); tty.Close() })
+	ptmx.Write([]byte(w.canary + "\n"))
+	return vars{"OTHERPTY": tty.Name()}, func() string { return "" }
 }
 
 func tcpListener(t *testing.T, w *world) (vars, func() string) {

@@ -44,10 +44,13 @@ var systemReadOnly = []string{
 	"/proc",
 }
 
-// devices are the /dev nodes a terminal program needs, read-write.
+// devices are the /dev nodes a terminal program needs, read-write. Not
+// /dev/pts as a whole: the user's other terminals live there (a sandboxed
+// agent could read the keystrokes typed into them); Execute adds only the
+// agent's own terminal (TerminalNodes).
 var devices = []string{
 	"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
-	"/dev/tty", "/dev/ptmx", "/dev/pts",
+	"/dev/tty", "/dev/ptmx",
 }
 
 // nixReadExec are nono's nix_runtime paths, granted when /nix/store exists.
@@ -71,13 +74,9 @@ func PolicyFor(s spec.Spec, nixStore bool, self string) landlock.Policy {
 	if nixStore {
 		p.ReadExec = append(p.ReadExec, nixReadExec(s.Home)...)
 	}
-	closure := s.ExecClosure
-	if len(closure) == 0 {
-		for _, e := range s.Exec {
-			closure = append(closure, filepath.Dir(e))
-		}
-	}
-	p.ReadExec = append(p.ReadExec, closure...)
+	// The closure is plan's, checked path by path; nothing else is derived
+	// here (a program's directory could be $HOME).
+	p.ReadExec = append(p.ReadExec, s.ExecClosure...)
 
 	p.ReadOnly = append(p.ReadOnly, systemReadOnly...)
 	if s.AgentDir != "" {

@@ -8,8 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	"github.com/agent-sandbox/agent-sandbox/internal/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
@@ -40,7 +42,26 @@ func Execute(s spec.Spec, p landlock.Policy, stdio launch.Stdio, verbose bool) i
 	if !verbose && launch.IsTerminal(stdio.Err) {
 		fmt.Fprintln(stdio.Err, "🔒 Sandbox Active (landlock)")
 	}
+	p.ReadWrite = append(p.ReadWrite, TerminalNodes(stdio)...)
+	// TMPDIR is private to this run: a fresh directory under the agent's
+	// tmp/, granted instead of tmp/ itself and removed afterwards, so that
+	// concurrent or later runs share nothing through it.
+	runTmp, err := os.MkdirTemp(s.TempDir(), "run-")
+	if err != nil {
+		return refuse(stdio.Err, fmt.Errorf("creating the run's TMPDIR: %v", err))
+	}
+	defer os.RemoveAll(runTmp)
+	for i, d := range p.ReadWrite {
+		if d == s.TempDir() || d == grant.Canonical(s.TempDir()) {
+			p.ReadWrite[i] = runTmp
+		}
+	}
 	env := Env(s, os.LookupEnv)
+	for i, kv := range env {
+		if strings.HasPrefix(kv, "TMPDIR=") {
+			env[i] = "TMPDIR=" + runTmp
+		}
+	}
 	self, err := Self()
 	if err != nil {
 		return refuse(stdio.Err, err)
@@ -56,7 +77,7 @@ func Execute(s spec.Spec, p landlock.Policy, stdio launch.Stdio, verbose bool) i
 		cmd.Args = append(append(append([]string{"agent-sandbox", TrampolineArg}, roots...), "--"), cmd.Args...)
 		proc, err := landlock.Start(cmd, p)
 		if err != nil {
-			return nil, err
+			return nil, &launch.SetupError{Err: fmt.Errorf("the landlock backend cannot start the agent: %w", err)}
 		}
 		return proc.Wait, nil
 	}
@@ -69,6 +90,9 @@ func warnings(e landlock.Enforcement, p landlock.Policy) []string {
 	var w []string
 	if p.Network == landlock.NetBlocked && !e.NetNamespace {
 		w = append(w, "network blocked with Landlock TCP rules only (no user namespaces here): UDP and DNS are not confined")
+	}
+	if p.Network == landlock.NetBlocked && e.ABI < 9 {
+		w = append(w, fmt.Sprintf("Landlock ABI %d cannot confine Unix sockets by path (needs ABI 9): with the network blocked the agent can still connect to a host service whose socket path it knows (the Docker socket, $XDG_RUNTIME_DIR/bus)", e.ABI))
 	}
 	if !e.ScopeSignals {
 		w = append(w, fmt.Sprintf("Landlock ABI %d cannot scope signals (needs ABI 6, Linux 6.12): the agent can signal your other processes", e.ABI))
@@ -133,4 +157,22 @@ func Trampoline(args []string, stderr io.Writer) int {
 		return launch.ExitNotExecable
 	}
 	return launch.ExitRefused
+}
+
+// TerminalNodes are the /dev/pts nodes among the agent's standard streams:
+// its own terminal, which it may use; the user's other terminals stay out
+// of reach.
+func TerminalNodes(stdio launch.Stdio) []string {
+	var out []string
+	for _, stream := range []any{stdio.In, stdio.Out, stdio.Err} {
+		f, ok := stream.(*os.File)
+		if !ok || !launch.IsTerminal(f) {
+			continue
+		}
+		target, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
+		if err == nil && strings.HasPrefix(target, "/dev/pts/") && !slices.Contains(out, target) {
+			out = append(out, target)
+		}
+	}
+	return out
 }

@@ -84,11 +84,18 @@ func Find(workdir string) (*Linked, error) {
 			cd = filepath.Join(gd, cd)
 		}
 		real, err := filepath.EvalSymlinks(cd)
-		if err != nil || filepath.Base(real) != ".git" && !strings.HasSuffix(real, ".git") {
-			return nil, fmt.Errorf("%s: commondir %s is not a repository's .git directory; not granting it", gd, cd)
+		if err != nil {
+			return nil, fmt.Errorf("%s: commondir %s does not exist; not granting it", gd, cd)
 		}
-		if !strings.HasPrefix(gd, real+string(filepath.Separator)) {
-			return nil, fmt.Errorf("%s: commondir %s does not contain the worktree's git directory; not granting it", gd, real)
+		// A worktree's git dir is exactly <commondir>/worktrees/<name>, and
+		// the common dir is a real repository (HEAD and objects/).
+		if filepath.Dir(gd) != filepath.Join(real, "worktrees") {
+			return nil, fmt.Errorf("%s is not <commondir>/worktrees/<name> for commondir %s; not granting it", gd, real)
+		}
+		for _, need := range []string{"HEAD", "objects"} {
+			if _, err := os.Stat(filepath.Join(real, need)); err != nil {
+				return nil, fmt.Errorf("%s: commondir %s has no %s, so it is not a git repository; not granting it", gd, real, need)
+			}
 		}
 		l.CommonDir = real
 	}

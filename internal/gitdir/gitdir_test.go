@@ -23,6 +23,7 @@ func repoWithWorktree(t *testing.T) (root, wt, gd string) {
 	gd = filepath.Join(root, "main", ".git", "worktrees", "wt")
 	wt = filepath.Join(root, "wt")
 	write(t, filepath.Join(root, "main", ".git", "HEAD"), "ref: refs/heads/main\n")
+	write(t, filepath.Join(root, "main", ".git", "objects", "info", "packs"), "")
 	write(t, filepath.Join(gd, "HEAD"), "ref: refs/heads/wt\n")
 	write(t, filepath.Join(gd, "commondir"), "../..\n")
 	write(t, filepath.Join(gd, "gitdir"), filepath.Join(wt, ".git")+"\n")
@@ -103,5 +104,24 @@ func TestPlantedGitFile(t *testing.T) {
 	os.Symlink(home, filepath.Join(wt, ".git"))
 	if l, err := Find(wt); l != nil {
 		t.Errorf("symlinked .git granted: %v %v", l, err)
+	}
+}
+
+// TestCommondirMustBeTheRepository: a planted worktree git dir whose
+// commondir names an enclosing *.git directory (not its own repository) is
+// refused, so the grant cannot widen to that directory.
+func TestCommondirMustBeTheRepository(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	outer := filepath.Join(root, "outer.git")
+	wt := filepath.Join(outer, "proj")
+	gd := filepath.Join(wt, "f", ".git", "worktrees", "w")
+	write(t, filepath.Join(outer, "HEAD"), "x")
+	write(t, filepath.Join(outer, "objects", "x"), "")
+	write(t, filepath.Join(gd, "HEAD"), "x")
+	write(t, filepath.Join(gd, "gitdir"), filepath.Join(wt, ".git"))
+	write(t, filepath.Join(gd, "commondir"), outer)
+	write(t, filepath.Join(wt, ".git"), "gitdir: "+gd)
+	if l, err := Find(wt); l != nil || err == nil || !strings.Contains(err.Error(), "not <commondir>/worktrees/<name>") {
+		t.Fatalf("got %+v, %v", l, err)
 	}
 }

@@ -99,8 +99,18 @@ func ExitStatus(err error) int {
 	return ExitRefused
 }
 
+// SetupError marks a Starter's failure to set the sandbox up (as opposed to
+// a failure to execute the agent): it always means exit status 125.
+type SetupError struct{ Err error }
+
+func (e *SetupError) Error() string { return e.Err.Error() }
+func (e *SetupError) Unwrap() error { return e.Err }
+
 func startErrorStatus(err error) int {
+	var se *SetupError
 	switch {
+	case errors.As(err, &se):
+		return ExitRefused
 	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
 		return ExitNotFound
 	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOEXEC), errors.Is(err, syscall.EISDIR):

@@ -176,6 +176,21 @@ func Build(in Input) (*Plan, error) {
 	}
 	p.Warnings = append(p.Warnings, warns...)
 	p.Spec = s
+	// The programs that confine the agent must not lie where the agent can
+	// write: it would replace them and run unconfined next time.
+	confiners := map[string]string{}
+	if self, err := confine.Self(); err == nil {
+		confiners["agent-sandbox"] = self
+	}
+	switch pst.Backend {
+	case posture.Nono, posture.Sbx:
+		confiners[string(pst.Backend)] = lookOr(in.LookPath, string(pst.Backend))
+	}
+	for name, path := range confiners {
+		if err := outsideWritable(name, path, s); err != nil {
+			return nil, err
+		}
+	}
 	b := string(pst.Backend)
 	p.Backend = &b
 	p.StateDir = &s.StateDir
@@ -307,6 +322,9 @@ func buildSpec(in Input, argv []string, found bool) (spec.Spec, []string, error)
 		g.add(&s.Allow, grant.Canonical(d))
 	}
 	if s.AgentDir != "" {
+		if err := g.checker.Check(grant.Canonical(s.AgentDir), false); err != nil {
+			return s, nil, fmt.Errorf("agent folder %s %v; keep agent folders in a directory of their own", s.AgentDir, err)
+		}
 		g.add(&s.Read, s.AgentDir)
 	}
 
@@ -388,7 +406,8 @@ func buildSpec(in Input, argv []string, found bool) (spec.Spec, []string, error)
 		s.Exec = append(s.Exec, argv[0])
 	}
 	s.Exec = append(s.Exec, f.Config.ExecPaths...)
-	closure, cwarns := execClosure(s.Exec, in.Getenv("PATH"), g.checker)
+	writable := append(append(append([]string{}, s.Allow...), s.Write...), s.Workdir)
+	closure, cwarns := execClosure(s.Exec, in.Getenv("PATH"), g.checker, writable)
 	s.ExecClosure = closure
 	warns = append(warns, cwarns...)
 	s.Missing = []string{}
@@ -419,8 +438,11 @@ func buildSpec(in Input, argv []string, found bool) (spec.Spec, []string, error)
 
 // execClosure resolves every program the agent runs (pathresolve) and
 // returns the paths to grant read and execute: each covering directory that
-// passes the grant rules, else the individual files in it that do.
-func execClosure(execs []string, path string, c grant.Checker) ([]string, []string) {
+// passes the grant rules, else the individual files in it that do. A
+// program whose chain passes through a path the agent can write (writable)
+// contributes nothing: the agent could rewrite a shebang or wrapper there to
+// name any file, and so widen its next run.
+func execClosure(execs []string, path string, c grant.Checker, writable []string) ([]string, []string) {
 	var out, warns []string
 	seen := map[string]bool{}
 	add := func(p string) {
@@ -433,6 +455,10 @@ func execClosure(execs []string, path string, c grant.Checker) ([]string, []stri
 		r, err := pathresolve.Resolve(e, pathresolve.Options{PATH: path})
 		if err != nil {
 			warns = append(warns, fmt.Sprintf("%v; it will not be granted", err))
+			continue
+		}
+		if f, w := firstWithin(r.Files, writable); f != "" {
+			warns = append(warns, fmt.Sprintf("%s is started through %s, inside %s which the agent can write: nothing is granted from its chain (only the system paths and the grants apply)", e, f, w))
 			continue
 		}
 		for _, m := range r.Missing {
@@ -460,6 +486,35 @@ func execClosure(execs []string, path string, c grant.Checker) ([]string, []stri
 	}
 	sort.Strings(out)
 	return out, warns
+}
+
+// outsideWritable refuses a confining program (agent-sandbox, nono, sbx)
+// that lies, as found or after symlinks, inside a path the agent can write.
+func outsideWritable(name, path string, s spec.Spec) error {
+	if !filepath.IsAbs(path) {
+		return nil // not installed; the backend refuses on its own
+	}
+	writable := append(append(append([]string{}, s.Allow...), s.Write...), s.Workdir)
+	for _, p := range []string{path, grant.Canonical(path)} {
+		for _, w := range writable {
+			if grant.Within(p, w) {
+				return fmt.Errorf("%s at %s lies inside %s, which the sandboxed agent can write: it could replace the program that confines its next run; install %s outside every granted path", name, p, w, name)
+			}
+		}
+	}
+	return nil
+}
+
+// firstWithin returns the first file lying inside one of dirs, and that dir.
+func firstWithin(files, dirs []string) (string, string) {
+	for _, f := range files {
+		for _, d := range dirs {
+			if grant.Within(f, d) || grant.Within(grant.Canonical(f), d) {
+				return f, d
+			}
+		}
+	}
+	return "", ""
 }
 
 // packageRoots are the node_modules directories that hold a program's

@@ -178,16 +178,33 @@ func TestExecClosureNeverGrantsHome(t *testing.T) {
 	prog := filepath.Join(f.home, "tool")
 	os.WriteFile(prog, []byte("#!/bin/sh\n"), 0o755)
 	c := grant.Checker{Home: f.h}
-	got, warns := execClosure([]string{prog}, "/usr/bin:/bin", c)
+	got, warns := execClosure([]string{prog}, "/usr/bin:/bin", c, nil)
 	if slices.Contains(got, f.home) {
 		t.Fatalf("closure grants the home directory: %v", got)
 	}
 	if !slices.Contains(got, prog) {
 		t.Errorf("the program file itself should be granted: %v (warnings %q)", got, warns)
 	}
-	_, warns = execClosure([]string{"/nonexistent/x"}, "", c)
+	_, warns = execClosure([]string{"/nonexistent/x"}, "", c, nil)
 	if len(warns) == 0 {
 		t.Error("no warning for a missing program")
+	}
+
+	// A wrapper the agent can rewrite grants nothing from its chain: here
+	// it names ~/.config/gh, which is not on the credential list.
+	gh := filepath.Join(f.home, ".config", "gh")
+	os.MkdirAll(gh, 0o755)
+	os.WriteFile(filepath.Join(gh, "hosts.yml"), []byte("token"), 0o644)
+	cfg := filepath.Join(f.home, ".mytool", "bin")
+	os.MkdirAll(cfg, 0o755)
+	wrapper := filepath.Join(cfg, "mytool")
+	os.WriteFile(wrapper, []byte("#!/bin/sh\nexec /bin/cat "+filepath.Join(gh, "hosts.yml")+"\n"), 0o755)
+	got, warns = execClosure([]string{wrapper}, "/usr/bin:/bin", c, []string{filepath.Join(f.home, ".mytool")})
+	if len(got) != 0 || len(warns) != 1 || !strings.Contains(warns[0], "which the agent can write") {
+		t.Errorf("closure through a writable wrapper: %v, warnings %q", got, warns)
+	}
+	if got, _ := execClosure([]string{wrapper}, "/usr/bin:/bin", c, nil); !slices.Contains(got, gh) {
+		t.Errorf("control: the same wrapper, not writable, does reach %s: %v", gh, got)
 	}
 }
 
