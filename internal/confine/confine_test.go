@@ -86,3 +86,38 @@ func TestTrampolineUsage(t *testing.T) {
 		t.Errorf("no separator: %d %q", code, b.String())
 	}
 }
+
+func TestKernelWarnings(t *testing.T) {
+	blocked := landlock.Policy{Network: landlock.NetBlocked}
+	open := landlock.Policy{}
+	tests := []struct {
+		p     landlock.Policy
+		abi   int
+		wants []string
+	}{
+		{blocked, 9, nil},
+		{blocked, 7, []string{"Unix sockets by path"}},
+		{open, 7, nil},
+		{blocked, 4, []string{"Unix sockets by path", "cannot scope signals"}},
+		{open, 5, []string{"cannot scope signals", "abstract Unix sockets"}},
+	}
+	for _, tt := range tests {
+		got := KernelWarnings(tt.p, tt.abi)
+		if len(got) != len(tt.wants) {
+			t.Errorf("ABI %d %v: %q, want %d warnings", tt.abi, tt.p.Network, got, len(tt.wants))
+			continue
+		}
+		for i, w := range tt.wants {
+			if !strings.Contains(got[i], w) {
+				t.Errorf("ABI %d: warning %q lacks %q", tt.abi, got[i], w)
+			}
+		}
+	}
+	e := landlock.Enforcement{ABI: 5, NetNamespace: false}
+	if w := namespaceWarnings(e, blocked); len(w) != 2 || !strings.Contains(w[0], "UDP and DNS are not confined") {
+		t.Errorf("no user namespaces: %q", w)
+	}
+	if w := namespaceWarnings(landlock.Enforcement{ABI: 7, NetNamespace: true, ScopeAbstractUnix: true}, blocked); w != nil {
+		t.Errorf("with a namespace: %q", w)
+	}
+}

@@ -24,7 +24,7 @@ func Execute(s spec.Spec, p landlock.Policy, stdio launch.Stdio, verbose bool) i
 	if err != nil {
 		return refuse(stdio.Err, err)
 	}
-	for _, w := range warnings(e, p) {
+	for _, w := range namespaceWarnings(e, p) {
 		fmt.Fprintf(stdio.Err, "agent-sandbox: warning: %s\n", w)
 	}
 	if verbose {
@@ -84,20 +84,32 @@ func Execute(s spec.Spec, p landlock.Policy, stdio launch.Stdio, verbose bool) i
 	return launch.Run(s.Argv, env, s.Workdir, stdio, start)
 }
 
-// warnings are the protections the policy asks for that this kernel gives
-// only in part; they are printed on every run.
-func warnings(e landlock.Enforcement, p landlock.Policy) []string {
+// KernelWarnings are the protections p asks for that a kernel with Landlock
+// ABI abi gives only in part. They depend on the ABI alone, so plan.Build
+// puts them in the plan (and --dry-run shows them); Execute adds the ones
+// that depend on user namespaces.
+func KernelWarnings(p landlock.Policy, abi int) []string {
 	var w []string
-	if p.Network == landlock.NetBlocked && !e.NetNamespace {
-		w = append(w, "network blocked with Landlock TCP rules only (no user namespaces here): UDP and DNS are not confined")
+	if p.Network == landlock.NetBlocked && abi < 9 {
+		w = append(w, fmt.Sprintf("Landlock ABI %d cannot confine Unix sockets by path (needs ABI 9): with the network blocked the agent can still connect to a host service whose socket path it knows (the Docker socket, $XDG_RUNTIME_DIR/bus)", abi))
 	}
-	if p.Network == landlock.NetBlocked && e.ABI < 9 {
-		w = append(w, fmt.Sprintf("Landlock ABI %d cannot confine Unix sockets by path (needs ABI 9): with the network blocked the agent can still connect to a host service whose socket path it knows (the Docker socket, $XDG_RUNTIME_DIR/bus)", e.ABI))
+	if abi < 6 {
+		w = append(w, fmt.Sprintf("Landlock ABI %d cannot scope signals (needs ABI 6, Linux 6.12): the agent can signal your other processes", abi))
+		if p.Network != landlock.NetBlocked {
+			w = append(w, fmt.Sprintf("Landlock ABI %d cannot scope abstract Unix sockets (needs ABI 6): the agent can reach host services listening on them", abi))
+		}
 	}
-	if !e.ScopeSignals {
-		w = append(w, fmt.Sprintf("Landlock ABI %d cannot scope signals (needs ABI 6, Linux 6.12): the agent can signal your other processes", e.ABI))
+	return w
+}
+
+// namespaceWarnings are printed when a blocked network gets no private
+// network namespace (user namespaces unavailable).
+func namespaceWarnings(e landlock.Enforcement, p landlock.Policy) []string {
+	if p.Network != landlock.NetBlocked || e.NetNamespace {
+		return nil
 	}
-	if !e.ScopeAbstractUnix && !e.NetNamespace {
+	w := []string{"network blocked with Landlock TCP rules only (no user namespaces here): UDP and DNS are not confined"}
+	if !e.ScopeAbstractUnix {
 		w = append(w, fmt.Sprintf("Landlock ABI %d cannot scope abstract Unix sockets (needs ABI 6): the agent can reach host services listening on them", e.ABI))
 	}
 	return w
