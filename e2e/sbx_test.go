@@ -51,16 +51,6 @@ func sbxE2ERun(path string, args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), err
 }
 
-// sbxE2EBinary builds agent-sandbox into a temporary directory.
-func sbxE2EBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "agent-sandbox")
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "github.com/agent-sandbox/agent-sandbox/cmd/agent-sandbox")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // sbxE2EAgent is a throwaway agent folder (outside the workdir) whose
 // command is a shell script; its id is unique so that the test's sandboxes,
@@ -153,7 +143,7 @@ func sbxE2EName(t *testing.T, bin string, args ...string) string {
 // back, and a second run attaches to the same sandbox.
 func TestSbxRealRun(t *testing.T) {
 	sbxPath := sbxE2ERequire(t)
-	bin := sbxE2EBinary(t)
+	bin := buildAgentSandbox(t)
 	home, _ := os.UserHomeDir()
 	script := fmt.Sprintf(`echo hello-from-guest > guest.txt
 [ "$HOME" = %q ] || exit 11
@@ -186,7 +176,7 @@ exit 7`, home)
 // TestSbxRealOffline: --offline's deny '**' keeps the guest off the network.
 func TestSbxRealOffline(t *testing.T) {
 	sbxPath := sbxE2ERequire(t)
-	bin := sbxE2EBinary(t)
+	bin := buildAgentSandbox(t)
 	script := `if command -v curl >/dev/null; then curl -sS --max-time 15 -o /dev/null https://example.com && exit 8; exit 0; fi
 echo no-curl; exit 0`
 	a := sbxE2ENewAgent(t, sbxPath, script, `{}`)
@@ -203,7 +193,7 @@ echo no-curl; exit 0`
 // prune lists it and --yes removes it with sbx rm.
 func TestSbxRealStalePrune(t *testing.T) {
 	sbxPath := sbxE2ERequire(t)
-	bin := sbxE2EBinary(t)
+	bin := buildAgentSandbox(t)
 	a := sbxE2ENewAgent(t, sbxPath, "exit 0", `{"filesystem": {"read": ["@RO@"]}}`)
 	old := sbxE2EName(t, bin, "--workdir", a.workdir, a.dir)
 	if code, _, stderr := sbxE2EExec(t, bin, "--workdir", a.workdir, a.dir); code != 0 {

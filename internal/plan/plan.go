@@ -239,9 +239,7 @@ func Build(in Input) (*Plan, error) {
 		if abiErr != nil {
 			p.refuse(fmt.Sprintf("the landlock backend cannot run here: %v", abiErr))
 		}
-		for _, w := range confine.KernelWarnings(pol, abi) {
-			p.Warnings = append(p.Warnings, w)
-		}
+		p.Warnings = append(p.Warnings, confine.KernelWarnings(pol, abi)...)
 		p.LandlockPolicy = &pol
 		p.Landlock = &LandlockPolicy{ReadExec: pol.ReadExec, ReadOnly: pol.ReadOnly, ReadWrite: pol.ReadWrite, WriteOnly: pol.WriteOnly, Network: pol.Network.String()}
 		p.Steps = []spec.Command{{Argv: s.Argv, Env: confine.Env(s, func(string) (string, bool) { return "", false }), InProcess: true, Note: "confined in-process by agent-sandbox's built-in landlock engine; pasting this line would run it unconfined"}}
