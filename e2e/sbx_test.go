@@ -51,7 +51,6 @@ func sbxE2ERun(path string, args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), err
 }
 
-
 // sbxE2EAgent is a throwaway agent folder (outside the workdir) whose
 // command is a shell script; its id is unique so that the test's sandboxes,
 // state dir and records are its own.
