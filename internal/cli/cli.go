@@ -181,48 +181,55 @@ func Parse(args []string) (Invocation, error) {
 	return Invocation{Command: CmdRun, Run: r}, nil
 }
 
-// parsePrune parses the arguments after `prune`.
-func parsePrune(args []string) (Invocation, error) {
-	fs := pflag.NewFlagSet("agent-sandbox prune", pflag.ContinueOnError)
+// subcommand parses the flags of subcommand name (declared by define) and
+// returns its positional arguments; help is true for -h/--help. usage ends
+// every error message.
+func subcommand(name, usage string, args []string, define func(*pflag.FlagSet)) (rest []string, help bool, err error) {
+	fs := pflag.NewFlagSet("agent-sandbox "+name, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	var p Prune
-	var help bool
-	fs.BoolVar(&p.Yes, "yes", false, "")
 	fs.BoolVarP(&help, "help", "h", false, "")
+	define(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			return Invocation{Command: CmdHelp}, nil
+			return nil, true, nil
 		}
-		return Invocation{}, fmt.Errorf("prune: %v (usage: agent-sandbox prune [--yes])", err)
+		return nil, false, fmt.Errorf("%s: %v (usage: %s)", name, err, usage)
 	}
-	if help {
+	return fs.Args(), help, nil
+}
+
+// parsePrune parses the arguments after `prune`.
+func parsePrune(args []string) (Invocation, error) {
+	const usage = "agent-sandbox prune [--yes]"
+	var p Prune
+	rest, help, err := subcommand(CmdPrune, usage, args, func(fs *pflag.FlagSet) {
+		fs.BoolVar(&p.Yes, "yes", false, "")
+	})
+	switch {
+	case err != nil:
+		return Invocation{}, err
+	case help:
 		return Invocation{Command: CmdHelp}, nil
-	}
-	if fs.NArg() > 0 {
-		return Invocation{}, fmt.Errorf("prune takes no arguments (got %q); usage: agent-sandbox prune [--yes]", fs.Arg(0))
+	case len(rest) > 0:
+		return Invocation{}, fmt.Errorf("prune takes no arguments (got %q); usage: %s", rest[0], usage)
 	}
 	return Invocation{Command: CmdPrune, Prune: p}, nil
 }
 
 // parseDoctor parses the arguments after `doctor`.
 func parseDoctor(args []string) (Invocation, error) {
-	fs := pflag.NewFlagSet("agent-sandbox doctor", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	var d Doctor
-	var help bool
-	fs.BoolVar(&d.JSON, "json", false, "")
-	fs.BoolVar(&d.FoldersOnly, "folders-only", false, "")
-	fs.BoolVarP(&help, "help", "h", false, "")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return Invocation{Command: CmdHelp}, nil
-		}
-		return Invocation{}, fmt.Errorf("doctor: %v (usage: agent-sandbox doctor [--json] [--folders-only] [AGENT...])", err)
-	}
-	if help {
+	rest, help, err := subcommand(CmdDoctor, "agent-sandbox doctor [--json] [--folders-only] [AGENT...]", args, func(fs *pflag.FlagSet) {
+		fs.BoolVar(&d.JSON, "json", false, "")
+		fs.BoolVar(&d.FoldersOnly, "folders-only", false, "")
+	})
+	switch {
+	case err != nil:
+		return Invocation{}, err
+	case help:
 		return Invocation{Command: CmdHelp}, nil
 	}
-	d.Agents = fs.Args()
+	d.Agents = rest
 	for _, a := range d.Agents {
 		if strings.TrimSpace(a) == "" {
 			return Invocation{}, errors.New("doctor: empty AGENT argument; name an agent or a folder path")
@@ -233,27 +240,21 @@ func parseDoctor(args []string) (Invocation, error) {
 
 // parseResolve parses the arguments after `resolve`.
 func parseResolve(args []string) (Invocation, error) {
-	fs := pflag.NewFlagSet("agent-sandbox resolve", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	const usage = "agent-sandbox resolve [--json] COMMAND"
 	var r Resolve
-	var help bool
-	fs.BoolVar(&r.JSON, "json", false, "")
-	fs.BoolVarP(&help, "help", "h", false, "")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return Invocation{Command: CmdHelp}, nil
-		}
-		return Invocation{}, fmt.Errorf("resolve: %v (usage: agent-sandbox resolve [--json] COMMAND)", err)
-	}
-	if help {
+	rest, help, err := subcommand(CmdResolve, usage, args, func(fs *pflag.FlagSet) {
+		fs.BoolVar(&r.JSON, "json", false, "")
+	})
+	switch {
+	case err != nil:
+		return Invocation{}, err
+	case help:
 		return Invocation{Command: CmdHelp}, nil
-	}
-	if fs.NArg() != 1 {
-		return Invocation{}, fmt.Errorf("resolve takes one COMMAND (got %d arguments); usage: agent-sandbox resolve [--json] COMMAND", fs.NArg())
-	}
-	if fs.Arg(0) == "" {
+	case len(rest) != 1:
+		return Invocation{}, fmt.Errorf("resolve takes one COMMAND (got %d arguments); usage: %s", len(rest), usage)
+	case rest[0] == "":
 		return Invocation{}, errors.New("resolve: empty COMMAND; name a program")
 	}
-	r.Command = fs.Arg(0)
+	r.Command = rest[0]
 	return Invocation{Command: CmdResolve, Resolve: r}, nil
 }

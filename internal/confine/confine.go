@@ -10,7 +10,6 @@
 package confine
 
 import (
-	"os"
 	"path/filepath"
 	"sort"
 
@@ -126,10 +125,4 @@ func dedupe(in []string) []string {
 		}
 	}
 	return out
-}
-
-// NixStore reports whether /nix/store exists on this host.
-func NixStore() bool {
-	st, err := os.Stat("/nix/store")
-	return err == nil && st.IsDir()
 }

@@ -411,8 +411,7 @@ func buildSpec(in Input, argv []string, found bool) (spec.Spec, []string, error)
 		s.Exec = append(s.Exec, argv[0])
 	}
 	s.Exec = append(s.Exec, f.Config.ExecPaths...)
-	writable := append(append(append([]string{}, s.Allow...), s.Write...), s.Workdir)
-	closure, cwarns := execClosure(s.Exec, in.Getenv("PATH"), g.checker, writable)
+	closure, cwarns := execClosure(s.Exec, in.Getenv("PATH"), g.checker, s.Writable())
 	s.ExecClosure = closure
 	warns = append(warns, cwarns...)
 	s.Missing = []string{}
@@ -499,9 +498,8 @@ func outsideWritable(name, path string, s spec.Spec) error {
 	if !filepath.IsAbs(path) {
 		return nil // not installed; the backend refuses on its own
 	}
-	writable := append(append(append([]string{}, s.Allow...), s.Write...), s.Workdir)
 	for _, p := range []string{path, grant.Canonical(path)} {
-		for _, w := range writable {
+		for _, w := range s.Writable() {
 			if grant.Within(p, w) {
 				return fmt.Errorf("%s at %s lies inside %s, which the sandboxed agent can write: it could replace the program that confines its next run; install %s outside every granted path", name, p, w, name)
 			}

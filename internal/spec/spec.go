@@ -81,6 +81,12 @@ type Command struct {
 	Note string
 }
 
+// Writable lists every path the agent can write: the workdir and the
+// read-write and write-only grants.
+func (s Spec) Writable() []string {
+	return append(append(append([]string{}, s.Allow...), s.Write...), s.Workdir)
+}
+
 // MiseCacheDir is the agent's private mise cache (MISE_CACHE_DIR).
 func (s Spec) MiseCacheDir() string { return filepath.Join(s.StateDir, "mise-cache") }
 
