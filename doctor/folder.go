@@ -8,8 +8,9 @@ import (
 	"strings"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/agent"
+	landlockbackend "github.com/agent-sandbox/agent-sandbox/internal/backend/landlock"
+	"github.com/agent-sandbox/agent-sandbox/internal/backend/nono"
 	"github.com/agent-sandbox/agent-sandbox/internal/landlock"
-	"github.com/agent-sandbox/agent-sandbox/internal/nono"
 	"github.com/agent-sandbox/agent-sandbox/internal/plan"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/sandboxfile"
@@ -154,8 +155,8 @@ func (r *run) grants(check func(string) string, f *agent.Folder) (*nono.Profile,
 		fsys := p.Filesystem
 		r.add(name, OK, fmt.Sprintf("legal under %s: %d read-only, %d write-only and %d read-write paths (working directory and state included), %d program closure paths",
 			u.backend, len(fsys.Read), len(fsys.Write), len(fsys.Allow), len(fsys.ExecClosure)), "")
-		if u.backend == posture.Nono {
-			profile = p.Profile
+		if np, ok := p.Prepared.(*nono.Prepared); ok {
+			profile = &np.Profile
 		}
 	}
 	return profile, errs
@@ -235,8 +236,8 @@ func (r *run) posture(check string, f *agent.Folder, installed bool, reported ma
 		refused(*p.Refusal, fix)
 		return
 	}
-	if pst.Backend == posture.Landlock && p.LandlockPolicy != nil {
-		if _, err := landlock.Plan(*p.LandlockPolicy); err != nil {
+	if lp, ok := p.Prepared.(*landlockbackend.Prepared); ok {
+		if _, err := landlock.Plan(lp.Policy); err != nil {
 			refused("the kernel cannot enforce its policy: "+err.Error(), "see the landlock and user namespaces checks")
 			return
 		}

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agent-sandbox/agent-sandbox/internal/sbx"
+	"github.com/agent-sandbox/agent-sandbox/internal/backend/sbx"
 )
 
 // sbxE2ERequire skips unless the real sbx can run sandboxes here, and

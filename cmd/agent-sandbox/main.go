@@ -16,8 +16,8 @@ import (
 	"runtime/debug"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/agent"
+	"github.com/agent-sandbox/agent-sandbox/internal/backend/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/cli"
-	"github.com/agent-sandbox/agent-sandbox/internal/confine"
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 )
@@ -40,8 +40,8 @@ type env struct {
 // Main runs agent-sandbox with args (without the program name) and returns
 // the exit status.
 func Main(args []string, stdio launch.Stdio) int {
-	if len(args) > 0 && args[0] == confine.TrampolineArg {
-		return confine.Trampoline(args[1:], stdio.Err)
+	if len(args) > 0 && args[0] == landlock.TrampolineArg {
+		return landlock.Trampoline(args[1:], stdio.Err)
 	}
 	inv, err := cli.Parse(args)
 	if err != nil {

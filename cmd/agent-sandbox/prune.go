@@ -7,10 +7,10 @@ import (
 	"text/tabwriter"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/agent"
+	"github.com/agent-sandbox/agent-sandbox/internal/backend/sbx"
 	"github.com/agent-sandbox/agent-sandbox/internal/cli"
 	"github.com/agent-sandbox/agent-sandbox/internal/plan"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
-	"github.com/agent-sandbox/agent-sandbox/internal/sbx"
 )
 
 // pruneSandboxes is `agent-sandbox prune [--yes]`: it lists the stale
@@ -123,10 +123,11 @@ func currentSbxName(e env) sbx.CurrentName {
 		if err != nil {
 			return "", err
 		}
-		if p.Sbx == nil {
+		sp, ok := p.Prepared.(*sbx.Prepared)
+		if !ok {
 			return "", fmt.Errorf("no sbx plan")
 		}
-		return p.Sbx.Name, nil
+		return sp.Name, nil
 	}
 }
 

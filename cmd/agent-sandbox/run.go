@@ -10,12 +10,9 @@ import (
 
 	"github.com/agent-sandbox/agent-sandbox/internal/agent"
 	"github.com/agent-sandbox/agent-sandbox/internal/cli"
-	"github.com/agent-sandbox/agent-sandbox/internal/confine"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
-	"github.com/agent-sandbox/agent-sandbox/internal/nono"
 	"github.com/agent-sandbox/agent-sandbox/internal/plan"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
-	"github.com/agent-sandbox/agent-sandbox/internal/sbx"
 )
 
 // runAgent is `agent-sandbox [run flags] AGENT [ARGS...]`.
@@ -74,18 +71,7 @@ func runAgent(e env, r cli.Run) int {
 	if p.Refusal != nil {
 		return fail(e.stdio.Err, errors.New(*p.Refusal))
 	}
-	if !p.Sandboxed {
-		return launch.Run(p.Spec.Argv, os.Environ(), workdir, e.stdio, nil)
-	}
-	switch posture.Backend(*p.Backend) {
-	case posture.Landlock:
-		return confine.Execute(p.Spec, *p.LandlockPolicy, e.stdio, r.Verbose)
-	case posture.Nono:
-		return nono.Execute(*p.Nono, p.Spec, e.stdio)
-	case posture.Sbx:
-		return sbx.Execute(*p.Sbx, p.Spec, e.stdio)
-	}
-	return fail(e.stdio.Err, fmt.Errorf("backend %s cannot run yet", *p.Backend))
+	return p.Prepared.Execute(e.stdio)
 }
 
 // describe prints the posture for --verbose.

@@ -1,10 +1,12 @@
 // Package plan turns an agent folder and a resolved posture into the plan of
-// one run: the grants (expanded, canonical and checked), the environment, the
-// backend's commands in execution order and, for nono, the profile.
+// one run: the grants (expanded, canonical and checked) as a spec.Spec, then
+// the backend's prepared run (backend.Backend.Prepare, called once here),
+// whose description completes the plan: the commands in execution order,
+// warnings, refusal and the backend's own JSON keys.
 //
 // Build is a pure function of its Input apart from reading the filesystem to
 // make paths canonical; it starts nothing and writes nothing. The same Plan is
-// executed by package launch and printed by --dry-run (text or JSON).
+// executed (Plan.Prepared.Execute) and printed by --dry-run (text or JSON).
 package plan
 
 import (
@@ -15,14 +17,14 @@ import (
 	"strings"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/agent"
-	"github.com/agent-sandbox/agent-sandbox/internal/confine"
+	"github.com/agent-sandbox/agent-sandbox/internal/backend"
+	"github.com/agent-sandbox/agent-sandbox/internal/backend/landlock"
+	"github.com/agent-sandbox/agent-sandbox/internal/backend/nono"
+	"github.com/agent-sandbox/agent-sandbox/internal/backend/sbx"
 	"github.com/agent-sandbox/agent-sandbox/internal/gitdir"
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
-	"github.com/agent-sandbox/agent-sandbox/internal/landlock"
-	"github.com/agent-sandbox/agent-sandbox/internal/nono"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/sandboxfile"
-	"github.com/agent-sandbox/agent-sandbox/internal/sbx"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 	"github.com/agent-sandbox/agent-sandbox/pathresolve"
 )
@@ -58,43 +60,31 @@ type Input struct {
 	TTY bool
 }
 
-// Plan is one run, ready to execute or print.
+// Plan is one run, ready to execute or print. WriteJSON prints it with the
+// backend's own keys (Description.JSON) in their documented places.
 type Plan struct {
-	Agent       string        `json:"agent"`
-	AgentFolder string        `json:"agent_folder"`
-	AgentSource string        `json:"agent_source"`
-	Workdir     string        `json:"workdir"`
-	Sandboxed   bool          `json:"sandboxed"`
-	Backend     *string       `json:"backend"`
-	Reason      string        `json:"backend_reason"`
-	Fallback    *string       `json:"backend_fallback"`
-	Network     Network       `json:"network"`
-	Filesystem  Filesystem    `json:"filesystem"`
-	Environment Environment   `json:"environment"`
-	StateDir    *string       `json:"state_dir"`
-	Warnings    []string      `json:"warnings"`
-	Commands    [][]string    `json:"commands"`
-	Profile     *nono.Profile `json:"profile"`
-	ProfilePath *string       `json:"profile_path"`
-	Refusal     *string       `json:"refusal"`
-	// Landlock is the built-in engine's policy (landlock backend only).
-	Landlock       *LandlockPolicy  `json:"landlock"`
-	LandlockPolicy *landlock.Policy `json:"-"`
-	Steps          []spec.Command   `json:"-"`
-	Spec           spec.Spec        `json:"-"`
-	Posture        posture.Posture  `json:"-"`
-	// Nono and Sbx are the backend's prepared run, for its executor.
-	Nono *nono.Prepared `json:"-"`
-	Sbx  *sbx.Prepared  `json:"-"`
-}
-
-// LandlockPolicy is the built-in engine's policy as printed.
-type LandlockPolicy struct {
-	ReadExec  []string `json:"read_exec"`
-	ReadOnly  []string `json:"read_only"`
-	ReadWrite []string `json:"read_write"`
-	WriteOnly []string `json:"write_only"`
-	Network   string   `json:"network"`
+	Agent       string      `json:"agent"`
+	AgentFolder string      `json:"agent_folder"`
+	AgentSource string      `json:"agent_source"`
+	Workdir     string      `json:"workdir"`
+	Sandboxed   bool        `json:"sandboxed"`
+	Backend     *string     `json:"backend"`
+	Reason      string      `json:"backend_reason"`
+	Fallback    *string     `json:"backend_fallback"`
+	Network     Network     `json:"network"`
+	Filesystem  Filesystem  `json:"filesystem"`
+	Environment Environment `json:"environment"`
+	StateDir    *string     `json:"state_dir"`
+	Warnings    []string    `json:"warnings"`
+	Commands    [][]string  `json:"commands"`
+	Refusal     *string     `json:"refusal"`
+	// Spec is the backend-neutral run.
+	Spec    spec.Spec       `json:"-"`
+	Posture posture.Posture `json:"-"`
+	// Prepared is the backend's prepared run (backend.Unsandboxed when not
+	// sandboxed); Description is what it said of itself.
+	Prepared    backend.Prepared    `json:"-"`
+	Description backend.Description `json:"-"`
 }
 
 // Network is the plan's network policy as printed.
@@ -164,13 +154,12 @@ func Build(in Input) (*Plan, error) {
 		p.Network = Network{Mode: "unrestricted", AllowDomains: []string{}, OpenPorts: []int{}, ListenPorts: []int{}, Source: "no sandbox"}
 		p.Filesystem = Filesystem{Read: []string{}, Write: []string{}, Allow: []string{}, Exec: []string{}, ExecClosure: []string{}, Missing: []string{}}
 		p.Environment = Environment{Pass: []string{"*"}, Set: map[string]string{}}
-		p.Steps = []spec.Command{{Argv: argv, Note: "unsandboxed"}}
 		p.Spec = spec.Spec{AgentID: f.ID, Workdir: in.Workdir, Argv: argv, CommandFound: found}
-		p.finish()
+		p.finish(backend.Unsandboxed{Argv: argv, Workdir: in.Workdir})
 		return p, nil
 	}
 
-	s, warns, err := buildSpec(in, argv, found)
+	s, warns, opts, err := buildSpec(in, argv, found)
 	if err != nil {
 		return nil, err
 	}
@@ -178,10 +167,11 @@ func Build(in Input) (*Plan, error) {
 	p.Spec = s
 	// The programs that confine the agent must not lie where the agent can
 	// write: it would replace them and run unconfined next time.
-	confiners := map[string]string{}
-	if self, err := confine.Self(); err == nil {
-		confiners["agent-sandbox"] = self
+	self, err := backend.Self()
+	if err != nil {
+		return nil, err
 	}
+	confiners := map[string]string{"agent-sandbox": self}
 	switch pst.Backend {
 	case posture.Nono, posture.Sbx:
 		confiners[string(pst.Backend)] = lookOr(in.LookPath, string(pst.Backend))
@@ -204,61 +194,64 @@ func Build(in Input) (*Plan, error) {
 	p.Filesystem = Filesystem{Read: s.Read, Write: s.Write, Allow: s.Allow, Exec: s.Exec, ExecClosure: s.ExecClosure, Missing: s.Missing}
 	p.Environment = Environment{Pass: s.EnvPass, Set: s.EnvSet}
 
-	switch pst.Backend {
-	case posture.Nono:
-		r, err := nono.Prepare(s, nono.Options{Path: lookOr(in.LookPath, "nono"), Verbose: in.Verbose, NixStore: in.NixStore, Home: in.Home})
-		if err != nil {
-			return nil, err
-		}
-		p.Nono, p.Profile, p.ProfilePath, p.Steps = &r, &r.Profile, &r.ProfilePath, r.Steps
-		p.Warnings = append(p.Warnings, r.Warnings...)
-		p.refuse(r.Refusal)
-	case posture.Sbx:
-		if s.Network.Profile != "" {
-			return nil, fmt.Errorf("%s: network.network_profile %q cannot be enforced by sbx (it is nono-only); remove it or use the nono backend", pst.Policy.Path, s.Network.Profile)
-		}
-		r, err := sbx.Prepare(s, sbx.Options{Path: lookOr(in.LookPath, "sbx"), TTY: in.TTY, Verbose: in.Verbose, Getenv: in.Getenv, StateRoot: in.Home.StateRoot()})
-		if err != nil {
-			return nil, err
-		}
-		p.Sbx, p.Steps = &r, r.Steps
-		pass, set := r.GuestEnvironment(s)
-		p.Environment = Environment{Pass: pass, Set: set}
-		p.Warnings = append(p.Warnings, r.Warnings...)
-		p.refuse(r.Refusal)
-	case posture.Landlock:
-		if s.Network.Profile != "" {
-			return nil, fmt.Errorf("%s: network.network_profile %q cannot be enforced by the landlock backend (only nono knows network profiles); install nono or remove it", pst.Policy.Path, s.Network.Profile)
-		}
-		self, err := confine.Self()
-		if err != nil {
-			return nil, err
-		}
-		pol := confine.PolicyFor(s, in.NixStore, self)
-		abi, abiErr := landlock.ABI()
-		if abiErr != nil {
-			p.refuse(fmt.Sprintf("the landlock backend cannot run here: %v", abiErr))
-		}
-		p.Warnings = append(p.Warnings, confine.KernelWarnings(pol, abi)...)
-		p.LandlockPolicy = &pol
-		p.Landlock = &LandlockPolicy{ReadExec: pol.ReadExec, ReadOnly: pol.ReadOnly, ReadWrite: pol.ReadWrite, WriteOnly: pol.WriteOnly, Network: pol.Network.String()}
-		p.Steps = []spec.Command{{Argv: s.Argv, Env: confine.Env(s, func(string) (string, bool) { return "", false }), InProcess: true, Note: "confined in-process by agent-sandbox's built-in landlock engine; pasting this line would run it unconfined"}}
-		if s.Network.Mode == posture.NetAllowlist {
-			p.refuse("an allow-list network (allow_domain or --allow-host) under the built-in landlock backend needs the egress broker, which is not built yet: install nono, or run with --offline or an open network")
-		}
+	prepared, err := newBackend(in, pst, opts).Prepare(s)
+	if err != nil {
+		return nil, err
 	}
-	p.finish()
+	p.finish(prepared)
 	return p, nil
 }
 
-func (p *Plan) refuse(msg string) {
-	if msg != "" && p.Refusal == nil {
-		p.Refusal = &msg
-	}
+// backendOptions are what buildSpec reads for one backend only.
+type backendOptions struct {
+	seatbeltRules     []string
+	unixSocketDirBind []string
 }
 
-func (p *Plan) finish() {
-	for _, c := range p.Steps {
+// newBackend is the one place that picks and configures a backend.
+func newBackend(in Input, pst posture.Posture, o backendOptions) backend.Backend {
+	policyFile := ""
+	if pst.Policy != nil {
+		policyFile = pst.Policy.Path
+	}
+	switch pst.Backend {
+	case posture.Nono:
+		return nono.Backend{Options: nono.Options{
+			Path: lookOr(in.LookPath, "nono"), Verbose: in.Verbose, NixStore: in.NixStore, Home: in.Home,
+			SeatbeltRules: o.seatbeltRules, UnixSocketDirBind: o.unixSocketDirBind,
+		}}
+	case posture.Sbx:
+		c := in.Folder.Config
+		return sbx.Backend{Options: sbx.Options{
+			Path: lookOr(in.LookPath, "sbx"), TTY: in.TTY, Verbose: in.Verbose, Getenv: in.Getenv,
+			StateRoot: in.Home.StateRoot(), PolicyFile: policyFile,
+			Install: c.Sbx.Install, VersionCommand: c.Sbx.VersionCommand, Home: c.Sbx.Home, LoopbackEnv: c.LoopbackEnv,
+		}}
+	case posture.Landlock:
+		return landlock.Backend{NixStore: in.NixStore, Verbose: in.Verbose, PolicyFile: policyFile}
+	}
+	return unknownBackend(pst.Backend)
+}
+
+// unknownBackend refuses a backend this build does not have.
+type unknownBackend posture.Backend
+
+func (u unknownBackend) Prepare(spec.Spec) (backend.Prepared, error) {
+	return nil, fmt.Errorf("backend %s cannot run yet", string(u))
+}
+
+// finish completes the plan from the prepared run's description.
+func (p *Plan) finish(prepared backend.Prepared) {
+	d := prepared.Describe()
+	p.Prepared, p.Description = prepared, d
+	p.Warnings = append(p.Warnings, d.Warnings...)
+	if d.Refusal != "" {
+		p.Refusal = &d.Refusal
+	}
+	if d.Environment != nil {
+		p.Environment = Environment{Pass: d.Environment.Pass, Set: d.Environment.Set}
+	}
+	for _, c := range d.Commands {
 		p.Commands = append(p.Commands, c.Argv)
 	}
 	lines := make([]string, len(p.Warnings))
@@ -299,14 +292,13 @@ func (g *grantSet) add(dst *[]string, p string) {
 }
 
 // buildSpec expands and checks every grant of a sandboxed run.
-func buildSpec(in Input, argv []string, found bool) (spec.Spec, []string, error) {
+func buildSpec(in Input, argv []string, found bool) (spec.Spec, []string, backendOptions, error) {
 	f, pst, h := in.Folder, in.Posture, in.Home
 	var warns []string
+	var opts backendOptions
 	s := spec.Spec{
 		AgentID: f.ID, Workdir: in.Workdir, StateDir: h.AgentStateDir(f.ID), Home: h.Dir,
 		Argv: argv, CommandFound: found, Network: pst.Network, GOOS: h.GOOS,
-		SbxInstall: f.Config.Sbx.Install, SbxVersionCommand: f.Config.Sbx.VersionCommand,
-		SbxHome: f.Config.Sbx.Home, LoopbackEnv: f.Config.LoopbackEnv,
 		Read: []string{}, Write: []string{}, Allow: []string{}, Exec: []string{},
 		ConfigPaths: []string{}, GitDirs: []string{},
 	}
@@ -319,7 +311,7 @@ func buildSpec(in Input, argv []string, found bool) (spec.Spec, []string, error)
 
 	wd := grant.Canonical(in.Workdir)
 	if err := g.checker.Check(wd, true); err != nil {
-		return s, nil, fmt.Errorf("working directory %s %s; run agent-sandbox from a project directory or pass --workdir", wd, err)
+		return s, nil, opts, fmt.Errorf("working directory %s %s; run agent-sandbox from a project directory or pass --workdir", wd, err)
 	}
 	s.Workdir = wd
 	g.add(&s.Allow, wd)
@@ -328,7 +320,7 @@ func buildSpec(in Input, argv []string, found bool) (spec.Spec, []string, error)
 	}
 	if s.AgentDir != "" {
 		if err := g.checker.Check(grant.Canonical(s.AgentDir), false); err != nil {
-			return s, nil, fmt.Errorf("agent folder %s %v; keep agent folders in a directory of their own", s.AgentDir, err)
+			return s, nil, opts, fmt.Errorf("agent folder %s %v; keep agent folders in a directory of their own", s.AgentDir, err)
 		}
 		g.add(&s.Read, s.AgentDir)
 	}
@@ -368,7 +360,7 @@ func buildSpec(in Input, argv []string, found bool) (spec.Spec, []string, error)
 		for i, raw := range l.paths {
 			p, err := g.checker.Resolve(raw, l.writable)
 			if err != nil {
-				return s, nil, fmt.Errorf("%s: %s[%d]: %v", l.file, l.key, i, err)
+				return s, nil, opts, fmt.Errorf("%s: %s[%d]: %v", l.file, l.key, i, err)
 			}
 			if l.key == "config_paths" {
 				s.ConfigPaths = append(s.ConfigPaths, p)
@@ -388,9 +380,9 @@ func buildSpec(in Input, argv []string, found bool) (spec.Spec, []string, error)
 			}
 			p, err := g.checker.Resolve(raw, true)
 			if err != nil {
-				return s, nil, fmt.Errorf("%s: filesystem.unix_socket_dir_bind[%d]: %v", pf.Path, i, err)
+				return s, nil, opts, fmt.Errorf("%s: filesystem.unix_socket_dir_bind[%d]: %v", pf.Path, i, err)
 			}
-			s.UnixSocketDirBind = append(s.UnixSocketDirBind, p)
+			opts.unixSocketDirBind = append(opts.unixSocketDirBind, p)
 		}
 		if nonoOnly {
 			if len(s.Network.OpenPorts) > 0 {
@@ -404,7 +396,7 @@ func buildSpec(in Input, argv []string, found bool) (spec.Spec, []string, error)
 			}
 			s.Network.OpenPorts, s.Network.ListenPorts = []int{}, []int{}
 		} else {
-			s.SeatbeltRules = pf.SeatbeltRules
+			opts.seatbeltRules = pf.SeatbeltRules
 		}
 	}
 	if found {
@@ -433,11 +425,11 @@ func buildSpec(in Input, argv []string, found bool) (spec.Spec, []string, error)
 	if s.Network.Mode == posture.NetBlocked || s.Network.Mode == posture.NetAllowlist {
 		for _, p := range s.Network.OpenPorts {
 			if p == 0 && h.GOOS != "darwin" {
-				return s, nil, fmt.Errorf("%s: network.open_port: 0 (any localhost port) is macOS-only; Linux needs explicit ports", pst.Policy.Path)
+				return s, nil, opts, fmt.Errorf("%s: network.open_port: 0 (any localhost port) is macOS-only; Linux needs explicit ports", pst.Policy.Path)
 			}
 		}
 	}
-	return s, warns, nil
+	return s, warns, opts, nil
 }
 
 // execClosure resolves every program the agent runs (pathresolve) and

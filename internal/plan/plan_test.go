@@ -9,9 +9,10 @@ import (
 	"testing"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/agent"
+	"github.com/agent-sandbox/agent-sandbox/internal/backend/landlock"
+	"github.com/agent-sandbox/agent-sandbox/internal/backend/nono"
+	"github.com/agent-sandbox/agent-sandbox/internal/backend/nono/schematest"
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
-	"github.com/agent-sandbox/agent-sandbox/internal/nono"
-	"github.com/agent-sandbox/agent-sandbox/internal/nono/schematest"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 )
 
@@ -107,8 +108,8 @@ func TestSandboxedGrants(t *testing.T) {
 	if !slices.Contains(s.EnvPass, "TOKEN") || !slices.Contains(s.EnvPass, "HOME") || s.EnvSet["X"] != "1" {
 		t.Errorf("env %v %v", s.EnvPass, s.EnvSet)
 	}
-	if p.Refusal != nil || p.Landlock == nil || p.Landlock.Network != "blocked" {
-		t.Errorf("landlock plan: refusal %v policy %+v", p.Refusal, p.Landlock)
+	if pol, _ := p.Description.JSON["landlock"].(*landlock.PrintedPolicy); p.Refusal != nil || pol == nil || pol.Network != "blocked" {
+		t.Errorf("landlock plan: refusal %v policy %+v", p.Refusal, pol)
 	}
 	if len(s.ExecClosure) == 0 {
 		t.Error("no closure for /bin/sh")
@@ -235,10 +236,11 @@ func TestBuiltinProfilesValidate(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if p.Profile == nil {
+		np, ok := p.Prepared.(*nono.Prepared)
+		if !ok {
 			t.Fatalf("%s: no nono profile", name)
 		}
-		b, err := nono.Marshal(*p.Profile)
+		b, err := nono.Marshal(np.Profile)
 		if err != nil {
 			t.Fatal(err)
 		}

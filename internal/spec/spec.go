@@ -1,7 +1,9 @@
 // Package spec holds the backend-independent description of one run: what
 // the agent is, which paths it gets and how, its network policy and its
 // environment. Package plan builds a Spec from the agent folder and the
-// posture; each backend package turns a Spec into the commands it runs.
+// posture; each backend (internal/backend/...) turns a Spec into the
+// commands it runs. A Spec holds only what every backend reads; settings
+// one backend alone reads are that backend's Options.
 package spec
 
 import (
@@ -43,8 +45,6 @@ type Spec struct {
 	ConfigPaths []string
 	// GitDirs are the linked git directories (also in Allow).
 	GitDirs []string
-	// UnixSocketDirBind are nono's unix_socket_dir_bind grants.
-	UnixSocketDirBind []string
 	// Missing are granted paths that do not exist (backends skip them).
 	Missing []string
 
@@ -53,15 +53,6 @@ type Spec struct {
 	// EnvPass are the names of host variables passed in; EnvSet are set.
 	EnvPass []string
 	EnvSet  map[string]string
-
-	// SeatbeltRules are raw macOS Seatbelt rules (nono on macOS only).
-	SeatbeltRules []string
-
-	// Sbx settings from agent.toml.
-	SbxInstall        string
-	SbxVersionCommand []string
-	SbxHome           string
-	LoopbackEnv       []string
 
 	GOOS string
 }

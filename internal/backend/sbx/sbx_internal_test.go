@@ -40,6 +40,27 @@ func fixture(t *testing.T, id string) spec.Spec {
 	return s
 }
 
+// TestWriteOnlyRefused: sbx has no write-only mount; a write grant is
+// refused, naming the file, the key and the path, never mounted read-write.
+func TestWriteOnlyRefused(t *testing.T) {
+	s := fixture(t, "a")
+	wo := filepath.Dir(s.Workdir) + "/wo"
+	mkdir(t, wo)
+	s.Write = []string{wo}
+	p, err := Prepare(s, Options{Path: "/usr/bin/sbx", PolicyFile: "/agents/a/sandbox/sbx.json"})
+	if err == nil {
+		t.Fatalf("write-only grant %s accepted; mounts %q", wo, p.Mounts)
+	}
+	for _, want := range []string{"/agents/a/sandbox/sbx.json", "filesystem.write", wo} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q does not name %q", err, want)
+		}
+	}
+	if got := Mounts(s, Options{}); contains(got, wo) {
+		t.Errorf("write-only %s mounted read-write: %q", wo, got)
+	}
+}
+
 func mkdir(t *testing.T, d string) {
 	t.Helper()
 	if err := os.MkdirAll(d, 0o755); err != nil {
@@ -57,9 +78,9 @@ func TestMountsAccessAndDedupe(t *testing.T) {
 	s.Allow = append(s.Allow, scratch, both, cfg)
 	s.Write = []string{wo}
 	s.GitDirs = []string{root + "/main/.git/worktrees/x"}
-	got := Mounts(s)
+	got := Mounts(s, Options{})
 	want := []string{
-		s.AgentDir + ":ro", both, data + ":ro", s.GitDirs[0], s.MiseCacheDir(), s.TempDir(), cfg, s.Workdir, scratch, wo,
+		s.AgentDir + ":ro", both, data + ":ro", s.GitDirs[0], s.MiseCacheDir(), s.TempDir(), cfg, s.Workdir, scratch,
 	}
 	wantSorted := dedupeSorted(want)
 	if !reflect.DeepEqual(got, wantSorted) {
@@ -227,10 +248,8 @@ func TestRewriteLoopback(t *testing.T) {
 
 func TestGuestEnv(t *testing.T) {
 	s := fixture(t, "claude")
-	s.SbxHome = "~"
 	s.EnvPass = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "HOME", "PATH"}
 	s.EnvSet = map[string]string{"DISABLE_AUTOUPDATER": "1"}
-	s.LoopbackEnv = []string{"ANTHROPIC_BASE_URL", "OLLAMA_HOST", "PROXY_URL", "UNSET_URL"}
 	host := map[string]string{
 		"ANTHROPIC_API_KEY":  "sk-secret",
 		"ANTHROPIC_BASE_URL": "http://localhost:11434",
@@ -238,7 +257,7 @@ func TestGuestEnv(t *testing.T) {
 		"PROXY_URL":          "http://user:pw@localhost:3128",
 		"PATH":               "/usr/bin",
 	}
-	env, warns := guestEnv(s, func(k string) string { return host[k] })
+	env, warns := guestEnv(s, Options{Home: "~", LoopbackEnv: []string{"ANTHROPIC_BASE_URL", "OLLAMA_HOST", "PROXY_URL", "UNSET_URL"}, Getenv: func(k string) string { return host[k] }})
 	want := []string{
 		"HOME=" + s.Home,
 		"ANTHROPIC_BASE_URL=http://host.docker.internal:11434",
@@ -261,8 +280,7 @@ func TestGuestEnv(t *testing.T) {
 func TestGuestHome(t *testing.T) {
 	s := spec.Spec{Home: "/home/u"}
 	for in, want := range map[string]string{"": "/home/u", "~": "/home/u", "~/.x": "/home/u/.x", "/opt/h": "/opt/h"} {
-		s.SbxHome = in
-		if got := GuestHome(s); got != want {
+		if got := GuestHome(s, Options{Home: in}); got != want {
 			t.Errorf("GuestHome(%q) = %q, want %q", in, got, want)
 		}
 	}

@@ -18,12 +18,12 @@ const (
 // installFor derives the provisioning step from agent.toml's [sbx] table;
 // nil when the agent declares no install. Without a version_command the
 // version is read with `<command> --version`.
-func installFor(s spec.Spec) *Install {
-	pkg, ok := strings.CutPrefix(s.SbxInstall, "npm:")
+func installFor(s spec.Spec, o Options) *Install {
+	pkg, ok := strings.CutPrefix(o.Install, "npm:")
 	if !ok || pkg == "" {
 		return nil
 	}
-	host := append([]string{}, s.SbxVersionCommand...)
+	host := append([]string{}, o.VersionCommand...)
 	if len(host) == 0 {
 		host = []string{filepath.Base(s.Argv[0]), "--version"}
 	}
@@ -58,8 +58,8 @@ func IsPiPackage(pkg string) bool {
 
 // IsPi reports whether the run is pi's: the agent id is "pi" or its install
 // spec names pi-coding-agent.
-func IsPi(s spec.Spec) bool {
-	pkg := strings.TrimPrefix(s.SbxInstall, "npm:")
+func IsPi(s spec.Spec, o Options) bool {
+	pkg := strings.TrimPrefix(o.Install, "npm:")
 	return s.AgentID == "pi" || pkg == "pi-coding-agent" || strings.HasSuffix(pkg, "/pi-coding-agent")
 }
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agent-sandbox/agent-sandbox/internal/nono/schematest"
+	"github.com/agent-sandbox/agent-sandbox/internal/backend/nono/schematest"
 )
 
 // schemaEnv names the variable holding the path of nono's profile JSON

@@ -74,6 +74,12 @@ type Options struct {
 	// Home.Dir is empty it is derived from the spec (Spec.Home, and the
 	// XDG state home that Spec.StateDir lies in).
 	Home grant.Home
+	// SeatbeltRules are the policy's raw macOS Seatbelt rules
+	// (unsafe_macos_seatbelt_rules), kept only when the spec is for macOS.
+	SeatbeltRules []string
+	// UnixSocketDirBind are the policy's unix_socket_dir_bind grants,
+	// absolute and checked.
+	UnixSocketDirBind []string
 }
 
 // Prepared is the nono side of a plan: what --dry-run prints and what
@@ -99,6 +105,8 @@ type Prepared struct {
 	Refusal string
 	// Verbose is Options.Verbose.
 	Verbose bool
+	// Spec is the run the profile is for.
+	Spec spec.Spec
 }
 
 // Prepare builds the profile and the launch for a spec, and refuses (with
@@ -119,6 +127,7 @@ func Prepare(s spec.Spec, o Options) (Prepared, error) {
 		Steps:       []spec.Command{command(s, o.Path, o.Verbose, b.viaEnv)},
 		Notes:       b.notes,
 		Verbose:     o.Verbose,
+		Spec:        s,
 	}
 	if !filepath.IsAbs(o.Path) {
 		p.Refusal = fmt.Sprintf("nono is not installed (%q not found on PATH); install nono (https://nono.sh, or `nix run .#agent-sandbox`, which brings it), or use --sandbox-backend landlock", o.Path)

@@ -1,11 +1,11 @@
-package confine
+package landlock
 
 import (
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/agent-sandbox/agent-sandbox/internal/landlock"
+	ll "github.com/agent-sandbox/agent-sandbox/internal/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
@@ -44,7 +44,7 @@ func TestPolicyFor(t *testing.T) {
 	if !slices.Equal(p.WriteOnly, []string{"/h/out"}) {
 		t.Errorf("WriteOnly = %v", p.WriteOnly)
 	}
-	if p.Network != landlock.NetOpen {
+	if p.Network != ll.NetOpen {
 		t.Errorf("network %v", p.Network)
 	}
 	// Nothing grants the home directory, /etc as a whole, /tmp or /nix.
@@ -59,7 +59,7 @@ func TestPolicyFor(t *testing.T) {
 	s.Network.Mode = posture.NetBlocked
 	s.ExecClosure = nil
 	p = PolicyFor(s, true, "")
-	if p.Network != landlock.NetBlocked {
+	if p.Network != ll.NetBlocked {
 		t.Error("blocked network not mapped")
 	}
 	if !has(p.ReadExec, "/nix/store") || !has(p.ReadExec, "/h/.nix-profile") {
@@ -88,10 +88,10 @@ func TestTrampolineUsage(t *testing.T) {
 }
 
 func TestKernelWarnings(t *testing.T) {
-	blocked := landlock.Policy{Network: landlock.NetBlocked}
-	open := landlock.Policy{}
+	blocked := ll.Policy{Network: ll.NetBlocked}
+	open := ll.Policy{}
 	tests := []struct {
-		p     landlock.Policy
+		p     ll.Policy
 		abi   int
 		wants []string
 	}{
@@ -113,11 +113,11 @@ func TestKernelWarnings(t *testing.T) {
 			}
 		}
 	}
-	e := landlock.Enforcement{ABI: 5, NetNamespace: false}
+	e := ll.Enforcement{ABI: 5, NetNamespace: false}
 	if w := namespaceWarnings(e, blocked); len(w) != 2 || !strings.Contains(w[0], "UDP and DNS are not confined") {
 		t.Errorf("no user namespaces: %q", w)
 	}
-	if w := namespaceWarnings(landlock.Enforcement{ABI: 7, NetNamespace: true, ScopeAbstractUnix: true}, blocked); w != nil {
+	if w := namespaceWarnings(ll.Enforcement{ABI: 7, NetNamespace: true, ScopeAbstractUnix: true}, blocked); w != nil {
 		t.Errorf("with a namespace: %q", w)
 	}
 }

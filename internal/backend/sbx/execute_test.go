@@ -10,9 +10,9 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/backend/sbx"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
-	"github.com/agent-sandbox/agent-sandbox/internal/sbx"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
 
@@ -32,7 +32,6 @@ func newSpec(t *testing.T, id string) spec.Spec {
 		Home:     home,
 		Argv:     []string{"/usr/bin/" + id},
 		Network:  posture.Network{Mode: posture.NetOpen},
-		SbxHome:  "~",
 	}
 	for _, d := range []string{s.AgentDir, s.Workdir, s.StateDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -45,7 +44,7 @@ func newSpec(t *testing.T, id string) spec.Spec {
 }
 
 // piSpec is pi with a host `pi` that prints version v on stderr, as pi does.
-func piSpec(t *testing.T, v string) spec.Spec {
+func piSpec(t *testing.T, v string) (spec.Spec, sbx.Options) {
 	t.Helper()
 	s := newSpec(t, "pi")
 	bin := filepath.Join(filepath.Dir(s.Workdir), "hostbin")
@@ -57,12 +56,11 @@ func piSpec(t *testing.T, v string) spec.Spec {
 		t.Fatal(err)
 	}
 	s.Argv = []string{hostPi, "-p", "hello"}
-	s.SbxInstall = "npm:" + sbx.PiPackageOld
-	s.SbxVersionCommand = []string{hostPi, "--version"}
+	o := sbx.Options{Install: "npm:" + sbx.PiPackageOld, VersionCommand: []string{hostPi, "--version"}}
 	cfg := filepath.Join(s.Home, ".pi/agent")
 	s.ConfigPaths = []string{cfg}
 	s.Allow = append(s.Allow, cfg)
-	return s
+	return s, o
 }
 
 type runResult struct {
@@ -71,10 +69,11 @@ type runResult struct {
 	calls  []call
 }
 
-func execute(t *testing.T, s spec.Spec, out io.Writer, rules ...reply) (runResult, sbx.Prepared) {
+func execute(t *testing.T, s spec.Spec, o sbx.Options, out io.Writer, rules ...reply) (runResult, sbx.Prepared) {
 	t.Helper()
 	path, calls := standin(t, rules...)
-	p, err := sbx.Prepare(s, sbx.Options{Path: path})
+	o.Path = path
+	p, err := sbx.Prepare(s, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +86,7 @@ func execute(t *testing.T, s spec.Spec, out io.Writer, rules ...reply) (runResul
 }
 
 func TestStandinCreateFailureRefuses(t *testing.T) {
-	r, _ := execute(t, newSpec(t, "a"), nil, reply{Args: []string{"create"}, Exit: 1, Stderr: "error: mount /x: no such file or directory\n"})
+	r, _ := execute(t, newSpec(t, "a"), sbx.Options{}, nil, reply{Args: []string{"create"}, Exit: 1, Stderr: "error: mount /x: no such file or directory\n"})
 	if r.code != launch.ExitRefused {
 		t.Errorf("exit %d, want 125", r.code)
 	}
@@ -100,7 +99,7 @@ func TestStandinCreateFailureRefuses(t *testing.T) {
 }
 
 func TestStandinAlreadyExistsAttaches(t *testing.T) {
-	r, p := execute(t, newSpec(t, "a"), nil, reply{Args: []string{"create"}, Exit: 1, Stderr: "Error: sandbox \"x\" already exists\n"})
+	r, p := execute(t, newSpec(t, "a"), sbx.Options{}, nil, reply{Args: []string{"create"}, Exit: 1, Stderr: "Error: sandbox \"x\" already exists\n"})
 	if r.code != 0 {
 		t.Fatalf("exit %d, want 0 (attach); stderr %q", r.code, r.stderr)
 	}
@@ -114,9 +113,9 @@ func TestStandinAlreadyExistsAttaches(t *testing.T) {
 }
 
 func TestStandinMaterialiseOrder(t *testing.T) {
-	s := piSpec(t, "0.73.1")
+	s, o := piSpec(t, "0.73.1")
 	s.Network = posture.Network{Mode: posture.NetAllowlist, AllowDomains: []string{"api.anthropic.com", "localhost:11434"}}
-	r, p := execute(t, s, nil)
+	r, p := execute(t, s, o, nil)
 	if r.code != 0 {
 		t.Fatalf("exit %d; stderr %q", r.code, r.stderr)
 	}
@@ -150,7 +149,8 @@ func TestStandinMaterialiseOrder(t *testing.T) {
 }
 
 func TestStandinProvisionVersionMatchSkipsInstall(t *testing.T) {
-	r, _ := execute(t, piSpec(t, "0.73.1"), nil, reply{Args: []string{"exec", "*", "pi", "--version"}, Stderr: "0.73.1\n"})
+	ps, po := piSpec(t, "0.73.1")
+	r, _ := execute(t, ps, po, nil, reply{Args: []string{"exec", "*", "pi", "--version"}, Stderr: "0.73.1\n"})
 	if r.code != 0 {
 		t.Fatalf("exit %d; stderr %q", r.code, r.stderr)
 	}
@@ -168,7 +168,8 @@ func TestStandinProvisionMismatchInstallsPinned(t *testing.T) {
 		{"0.80.6", "0.73.1\n", sbx.PiPackageNew + "@0.80.6"}, // renamed after 0.73.1
 		{"0.80.6", "", sbx.PiPackageNew + "@0.80.6"},         // not installed in the guest
 	} {
-		r, p := execute(t, piSpec(t, c.host), nil,
+		ps, po := piSpec(t, c.host)
+		r, p := execute(t, ps, po, nil,
 			reply{Args: []string{"exec", "*", "pi", "--version"}, Stderr: c.guest, Exit: map[bool]int{true: 127, false: 0}[c.guest == ""]})
 		if r.code != 0 {
 			t.Fatalf("exit %d; stderr %q", r.code, r.stderr)
@@ -181,7 +182,8 @@ func TestStandinProvisionMismatchInstallsPinned(t *testing.T) {
 }
 
 func TestStandinInstallFailureRefuses(t *testing.T) {
-	r, _ := execute(t, piSpec(t, "0.73.1"), nil, reply{Args: []string{"exec", "*", "npm"}, Exit: 1, Stderr: "npm ERR! network\n"})
+	ps, po := piSpec(t, "0.73.1")
+	r, _ := execute(t, ps, po, nil, reply{Args: []string{"exec", "*", "npm"}, Exit: 1, Stderr: "npm ERR! network\n"})
 	if r.code != launch.ExitRefused || len(find(r.calls, "exec", "-i")) != 0 {
 		t.Errorf("exit %d, calls\n%s", r.code, argsOf(r.calls))
 	}
@@ -197,7 +199,7 @@ func TestStandinPolicyFailureRefuses(t *testing.T) {
 	} {
 		s := newSpec(t, "a")
 		s.Network = mode
-		r, _ := execute(t, s, nil, reply{Args: []string{"policy", "*", "network"}, Exit: 1, Stderr: "unknown flag: --sandbox\n"})
+		r, _ := execute(t, s, sbx.Options{}, nil, reply{Args: []string{"policy", "*", "network"}, Exit: 1, Stderr: "unknown flag: --sandbox\n"})
 		if r.code != launch.ExitRefused {
 			t.Errorf("%s: exit %d, want 125", mode.Mode, r.code)
 		}
@@ -212,7 +214,7 @@ func TestStandinPolicyFailureRefuses(t *testing.T) {
 
 func TestStandinExitStatusPassesThrough(t *testing.T) {
 	for _, code := range []int{0, 1, 42, 130} {
-		r, _ := execute(t, newSpec(t, "a"), nil, reply{Args: []string{"exec", "-i"}, Exit: code})
+		r, _ := execute(t, newSpec(t, "a"), sbx.Options{}, nil, reply{Args: []string{"exec", "-i"}, Exit: code})
 		if r.code != code {
 			t.Errorf("agent exit %d came back as %d", code, r.code)
 		}
@@ -220,7 +222,7 @@ func TestStandinExitStatusPassesThrough(t *testing.T) {
 }
 
 func TestStandinNotSignedInRefuses(t *testing.T) {
-	r, _ := execute(t, newSpec(t, "a"), nil, reply{Args: []string{"ls"}, Exit: 1, Stderr: "You are not logged in.\n"})
+	r, _ := execute(t, newSpec(t, "a"), sbx.Options{}, nil, reply{Args: []string{"ls"}, Exit: 1, Stderr: "You are not logged in.\n"})
 	if r.code != launch.ExitRefused || !strings.Contains(r.stderr, "sbx login") || !strings.Contains(r.stderr, "not logged in") {
 		t.Errorf("exit %d, stderr %q: want 125 naming `sbx login` and sbx's answer", r.code, r.stderr)
 	}
@@ -234,7 +236,7 @@ func TestStandinPolicyUninitialisedRefuses(t *testing.T) {
 		{Args: []string{"policy", "ls"}, Exit: 1, Stderr: "Error: no policy configured\n"},
 		{Args: []string{"policy", "ls"}, Stdout: "Network policy not initialized. Run 'sbx policy init'.\n"},
 	} {
-		r, _ := execute(t, newSpec(t, "a"), nil, rep)
+		r, _ := execute(t, newSpec(t, "a"), sbx.Options{}, nil, rep)
 		if r.code != launch.ExitRefused || !strings.Contains(r.stderr, "sbx policy init deny-all") {
 			t.Errorf("exit %d, stderr %q: want 125 naming `sbx policy init deny-all`", r.code, r.stderr)
 		}
@@ -293,7 +295,7 @@ func TestStandinTTY(t *testing.T) {
 	defer tty.Close()
 	go io.Copy(io.Discard, ptmx)
 
-	r, _ := execute(t, newSpec(t, "a"), tty)
+	r, _ := execute(t, newSpec(t, "a"), sbx.Options{}, tty)
 	execs := find(r.calls, "exec", "-i")
 	if r.code != 0 || len(execs) != 1 {
 		t.Fatalf("exit %d, calls\n%s", r.code, argsOf(r.calls))
@@ -303,7 +305,7 @@ func TestStandinTTY(t *testing.T) {
 	}
 
 	var buf bytes.Buffer
-	r, _ = execute(t, newSpec(t, "a"), &buf)
+	r, _ = execute(t, newSpec(t, "a"), sbx.Options{}, &buf)
 	execs = find(r.calls, "exec", "-i")
 	if len(execs) != 1 || contains(execs[0].Args, "-t") || execs[0].StdoutTTY {
 		t.Errorf("without a terminal: %q, want no -t", execs[0].Args)
@@ -332,7 +334,7 @@ func TestStandinCreatesMissingMountDirs(t *testing.T) {
 	cfg := filepath.Join(s.Home, ".claude")
 	s.ConfigPaths = []string{cfg}
 	s.Allow = append(s.Allow, cfg)
-	r, _ := execute(t, s, nil)
+	r, _ := execute(t, s, sbx.Options{}, nil)
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}

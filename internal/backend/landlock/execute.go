@@ -1,4 +1,4 @@
-package confine
+package landlock
 
 import (
 	"errors"
@@ -7,20 +7,20 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/backend"
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
-	"github.com/agent-sandbox/agent-sandbox/internal/landlock"
+	ll "github.com/agent-sandbox/agent-sandbox/internal/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
 
 // Execute runs the agent of s confined by p and returns the exit status. It
 // refuses (exit 125, one error line) when the kernel cannot enforce p.
-func Execute(s spec.Spec, p landlock.Policy, stdio launch.Stdio, verbose bool) int {
-	e, err := landlock.Plan(p)
+func Execute(s spec.Spec, p ll.Policy, stdio launch.Stdio, verbose bool) int {
+	e, err := ll.Plan(p)
 	if err != nil {
 		return refuse(stdio.Err, err)
 	}
@@ -62,11 +62,11 @@ func Execute(s spec.Spec, p landlock.Policy, stdio launch.Stdio, verbose bool) i
 			env[i] = "TMPDIR=" + runTmp
 		}
 	}
-	self, err := Self()
+	self, err := backend.Self()
 	if err != nil {
 		return refuse(stdio.Err, err)
 	}
-	roots, err := landlock.RootEntries()
+	roots, err := ll.RootEntries()
 	if err != nil {
 		return refuse(stdio.Err, err)
 	}
@@ -75,7 +75,7 @@ func Execute(s spec.Spec, p landlock.Policy, stdio launch.Stdio, verbose bool) i
 		// narrows /proc, and the trampoline execs the agent.
 		cmd.Path = self
 		cmd.Args = append(append(append([]string{"agent-sandbox", TrampolineArg}, roots...), "--"), cmd.Args...)
-		proc, err := landlock.Start(cmd, p)
+		proc, err := ll.Start(cmd, p)
 		if err != nil {
 			return nil, &launch.SetupError{Err: fmt.Errorf("the landlock backend cannot start the agent: %w", err)}
 		}
@@ -88,14 +88,14 @@ func Execute(s spec.Spec, p landlock.Policy, stdio launch.Stdio, verbose bool) i
 // ABI abi gives only in part. They depend on the ABI alone, so plan.Build
 // puts them in the plan (and --dry-run shows them); Execute adds the ones
 // that depend on user namespaces.
-func KernelWarnings(p landlock.Policy, abi int) []string {
+func KernelWarnings(p ll.Policy, abi int) []string {
 	var w []string
-	if p.Network == landlock.NetBlocked && abi < 9 {
+	if p.Network == ll.NetBlocked && abi < 9 {
 		w = append(w, fmt.Sprintf("Landlock ABI %d cannot confine Unix sockets by path (needs ABI 9): with the network blocked the agent can still connect to a host service whose socket path it knows (the Docker socket, $XDG_RUNTIME_DIR/bus)", abi))
 	}
 	if abi < 6 {
 		w = append(w, fmt.Sprintf("Landlock ABI %d cannot scope signals (needs ABI 6, Linux 6.12): the agent can signal your other processes", abi))
-		if p.Network != landlock.NetBlocked {
+		if p.Network != ll.NetBlocked {
 			w = append(w, fmt.Sprintf("Landlock ABI %d cannot scope abstract Unix sockets (needs ABI 6): the agent can reach host services listening on them", abi))
 		}
 	}
@@ -104,8 +104,8 @@ func KernelWarnings(p landlock.Policy, abi int) []string {
 
 // namespaceWarnings are printed when a blocked network gets no private
 // network namespace (user namespaces unavailable).
-func namespaceWarnings(e landlock.Enforcement, p landlock.Policy) []string {
-	if p.Network != landlock.NetBlocked || e.NetNamespace {
+func namespaceWarnings(e ll.Enforcement, p ll.Policy) []string {
+	if p.Network != ll.NetBlocked || e.NetNamespace {
 		return nil
 	}
 	w := []string{"network blocked with Landlock TCP rules only (no user namespaces here): UDP and DNS are not confined"}
@@ -116,7 +116,7 @@ func namespaceWarnings(e landlock.Enforcement, p landlock.Policy) []string {
 }
 
 // describe prints how the policy is enforced, for --verbose.
-func describe(w io.Writer, e landlock.Enforcement) {
+func describe(w io.Writer, e ll.Enforcement) {
 	fmt.Fprintf(w, "agent-sandbox: landlock ABI %d; network namespace %v; TCP rules %v; signal scoping %v; abstract-socket scoping %v\n",
 		e.ABI, e.NetNamespace, e.TCPRules, e.ScopeSignals, e.ScopeAbstractUnix)
 	for _, x := range e.Warnings {
@@ -134,19 +134,9 @@ func refuse(w io.Writer, err error) int {
 // the trampoline inside the sandbox.
 const TrampolineArg = "__landlock-exec"
 
-// Self is the agent-sandbox executable (symlinks resolved), granted read and
-// execute so that the sandbox can run it as the trampoline.
-func Self() (string, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("cannot find the agent-sandbox executable: %v", err)
-	}
-	return filepath.EvalSymlinks(exe)
-}
-
 // Trampoline runs inside the sandbox as the first program: args are the
 // entries of / to keep readable, "--", and the agent's argv. It narrows /proc
-// (landlock.ExecNarrowed) and execs the agent; it returns only on failure,
+// (ll.ExecNarrowed) and execs the agent; it returns only on failure,
 // with 127 when the agent is missing and 125 otherwise.
 func Trampoline(args []string, stderr io.Writer) int {
 	sep := -1
@@ -160,7 +150,7 @@ func Trampoline(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "agent-sandbox: error: "+TrampolineArg+" is internal: ROOTS... -- ARGV...")
 		return launch.ExitRefused
 	}
-	err := landlock.ExecNarrowed(args[:sep], args[sep+1:], os.Environ())
+	err := ll.ExecNarrowed(args[:sep], args[sep+1:], os.Environ())
 	fmt.Fprintf(stderr, "agent-sandbox: error: starting %s in the sandbox: %v\n", args[sep+1], err)
 	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 		return launch.ExitNotFound

@@ -69,10 +69,10 @@ func TestRefusals(t *testing.T) {
 			s.GitDirs = []string{tr.root}
 		}, []string{"linked git dir", "is a parent of your home directory"}},
 		{"socket dir is a file", func(tr *tree, s *spec.Spec, o *Options) {
-			s.UnixSocketDirBind = []string{tr.file("home/sock", 0o600)}
+			o.UnixSocketDirBind = []string{tr.file("home/sock", 0o600)}
 		}, []string{"filesystem.unix_socket_dir_bind: $ROOT/home/sock" + " is not a directory"}},
 		{"socket dir inside a keyring", func(tr *tree, s *spec.Spec, o *Options) {
-			s.UnixSocketDirBind = []string{tr.dir("home/.local/share/keyrings/sock")}
+			o.UnixSocketDirBind = []string{tr.dir("home/.local/share/keyrings/sock")}
 		}, []string{"unix_socket_dir_bind", "lies inside the credential path $ROOT/home/.local/share/keyrings"}},
 		{"unknown network profile", func(tr *tree, s *spec.Spec, o *Options) {
 			s.Network = posture.Network{Mode: posture.NetAllowlist, Profile: "claude", Source: "/agents/x/sandbox/nono.json"}

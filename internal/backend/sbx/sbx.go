@@ -41,7 +41,7 @@ const ReadOnlySuffix = ":ro"
 // mount) bare. The list is sorted and de-duplicated; a path granted both ways
 // is mounted read-write. It does not look at the filesystem: Prepare drops
 // the paths that do not exist.
-func Mounts(s spec.Spec) []string {
+func Mounts(s spec.Spec, o Options) []string {
 	rw := map[string]bool{}
 	add := func(set map[string]bool, p string) {
 		if p != "" {
@@ -49,14 +49,14 @@ func Mounts(s spec.Spec) []string {
 		}
 	}
 	add(rw, s.Workdir)
-	for _, list := range [][]string{s.ConfigPaths, s.GitDirs, s.Allow, s.Write} {
+	for _, list := range [][]string{s.ConfigPaths, s.GitDirs, s.Allow} {
 		for _, p := range list {
 			add(rw, p)
 		}
 	}
 	ro := map[string]bool{}
 	add(ro, s.AgentDir)
-	if IsPi(s) && s.StateDir != "" {
+	if IsPi(s, o) && s.StateDir != "" {
 		// The generated extension, read-only: the state dir itself is
 		// agent-sandbox's and is never mounted.
 		add(ro, filepath.Dir(PiExtensionPath(s)))
@@ -233,6 +233,18 @@ type Options struct {
 	// created sandboxes live (outside every mount). "" derives it from
 	// the spec's state dir (<root>/agents/<id>).
 	StateRoot string
+	// PolicyFile is the sandbox policy file the network and filesystem
+	// keys came from, named in refusals.
+	PolicyFile string
+
+	// The agent's sbx settings from agent.toml: Install is [sbx] install
+	// ("npm:<package>"), VersionCommand [sbx] version_command, Home [sbx]
+	// home ("~" or "" is the host's home path), LoopbackEnv loopback_env
+	// (variables whose loopback URLs are rewritten for the guest).
+	Install        string
+	VersionCommand []string
+	Home           string
+	LoopbackEnv    []string
 }
 
 // Install is the provisioning step: the agent's npm package installed in
@@ -296,6 +308,10 @@ type Prepared struct {
 	Warnings []string
 	// Refusal, when not empty, is why a real run must not start (exit 125).
 	Refusal string
+	// Spec is the run this prepares.
+	Spec spec.Spec
+	// LoopbackEnv is Options.LoopbackEnv.
+	LoopbackEnv []string
 }
 
 // AdditiveWarning is printed on every run that emits an allow rule.
@@ -307,14 +323,17 @@ func Prepare(s spec.Spec, o Options) (Prepared, error) {
 	if len(s.Argv) == 0 {
 		return Prepared{}, fmt.Errorf("%s: no command to run", s.AgentID)
 	}
+	if err := refuse(s, o); err != nil {
+		return Prepared{}, err
+	}
 	p := Prepared{
 		Path: o.Path, Mode: s.Network.Mode, AgentID: s.AgentID, AgentDir: s.AgentDir,
-		Workdir: s.Workdir, Verbose: o.Verbose, StateRoot: o.StateRoot,
+		Workdir: s.Workdir, Verbose: o.Verbose, StateRoot: o.StateRoot, Spec: s, LoopbackEnv: o.LoopbackEnv,
 	}
 	if p.StateRoot == "" {
 		p.StateRoot = filepath.Dir(filepath.Dir(grant.Canonical(s.StateDir)))
 	}
-	if err := p.planMounts(s); err != nil {
+	if err := p.planMounts(s, o); err != nil {
 		return Prepared{}, err
 	}
 	p.Name = Name(s.AgentID, p.Mounts)
@@ -323,15 +342,15 @@ func Prepare(s spec.Spec, o Options) (Prepared, error) {
 	if p.Rule != nil && p.Rule.Decision == "allow" {
 		p.Warnings = append(p.Warnings, AdditiveWarning)
 	}
-	p.Install = installFor(s)
+	p.Install = installFor(s, o)
 	if p.Install != nil && p.Mode == posture.NetBlocked {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("sbx: this run blocks the network, so it cannot install %s in the guest: it fails unless the sandbox already has the host's version (run once with network to provision it)", p.Install.Package))
 	}
 
-	env, warns := guestEnv(s, o.Getenv)
+	env, warns := guestEnv(s, o)
 	p.Warnings = append(p.Warnings, warns...)
 	p.Exec = Exec{Env: env, Workdir: s.Workdir, Command: guestCommand(s.Argv)}
-	if IsPi(s) {
+	if IsPi(s, o) {
 		p.PiExtension = PiExtensionPath(s)
 		p.Exec.Command = withPiExtension(p.Exec.Command, p.PiExtension)
 	}
@@ -342,16 +361,30 @@ func Prepare(s spec.Spec, o Options) (Prepared, error) {
 	return p, nil
 }
 
+// refuse rejects what a microVM cannot enforce: a nono network profile,
+// and write-only grants (sbx mounts are read-only or read-write; turning a
+// write-only grant into a read-write mount would let the agent read what
+// the policy keeps from it).
+func refuse(s spec.Spec, o Options) error {
+	if s.Network.Profile != "" {
+		return fmt.Errorf("%s: network.network_profile %q cannot be enforced by sbx (it is nono-only); remove it or use the nono backend", o.PolicyFile, s.Network.Profile)
+	}
+	for _, w := range s.Write {
+		return fmt.Errorf("%s: filesystem.write %q cannot be enforced by sbx, which has no write-only mount (a read-write mount would let the agent read it); grant it with filesystem.allow if the agent may read it, or use the nono or landlock backend", o.PolicyFile, w)
+	}
+	return nil
+}
+
 // planMounts decides the mount set: paths that exist are mounted; the state
 // dir and missing config directories are created first; other missing
 // paths are skipped with a warning.
-func (p *Prepared) planMounts(s spec.Spec) error {
+func (p *Prepared) planMounts(s spec.Spec, o Options) error {
 	created := map[string]bool{} // agent-sandbox's own, made before create
 	if s.StateDir != "" {
 		for _, d := range s.AgentStateDirs() {
 			created[grant.Canonical(d)] = true
 		}
-		if IsPi(s) {
+		if IsPi(s, o) {
 			created[filepath.Dir(PiExtensionPath(s))] = true
 		}
 	}
@@ -360,7 +393,7 @@ func (p *Prepared) planMounts(s spec.Spec) error {
 		config[filepath.Clean(c)] = true
 	}
 	var skippedFiles []string
-	for _, m := range Mounts(s) {
+	for _, m := range Mounts(s, o) {
 		path := strings.TrimSuffix(m, ReadOnlySuffix)
 		if strings.ContainsAny(path, ":\n\x00") {
 			return fmt.Errorf("%s: cannot be mounted by sbx, whose mount syntax is PATH[:ro]: the path contains ':' or a control character; rename it, drop the grant, or use the nono backend", path)

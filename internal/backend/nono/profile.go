@@ -196,7 +196,7 @@ func (b *builder) build() (Profile, error) {
 			}
 		}
 	}
-	for _, raw := range sortedSet(s.UnixSocketDirBind) {
+	for _, raw := range sortedSet(b.o.UnixSocketDirBind) {
 		p := grant.Canonical(raw)
 		origin := sandboxFile(s) + ": filesystem.unix_socket_dir_bind"
 		st, err := b.stat(p)
@@ -234,11 +234,11 @@ func (b *builder) build() (Profile, error) {
 	}
 	prof.Network = net
 	prof.Environment = b.environment()
-	if len(s.SeatbeltRules) > 0 {
+	if len(b.o.SeatbeltRules) > 0 {
 		if s.GOOS == "darwin" {
-			prof.SeatbeltRules = append([]string{}, s.SeatbeltRules...)
+			prof.SeatbeltRules = append([]string{}, b.o.SeatbeltRules...)
 		} else {
-			b.note("%s: %d unsafe_macos_seatbelt_rules left out of the profile: they are macOS-only and this is %s", sandboxFile(s), len(s.SeatbeltRules), s.GOOS)
+			b.note("%s: %d unsafe_macos_seatbelt_rules left out of the profile: they are macOS-only and this is %s", sandboxFile(s), len(b.o.SeatbeltRules), s.GOOS)
 		}
 	}
 	return prof, nil

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/backend/sbx"
 	"github.com/agent-sandbox/agent-sandbox/internal/plan"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/sandboxfile"
-	"github.com/agent-sandbox/agent-sandbox/internal/sbx"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
 
@@ -44,13 +44,14 @@ func TestGoldenPlans(t *testing.T) {
 		make func(t *testing.T) (spec.Spec, sbx.Options)
 	}{
 		{"pi-allowlist", func(t *testing.T) (spec.Spec, sbx.Options) {
-			s := piSpec(t, "0.73.1")
+			s, o := piSpec(t, "0.73.1")
 			s.Argv = []string{"/usr/bin/pi", "-p", "fix the tests"}
-			s.SbxVersionCommand = []string{"pi", "--version"}
+			o.VersionCommand = []string{"pi", "--version"}
 			s.EnvSet = map[string]string{"PI_SKIP_VERSION_CHECK": "1", "PI_TELEMETRY": "0"}
 			s.EnvPass = []string{"ANTHROPIC_API_KEY", "HOME"}
 			s.Network = posture.Network{Mode: posture.NetAllowlist, AllowDomains: []string{"api.anthropic.com", "localhost:11434", "10.1.2.3"}}
-			return s, sbx.Options{Path: sbxPath, Getenv: func(string) string { return "sk-never-shown" }}
+			o.Path, o.Getenv = sbxPath, func(string) string { return "sk-never-shown" }
+			return s, o
 		}},
 		{"claude-offline", func(t *testing.T) (spec.Spec, sbx.Options) {
 			s := newSpec(t, "claude")
@@ -62,13 +63,11 @@ func TestGoldenPlans(t *testing.T) {
 			s.Allow = append(s.Allow, cfg, file)
 			s.Read = []string{"/nonexistent/etc/claude-code"}
 			s.Argv = []string{"/usr/bin/claude", "--help"}
-			s.SbxInstall = "npm:@anthropic-ai/claude-code"
-			s.SbxVersionCommand = []string{"claude", "--version"}
 			s.EnvSet = map[string]string{"DISABLE_AUTOUPDATER": "1"}
-			s.LoopbackEnv = []string{"ANTHROPIC_BASE_URL"}
 			s.Network = posture.Network{Mode: posture.NetBlocked}
 			env := map[string]string{"ANTHROPIC_BASE_URL": "http://127.0.0.1:4000/v1", "ANTHROPIC_API_KEY": "sk-secret"}
-			return s, sbx.Options{Path: sbxPath, Getenv: func(k string) string { return env[k] }}
+			return s, sbx.Options{Path: sbxPath, Getenv: func(k string) string { return env[k] },
+				Install: "npm:@anthropic-ai/claude-code", VersionCommand: []string{"claude", "--version"}, LoopbackEnv: []string{"ANTHROPIC_BASE_URL"}}
 		}},
 		{"custom-grants-open-tty", func(t *testing.T) (spec.Spec, sbx.Options) {
 			s := newSpec(t, "my_tool")
@@ -78,11 +77,9 @@ func TestGoldenPlans(t *testing.T) {
 			}
 			s.GitDirs = []string{root + "/main/.git/worktrees/proj", root + "/main/.git"}
 			s.Read = append(s.Read, root+"/data")
-			s.Write = []string{root + "/out"}
-			s.Allow = append(s.Allow, root+"/scratch", root+"/main/.git/worktrees/proj", root+"/main/.git")
+			s.Allow = append(s.Allow, root+"/out", root+"/scratch", root+"/main/.git/worktrees/proj", root+"/main/.git")
 			s.Argv = []string{"/opt/tool/bin/tool", "--it's", "$HOME"}
-			s.SbxHome = "~/.tool-home"
-			return s, sbx.Options{Path: sbxPath, TTY: true, Verbose: true}
+			return s, sbx.Options{Path: sbxPath, TTY: true, Verbose: true, Home: "~/.tool-home"}
 		}},
 		{"shell-without-sbx", func(t *testing.T) (spec.Spec, sbx.Options) {
 			s := newSpec(t, "shell")

@@ -84,13 +84,12 @@ var goldenCases = []goldenCase{
 		s.Read = []string{s.AgentDir, tr.dir("data"), tr.file("home/notes.txt", 0o644), tr.path("home/missing-read")}
 		s.Write = []string{tr.dir("out"), tr.file("home/out.log", 0o644)}
 		s.Allow = append(s.Allow, tr.dir("home/scratch"), tr.file("home/.toolrc.json", 0o600), tr.path("home/.tool-missing"))
-		s.UnixSocketDirBind = []string{tr.dir("home/.agent-browser")}
+		sock := tr.dir("home/.agent-browser")
 		s.Allow = append(s.Allow, tr.path("home/.agent-browser"))
 		git := tr.file("opt/git/bin/git", 0o755)
 		s.Exec = append(s.Exec, git)
-		s.SeatbeltRules = []string{"(allow mach-register)", "(allow iokit-open)"}
 		s.EnvSet = map[string]string{"TOOL_MODE": "sandboxed"}
-		return s, Options{Path: "/usr/bin/nono"}
+		return s, Options{Path: "/usr/bin/nono", UnixSocketDirBind: []string{sock}, SeatbeltRules: []string{"(allow mach-register)", "(allow iokit-open)"}}
 	}},
 	{"ports-allowlist", func(tr *tree) (spec.Spec, Options) {
 		// A local model: the allowlist must name localhost and open its port.
@@ -157,10 +156,8 @@ var goldenCases = []goldenCase{
 		s.Read = []string{s.AgentDir}
 		sock := tr.dir("home/.agent-browser")
 		s.Allow = append(s.Allow, sock)
-		s.UnixSocketDirBind = []string{sock}
 		s.Network = posture.Network{Mode: posture.NetOpen, OpenPorts: []int{0}, ListenPorts: []int{}, Source: filepath.Join(s.AgentDir, "sandbox/nono.json")}
-		s.SeatbeltRules = []string{"(allow mach-register)", "(allow iokit-open)"}
-		return s, Options{Path: "/opt/homebrew/bin/nono"}
+		return s, Options{Path: "/opt/homebrew/bin/nono", UnixSocketDirBind: []string{sock}, SeatbeltRules: []string{"(allow mach-register)", "(allow iokit-open)"}}
 	}},
 }
 

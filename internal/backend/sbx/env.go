@@ -12,8 +12,8 @@ import (
 // GuestHome is HOME inside the guest: agent.toml's [sbx] home with "~"
 // meaning the host's home path ("" also means "~"), so that the mounted
 // config paths sit where the agent looks for them.
-func GuestHome(s spec.Spec) string {
-	switch h := s.SbxHome; {
+func GuestHome(s spec.Spec, o Options) string {
+	switch h := o.Home; {
 	case h == "" || h == "~":
 		return s.Home
 	case strings.HasPrefix(h, "~/"):
@@ -31,10 +31,11 @@ func GuestHome(s spec.Spec) string {
 // (user:password@) is not passed, with a warning. Host secrets such as API
 // keys (agent.toml env) are never passed: store them with `sbx secret set`
 // or log in through the mounted config directory.
-func guestEnv(s spec.Spec, getenv func(string) string) (env []string, warns []string) {
-	env = []string{"HOME=" + GuestHome(s)}
+func guestEnv(s spec.Spec, o Options) (env []string, warns []string) {
+	getenv := o.Getenv
+	env = []string{"HOME=" + GuestHome(s, o)}
 	loop := map[string]bool{}
-	for _, n := range s.LoopbackEnv {
+	for _, n := range o.LoopbackEnv {
 		loop[n] = true
 	}
 	vals := map[string]string{}
@@ -44,7 +45,7 @@ func guestEnv(s spec.Spec, getenv func(string) string) (env []string, warns []st
 		}
 		vals[k] = v
 	}
-	for _, n := range s.LoopbackEnv {
+	for _, n := range o.LoopbackEnv {
 		if _, set := vals[n]; set || getenv == nil || n == "HOME" {
 			continue
 		}
@@ -129,7 +130,7 @@ func (p Prepared) GuestEnvironment(s spec.Spec) (pass []string, set map[string]s
 		k, v, _ := strings.Cut(e, "=")
 		set[k] = v
 	}
-	for _, n := range s.LoopbackEnv {
+	for _, n := range p.LoopbackEnv {
 		if _, fromFolder := s.EnvSet[n]; !fromFolder && n != "HOME" {
 			if _, ok := set[n]; ok {
 				pass = append(pass, n)

@@ -1,19 +1,22 @@
-// Package confine is the built-in landlock backend: it turns a run spec into
-// the landlock.Policy that confines the agent (the read-only system paths,
-// the terminal devices, the run's grants), prepares the agent's environment
-// and private TMPDIR, and runs the agent under that policy.
+// Package landlock is the built-in landlock backend: it owns the rules of
+// the built-in engine. It turns a run spec into the policy that confines the
+// agent (PolicyFor: the read-only system paths, the terminal devices, the
+// run's grants), refuses what the engine cannot enforce (Backend.Prepare),
+// prepares the agent's environment and private TMPDIR, and runs the agent
+// under that policy (Execute), with agent-sandbox itself as the trampoline
+// that narrows /proc inside the sandbox (Trampoline).
 //
 // The kernel-facing step (building the ruleset, confining a thread, the
-// network namespace) belongs to package landlock; this package decides what
-// goes into the policy. PolicyFor is pure, so --dry-run prints exactly the
-// policy a run enforces.
-package confine
+// network namespace, the ABI table) belongs to package internal/landlock,
+// imported here as ll; this package decides what goes into the policy.
+// PolicyFor is pure, so --dry-run prints exactly the policy a run enforces.
+package landlock
 
 import (
 	"path/filepath"
 	"sort"
 
-	"github.com/agent-sandbox/agent-sandbox/internal/landlock"
+	ll "github.com/agent-sandbox/agent-sandbox/internal/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
@@ -64,8 +67,8 @@ func nixReadExec(home string) []string {
 // PolicyFor returns the policy for a spec. nixStore says whether /nix/store
 // exists on this host; self is the agent-sandbox executable, which runs
 // first in the sandbox as the trampoline.
-func PolicyFor(s spec.Spec, nixStore bool, self string) landlock.Policy {
-	var p landlock.Policy
+func PolicyFor(s spec.Spec, nixStore bool, self string) ll.Policy {
+	var p ll.Policy
 	p.ReadExec = append(p.ReadExec, systemReadExec...)
 	if self != "" {
 		p.ReadExec = append(p.ReadExec, self)
@@ -87,7 +90,7 @@ func PolicyFor(s spec.Spec, nixStore bool, self string) landlock.Policy {
 	p.ReadWrite = append(p.ReadWrite, s.Allow...)
 	p.WriteOnly = append(p.WriteOnly, s.Write...)
 	if s.Network.Mode == posture.NetBlocked {
-		p.Network = landlock.NetBlocked
+		p.Network = ll.NetBlocked
 	}
 	for _, l := range []*[]string{&p.ReadExec, &p.ReadOnly, &p.ReadWrite, &p.WriteOnly} {
 		*l = dedupe(*l)

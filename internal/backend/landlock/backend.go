@@ -1,0 +1,94 @@
+package landlock
+
+import (
+	"fmt"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/backend"
+	ll "github.com/agent-sandbox/agent-sandbox/internal/landlock"
+	"github.com/agent-sandbox/agent-sandbox/internal/launch"
+	"github.com/agent-sandbox/agent-sandbox/internal/posture"
+	"github.com/agent-sandbox/agent-sandbox/internal/spec"
+)
+
+// Backend is the built-in landlock backend.Backend.
+type Backend struct {
+	// NixStore says whether /nix/store exists (then nono's nix_runtime
+	// paths are readable).
+	NixStore bool
+	// Verbose makes Execute describe how the policy is enforced.
+	Verbose bool
+	// PolicyFile is the sandbox policy file the network keys came from,
+	// named in refusals.
+	PolicyFile string
+	// ABI reports the kernel's Landlock ABI; nil is ll.ABI.
+	ABI func() (int, error)
+}
+
+// Prepared is a run under the built-in engine: the policy it enforces and
+// the in-process start.
+type Prepared struct {
+	Spec    spec.Spec
+	Policy  ll.Policy
+	Verbose bool
+	// Warnings are the kernel's shortfalls (KernelWarnings).
+	Warnings []string
+	// Refusal, when not empty, is why a real run must not start.
+	Refusal string
+}
+
+// PrintedPolicy is the policy as the JSON plan prints it (key "landlock").
+type PrintedPolicy struct {
+	ReadExec  []string `json:"read_exec"`
+	ReadOnly  []string `json:"read_only"`
+	ReadWrite []string `json:"read_write"`
+	WriteOnly []string `json:"write_only"`
+	Network   string   `json:"network"`
+}
+
+// Prepare refuses what the engine cannot enforce (a nono network profile;
+// an allow-list network, which needs the egress broker; a kernel without
+// Landlock) and builds the policy with PolicyFor.
+func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
+	if s.Network.Profile != "" {
+		return nil, fmt.Errorf("%s: network.network_profile %q cannot be enforced by the landlock backend (only nono knows network profiles); install nono or remove it", b.PolicyFile, s.Network.Profile)
+	}
+	self, err := backend.Self()
+	if err != nil {
+		return nil, err
+	}
+	p := &Prepared{Spec: s, Policy: PolicyFor(s, b.NixStore, self), Verbose: b.Verbose}
+	abiOf := b.ABI
+	if abiOf == nil {
+		abiOf = ll.ABI
+	}
+	abi, abiErr := abiOf()
+	if abiErr != nil {
+		p.Refusal = fmt.Sprintf("the landlock backend cannot run here: %v", abiErr)
+	}
+	p.Warnings = KernelWarnings(p.Policy, abi)
+	if s.Network.Mode == posture.NetAllowlist && p.Refusal == "" {
+		p.Refusal = "an allow-list network (allow_domain or --allow-host) under the built-in landlock backend needs the egress broker, which is not built yet: install nono, or run with --offline or an open network"
+	}
+	return p, nil
+}
+
+// Describe is the in-process start and the policy: the plan's "landlock".
+func (p *Prepared) Describe() backend.Description {
+	pol := p.Policy
+	return backend.Description{
+		Commands: []spec.Command{{
+			Argv: p.Spec.Argv, Env: Env(p.Spec, func(string) (string, bool) { return "", false }), InProcess: true,
+			Note: "confined in-process by agent-sandbox's built-in landlock engine; pasting this line would run it unconfined",
+		}},
+		Warnings: p.Warnings,
+		Refusal:  p.Refusal,
+		JSON: map[string]any{"landlock": &PrintedPolicy{
+			ReadExec: pol.ReadExec, ReadOnly: pol.ReadOnly, ReadWrite: pol.ReadWrite, WriteOnly: pol.WriteOnly, Network: pol.Network.String(),
+		}},
+	}
+}
+
+// Execute is Execute(p.Spec, p.Policy, stdio, p.Verbose).
+func (p *Prepared) Execute(stdio launch.Stdio) int {
+	return Execute(p.Spec, p.Policy, stdio, p.Verbose)
+}
