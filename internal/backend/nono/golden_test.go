@@ -37,6 +37,45 @@ func baseSpec(tr *tree, id string) spec.Spec {
 	}
 }
 
+// withClosure gives a spec whose case leaves ExecClosure unset the closure
+// plan computes for plain binaries: the directory holding each program and
+// the one holding its symlink target.
+func withClosure(s spec.Spec) spec.Spec {
+	if s.ExecClosure != nil {
+		return s
+	}
+	s.ExecClosure = []string{}
+	for _, e := range s.Exec {
+		s.ExecClosure = append(s.ExecClosure, filepath.Dir(e))
+		if r, err := filepath.EvalSymlinks(e); err == nil {
+			s.ExecClosure = append(s.ExecClosure, filepath.Dir(r))
+		}
+	}
+	return s
+}
+
+// TestEmptyClosureGrantsNoProgramDir: plan leaves the closure empty when a
+// program's chain runs through a path the agent can write; the profile
+// then grants nothing from the program's location, neither its directory
+// nor its symlink target's.
+func TestEmptyClosureGrantsNoProgramDir(t *testing.T) {
+	tr := newTree(t)
+	s := baseSpec(tr, "claude")
+	target := tr.file("opt/elsewhere/claude", 0o755)
+	bin := tr.symlink("work/project/bin/claude", target)
+	s.Argv, s.Exec, s.ExecClosure = []string{bin}, []string{bin}, []string{}
+	p, err := Prepare(s, Options{Path: "/usr/bin/nono"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := p.Profile.Filesystem
+	for _, g := range append(append(fs.Read, fs.ReadFile...), append(fs.Allow, fs.AllowFile...)...) {
+		if g == tr.path("opt/elsewhere") || g == target || g == tr.path("opt") {
+			t.Errorf("empty closure, yet the profile grants %s (the symlink target's location): %+v", g, fs)
+		}
+	}
+}
+
 type goldenCase struct {
 	name string
 	// make builds the spec and options in the test's tree.
@@ -137,7 +176,7 @@ var goldenCases = []goldenCase{
 		// the file is granted.
 		s := baseSpec(tr, "mine")
 		tool := tr.file("home/mytool", 0o755)
-		s.Argv, s.Exec = []string{tool}, []string{tool}
+		s.Argv, s.Exec, s.ExecClosure = []string{tool}, []string{tool}, []string{tool}
 		return s, Options{Path: "/usr/bin/nono"}
 	}},
 	{"env-set", func(tr *tree) (spec.Spec, Options) {
@@ -180,6 +219,7 @@ func TestGolden(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			tr := newTree(t)
 			s, o := c.make(tr)
+			s = withClosure(s)
 			p, err := Prepare(s, o)
 			if err != nil {
 				t.Fatalf("Prepare: %v", err)
@@ -231,6 +271,7 @@ func TestGolden(t *testing.T) {
 func TestDeterministic(t *testing.T) {
 	tr := newTree(t)
 	s, o := goldenCases[3].make(tr) // folder-grants
+	s = withClosure(s)
 	p1, err := Prepare(s, o)
 	if err != nil {
 		t.Fatal(err)

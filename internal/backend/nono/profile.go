@@ -263,61 +263,28 @@ func (b *builder) add(p string, dirs, files *[]string, origin string) error {
 	return nil
 }
 
-// addExec grants the agent's programs read (which includes execute under
-// Landlock): the closure directories from pathresolve when known, else the
-// directories holding each program and its symlink target. A fallback
-// directory that must not be granted (your home, a parent of nono's state,
-// one holding a credential path) is narrowed to the program file itself.
+// addExec grants the closure of the agent's programs (command and
+// exec_paths) read, which includes execute under Landlock: the files and
+// directories plan found with pathresolve and checked path by path. An
+// empty closure grants nothing: plan leaves it empty when a program's chain
+// runs through a path the agent can write, and no directory is derived
+// here from the programs themselves (one could be the agent's own).
 func (b *builder) addExec() error {
 	s := b.s
-	if len(s.ExecClosure) > 0 {
-		for _, raw := range sortedSet(s.ExecClosure) {
-			p := grant.Canonical(raw)
-			st, err := b.stat(p)
-			if err != nil {
-				b.note("not granted: %s (closure of the agent's programs) does not exist", p)
-				continue
-			}
-			if err := b.check(p); err != nil {
-				return fmt.Errorf("%s: the closure of the agent's programs (command, exec_paths) includes %s, which cannot be granted: it %v; install the program somewhere else", agentToml(s), p, err)
-			}
-			if st.IsDir() {
-				b.read = append(b.read, p)
-			} else {
-				b.readFile = append(b.readFile, p)
-			}
-		}
-		return nil
-	}
-	for _, e := range sortedSet(s.Exec) {
-		if !filepath.IsAbs(e) {
+	for _, raw := range sortedSet(s.ExecClosure) {
+		p := grant.Canonical(raw)
+		st, err := b.stat(p)
+		if err != nil {
+			b.note("not granted: %s (closure of the agent's programs) does not exist", p)
 			continue
 		}
-		progs := []string{filepath.Clean(e)}
-		if r, err := filepath.EvalSymlinks(e); err == nil && r != progs[0] {
-			progs = append(progs, r)
+		if err := b.check(p); err != nil {
+			return fmt.Errorf("%s: the closure of the agent's programs (command, exec_paths) includes %s, which cannot be granted: it %v; install the program somewhere else", agentToml(s), p, err)
 		}
-		for _, prog := range progs {
-			st, err := b.stat(prog)
-			if err != nil {
-				b.note("not granted: program %s (%s: command or exec_paths) does not exist", prog, agentToml(s))
-				continue
-			}
-			if st.IsDir() {
-				return fmt.Errorf("%s: program %s is a directory; name the executable", agentToml(s), prog)
-			}
-			dir := grant.Canonical(filepath.Dir(prog))
-			dirErr := b.check(dir)
-			if dirErr == nil {
-				b.read = append(b.read, dir)
-				continue
-			}
-			file := grant.Canonical(prog)
-			if err := b.check(file); err != nil {
-				return fmt.Errorf("%s: program %s %v; install the program somewhere else", agentToml(s), prog, err)
-			}
-			b.readFile = append(b.readFile, file)
-			b.note("granting only the program %s: its directory %s cannot be granted (it %v)", file, dir, dirErr)
+		if st.IsDir() {
+			b.read = append(b.read, p)
+		} else {
+			b.readFile = append(b.readFile, p)
 		}
 	}
 	return nil

@@ -45,14 +45,14 @@ func TestRefusals(t *testing.T) {
 		}, []string{"lies inside nono's protected state root $ROOT/xdg-state/nono"}},
 		{"program inside ~/.ssh", func(tr *tree, s *spec.Spec, o *Options) {
 			tool := tr.file("home/.ssh/tool", 0o755)
-			s.Argv, s.Exec = []string{tool}, []string{tool}
-		}, []string{"agent.toml: program $ROOT/home/.ssh/tool", "lies inside the credential path $ROOT/home/.ssh", "install the program somewhere else"}},
+			s.Argv, s.Exec, s.ExecClosure = []string{tool}, []string{tool}, []string{tool}
+		}, []string{"agent.toml: the closure of the agent's programs", "$ROOT/home/.ssh/tool", "lies inside the credential path $ROOT/home/.ssh", "install the program somewhere else"}},
 		{"program is a credential path", func(tr *tree, s *spec.Spec, o *Options) {
 			// A program straight in $HOME narrows to the file; a program
 			// that is itself a deny path fails.
 			tool := tr.file("home/.netrc", 0o755)
-			s.Exec = append(s.Exec, tool)
-		}, []string{"program $ROOT/home/.netrc", "lies inside the credential path $ROOT/home/.netrc"}},
+			s.Exec, s.ExecClosure = append(s.Exec, tool), []string{tool}
+		}, []string{"includes $ROOT/home/.netrc", "lies inside the credential path $ROOT/home/.netrc"}},
 		{"allow contains a credential path", func(tr *tree, s *spec.Spec, o *Options) {
 			s.AgentDir = tr.dir("agents/x")
 			s.Allow = append(s.Allow, tr.dir("home/.config"))
