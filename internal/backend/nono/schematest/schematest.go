@@ -1,8 +1,10 @@
 // Package schematest validates generated nono profiles against nono's own
 // JSON schema, for tests. The schema is not part of this repository: its
 // path comes from AGENT_SANDBOX_NONO_SCHEMA (relative paths are taken from
-// the repository root), else ../shared/reference/nono-0.74/ beside it; a
-// test is skipped, naming the variable, when neither exists.
+// the repository root), else ../shared/reference/nono-0.74/ beside it; when
+// neither exists the validation is skipped, naming the variable. Callers
+// run the validation in a subtest of its own, so that the skip leaves
+// every other check running.
 package schematest
 
 import (
@@ -58,7 +60,7 @@ func Path(t testing.TB) string {
 		if explicit {
 			t.Fatalf("%s=%s: %v", Env, os.Getenv(Env), err)
 		}
-		t.Skipf("nono's profile schema not found at %s: set %s to the path of nono-profile.schema.json (nono 0.74's reference/nono-0.74/, or `nono profile schema` output)", p, Env)
+		t.Skipf("JSON-schema validation skipped (only it; the other checks run): nono's profile schema not found at %s: set %s to the path of nono-profile.schema.json (nono 0.74's reference/nono-0.74/, or `nono profile schema` output)", p, Env)
 	}
 	return p
 }
