@@ -217,9 +217,13 @@ func TestSbxRealStalePrune(t *testing.T) {
 // that reads pi's model registry at session start, that a loopback baseUrl
 // from models.json became host.docker.internal.
 func TestSbxPiExtensionRealPi(t *testing.T) {
-	pi, err := exec.LookPath("pi")
-	if err != nil {
-		t.Skip("pi is not installed (`pi` not on PATH): cannot load the generated extension into it")
+	// Where .ci/run installs pi (AGENT_SANDBOX_E2E_AGENTS, else
+	// /opt/agent-sandbox-e2e/node_modules/.bin), else PATH.
+	pi := filepath.Join(agentBinDir(), "pi")
+	if _, err := os.Stat(pi); err != nil {
+		if pi, err = exec.LookPath("pi"); err != nil {
+			t.Skipf("pi is not installed in %s nor on PATH: cannot load the generated extension into it (.ci/run installs it; or set AGENT_SANDBOX_E2E_AGENTS)", agentBinDir())
+		}
 	}
 	dir := t.TempDir()
 	agentDir := filepath.Join(dir, "home", ".pi", "agent")
