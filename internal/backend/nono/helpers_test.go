@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/backend/nono/schematest"
@@ -21,10 +22,14 @@ const schemaEnv = schematest.Env
 const defaultSchema = schematest.Default
 
 // TestMain lets the test binary stand in for nono: run under the name
-// "nono" it is recordingNono, never the real thing.
+// "nono" it is recordingNono, never the real thing. The stand-in exits
+// with syscall.Exit, skipping Go's exit hooks: under `go test -cover` they
+// would try to write coverage data and, with GOCOVERDIR stripped from
+// nono's environment by Execute, print a warning the tests read as nono
+// output.
 func TestMain(m *testing.M) {
 	if filepath.Base(os.Args[0]) == "nono" {
-		os.Exit(recordingNono(os.Args[1:]))
+		syscall.Exit(recordingNono(os.Args[1:]))
 	}
 	os.Exit(m.Run())
 }
