@@ -34,30 +34,12 @@ func (r *run) host() {
 	r.results = append(r.results, r.sbxResults()...)
 }
 
-// landlockLevel is what one Landlock ABI version adds, as agent-sandbox
-// uses it (internal/landlock handles every right of ABI 1-11).
-type landlockLevel struct {
-	abi  int
-	what string
-}
-
-var landlockLevels = []landlockLevel{
-	{1, "filesystem rules"},
-	{2, "linking and renaming across directories"},
-	{3, "truncate"},
-	{4, "TCP bind/connect rules (a blocked network without a network namespace)"},
-	{5, "ioctl on device files"},
-	{6, "abstract Unix socket and signal scoping"},
-	{9, "connecting to Unix sockets by path"},
-	{10, "UDP rules"},
-}
-
 // landlockEnables splits the levels into those ABI abi has and those it
 // lacks, each phrased "<what> (ABI n)".
 func landlockEnables(abi int) (have, lack []string) {
-	for _, l := range landlockLevels {
-		s := fmt.Sprintf("%s (ABI %d)", l.what, l.abi)
-		if abi >= l.abi {
+	for _, l := range landlock.Features {
+		s := fmt.Sprintf("%s (ABI %d)", l.What, l.ABI)
+		if abi >= l.ABI {
 			have = append(have, s)
 		} else {
 			lack = append(lack, s)
@@ -103,11 +85,11 @@ func landlockResult(goos string, abi int, abiErr error, nonoFound bool) Result {
 		res.Detail += "; not on this kernel: " + strings.Join(lack, ", ")
 	}
 	switch {
-	case abi < 4:
+	case abi < landlock.ABITCP:
 		res.Status = Warn
 		res.Detail += "; a blocked network needs a private network namespace here, and abstract sockets and signals are not scoped"
 		res.Fix = "boot Linux 6.12 or later (Landlock ABI 6); 6.7 (ABI 4) at least for TCP rules"
-	case abi < 6:
+	case abi < landlock.ABIScope:
 		res.Status = Warn
 		res.Detail += "; sandboxed agents can signal your other processes and reach abstract Unix sockets (X11, D-Bus) unless a network namespace isolates them"
 		res.Fix = "boot Linux 6.12 or later (Landlock ABI 6)"

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/landlock"
 )
 
 func TestLandlockEnables(t *testing.T) {
@@ -34,8 +36,8 @@ func TestLandlockEnables(t *testing.T) {
 				t.Errorf("ABI %d: %q not among missing %q", tc.abi, l, lack)
 			}
 		}
-		if len(have)+len(lack) != len(landlockLevels) {
-			t.Errorf("ABI %d: %d enabled + %d missing != %d levels", tc.abi, len(have), len(lack), len(landlockLevels))
+		if len(have)+len(lack) != len(landlock.Features) {
+			t.Errorf("ABI %d: %d enabled + %d missing != %d levels", tc.abi, len(have), len(lack), len(landlock.Features))
 		}
 		if tc.abi >= 10 && len(lack) != 0 {
 			t.Errorf("ABI %d lacks %q", tc.abi, lack)

@@ -115,24 +115,24 @@ func plan(p Policy, k kernel) (Enforcement, error) {
 			e.UDPRules = abi >= abiUDP
 			if !e.UDPRules {
 				e.Warnings = append(e.Warnings, fmt.Sprintf(
-					"UDP (DNS included) is not confined: there is no private network namespace (user namespaces are unavailable: %s) and Landlock filters only TCP before ABI 10 (kernel has ABI %d)",
-					k.usernsWhy, k.abi))
+					"UDP (DNS included) is not confined: there is no private network namespace (user namespaces are unavailable: %s) and Landlock filters only TCP before ABI %d (kernel has ABI %d)",
+					k.usernsWhy, abiUDP, k.abi))
 			}
 		default:
 			return Enforcement{}, fmt.Errorf(
-				"network blocking needs a network namespace or Landlock ABI 4 (kernel has ABI %d; user namespaces are unavailable: %s)",
-				k.abi, k.usernsWhy)
+				"network blocking needs a network namespace or Landlock ABI %d (kernel has ABI %d; user namespaces are unavailable: %s)",
+				abiTCP, k.abi, k.usernsWhy)
 		}
 	}
 	if !e.ScopeSignals {
 		e.Warnings = append(e.Warnings, fmt.Sprintf(
-			"processes outside the sandbox that run as the same user can be signalled from inside it: signal scoping needs Landlock ABI 6 (kernel has ABI %d)",
-			k.abi))
+			"processes outside the sandbox that run as the same user can be signalled from inside it: signal scoping needs Landlock ABI %d (kernel has ABI %d)",
+			abiScope, k.abi))
 	}
 	if !e.ScopeAbstractUnix && !e.NetNamespace {
 		e.Warnings = append(e.Warnings, fmt.Sprintf(
-			"abstract Unix sockets outside the sandbox (X11, D-Bus) can be connected to from inside it: abstract socket scoping needs Landlock ABI 6 (kernel has ABI %d)",
-			k.abi))
+			"abstract Unix sockets outside the sandbox (X11, D-Bus) can be connected to from inside it: abstract socket scoping needs Landlock ABI %d (kernel has ABI %d)",
+			abiScope, k.abi))
 	}
 	if abi < abiResolveUnix {
 		e.Warnings = append(e.Warnings, fmt.Sprintf(

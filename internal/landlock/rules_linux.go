@@ -14,21 +14,16 @@ import (
 // imports libcap/psx (for its all-threads variants, which this package
 // must not use), and that module is not in the project's go.sum.
 
-// Landlock ABI versions at which rights used here appeared. The table
-// follows the kernel's Landlock documentation (and go-landlock's).
+// Short names for the ABI table (abi.go), the one place its numbers live.
 const (
-	abiRefer       = 2  // LANDLOCK_ACCESS_FS_REFER
-	abiTruncate    = 3  // LANDLOCK_ACCESS_FS_TRUNCATE
-	abiTCP         = 4  // LANDLOCK_ACCESS_NET_{BIND,CONNECT}_TCP
-	abiIoctlDev    = 5  // LANDLOCK_ACCESS_FS_IOCTL_DEV
-	abiScope       = 6  // LANDLOCK_SCOPE_{ABSTRACT_UNIX_SOCKET,SIGNAL}
-	abiResolveUnix = 9  // LANDLOCK_ACCESS_FS_RESOLVE_UNIX
-	abiUDP         = 10 // LANDLOCK_ACCESS_NET_{BIND_UDP,CONNECT_SEND_UDP}
-
-	// maxKnownABI is the newest ABI this package knows. On a newer
-	// kernel the ruleset is built for this one: rights added later are
-	// not handled (and so not restricted).
-	maxKnownABI = 11
+	abiRefer       = ABIRefer
+	abiTruncate    = ABITruncate
+	abiTCP         = ABITCP
+	abiIoctlDev    = ABIIoctlDev
+	abiScope       = ABIScope
+	abiResolveUnix = ABIResolveUnix
+	abiUDP         = ABIUDP
+	maxKnownABI    = MaxKnownABI
 )
 
 const (

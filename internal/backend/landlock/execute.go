@@ -90,13 +90,13 @@ func Execute(s spec.Spec, p ll.Policy, stdio launch.Stdio, verbose bool) int {
 // that depend on user namespaces.
 func KernelWarnings(p ll.Policy, abi int) []string {
 	var w []string
-	if p.Network == ll.NetBlocked && abi < 9 {
-		w = append(w, fmt.Sprintf("Landlock ABI %d cannot confine Unix sockets by path (needs ABI 9): with the network blocked the agent can still connect to a host service whose socket path it knows (the Docker socket, $XDG_RUNTIME_DIR/bus)", abi))
+	if p.Network == ll.NetBlocked && abi < ll.ABIResolveUnix {
+		w = append(w, fmt.Sprintf("Landlock ABI %d cannot confine Unix sockets by path (needs ABI %d): with the network blocked the agent can still connect to a host service whose socket path it knows (the Docker socket, $XDG_RUNTIME_DIR/bus)", abi, ll.ABIResolveUnix))
 	}
-	if abi < 6 {
-		w = append(w, fmt.Sprintf("Landlock ABI %d cannot scope signals (needs ABI 6, Linux 6.12): the agent can signal your other processes", abi))
+	if abi < ll.ABIScope {
+		w = append(w, fmt.Sprintf("Landlock ABI %d cannot scope signals (needs ABI %d, Linux 6.12): the agent can signal your other processes", abi, ll.ABIScope))
 		if p.Network != ll.NetBlocked {
-			w = append(w, fmt.Sprintf("Landlock ABI %d cannot scope abstract Unix sockets (needs ABI 6): the agent can reach host services listening on them", abi))
+			w = append(w, abstractUnixWarning(abi))
 		}
 	}
 	return w
@@ -110,9 +110,14 @@ func namespaceWarnings(e ll.Enforcement, p ll.Policy) []string {
 	}
 	w := []string{"network blocked with Landlock TCP rules only (no user namespaces here): UDP and DNS are not confined"}
 	if !e.ScopeAbstractUnix {
-		w = append(w, fmt.Sprintf("Landlock ABI %d cannot scope abstract Unix sockets (needs ABI 6): the agent can reach host services listening on them", e.ABI))
+		w = append(w, abstractUnixWarning(e.ABI))
 	}
 	return w
+}
+
+// abstractUnixWarning says that ABI abi leaves abstract Unix sockets open.
+func abstractUnixWarning(abi int) string {
+	return fmt.Sprintf("Landlock ABI %d cannot scope abstract Unix sockets (needs ABI %d): the agent can reach host services listening on them", abi, ll.ABIScope)
 }
 
 // describe prints how the policy is enforced, for --verbose.
