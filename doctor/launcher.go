@@ -7,6 +7,7 @@ import (
 
 	"github.com/agent-sandbox/agent-sandbox/internal/gitdir"
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
+	"github.com/agent-sandbox/agent-sandbox/internal/uniq"
 )
 
 // writable is a path a sandboxed agent can write, and why.
@@ -155,18 +156,12 @@ func uniqueCanonicalLocations(p string) []string {
 
 func uniqueCanonical(paths ...string) []string {
 	var out []string
-	seen := map[string]bool{}
 	for _, p := range paths {
-		if p == "" {
-			continue
-		}
-		c := grant.Canonical(p)
-		if !seen[c] {
-			seen[c] = true
-			out = append(out, c)
+		if p != "" {
+			out = append(out, grant.Canonical(p))
 		}
 	}
-	return out
+	return uniq.Ordered(out)
 }
 
 func describeLocs(locs []string) string {

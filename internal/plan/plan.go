@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/agent"
@@ -26,6 +25,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/sandboxfile"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
+	"github.com/agent-sandbox/agent-sandbox/internal/uniq"
 	"github.com/agent-sandbox/agent-sandbox/pathresolve"
 )
 
@@ -440,13 +440,7 @@ func buildSpec(in Input, argv []string, found bool) (spec.Spec, []string, backen
 // name any file, and so widen its next run.
 func execClosure(execs []string, path string, c grant.Checker, writable []string) ([]string, []string) {
 	var out, warns []string
-	seen := map[string]bool{}
-	add := func(p string) {
-		if !seen[p] {
-			seen[p] = true
-			out = append(out, p)
-		}
-	}
+	add := func(p string) { out = append(out, p) }
 	for _, e := range execs {
 		r, err := pathresolve.Resolve(e, pathresolve.Options{PATH: path})
 		if err != nil {
@@ -477,11 +471,7 @@ func execClosure(execs []string, path string, c grant.Checker, writable []string
 			}
 		}
 	}
-	if out == nil {
-		out = []string{}
-	}
-	sort.Strings(out)
-	return out, warns
+	return uniq.Sorted(out), warns
 }
 
 // outsideWritable refuses a confining program (agent-sandbox, nono, sbx)
@@ -526,16 +516,7 @@ func packageRoots(files []string) []string {
 }
 
 func envPass(extra []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, n := range append(append([]string{}, BaseEnv...), extra...) {
-		if !seen[n] {
-			seen[n] = true
-			out = append(out, n)
-		}
-	}
-	sort.Strings(out)
-	return out
+	return uniq.Sorted(append(append([]string{}, BaseEnv...), extra...))
 }
 
 // NixStore reports whether /nix/store exists on this host.

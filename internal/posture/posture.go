@@ -12,6 +12,7 @@ import (
 	"fmt"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/sandboxfile"
+	"github.com/agent-sandbox/agent-sandbox/internal/uniq"
 )
 
 // Backend is a sandbox engine.
@@ -231,12 +232,12 @@ func network(f Flags, file *sandboxfile.File) Network {
 		return Network{Mode: NetBlocked, Source: "--offline"}
 	case len(f.AllowHosts) > 0:
 		n.Mode, n.Source = NetAllowlist, "--allow-host"
-		n.AllowDomains = dedupe(f.AllowHosts)
+		n.AllowDomains = uniq.Ordered(f.AllowHosts)
 	case file != nil && file.Network.Block:
 		return Network{Mode: NetBlocked, Source: file.Path}
 	case file != nil && (len(file.Network.AllowDomain) > 0 || file.Network.NetworkProfile != ""):
 		n.Mode, n.Source = NetAllowlist, file.Path
-		n.AllowDomains = dedupe(file.Network.AllowDomain)
+		n.AllowDomains = uniq.Ordered(file.Network.AllowDomain)
 		n.Profile = file.Network.NetworkProfile
 	default:
 		n.Mode, n.Source = NetOpen, "default"
@@ -245,16 +246,4 @@ func network(f Flags, file *sandboxfile.File) Network {
 		}
 	}
 	return n
-}
-
-func dedupe(in []string) []string {
-	seen := map[string]bool{}
-	out := []string{}
-	for _, s := range in {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	return out
 }

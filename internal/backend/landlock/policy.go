@@ -19,6 +19,7 @@ import (
 	ll "github.com/agent-sandbox/agent-sandbox/internal/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
+	"github.com/agent-sandbox/agent-sandbox/internal/uniq"
 )
 
 // systemReadExec are the FHS directories of nono's system_read_linux_core
@@ -93,7 +94,7 @@ func PolicyFor(s spec.Spec, nixStore bool, self string) ll.Policy {
 		p.Network = ll.NetBlocked
 	}
 	for _, l := range []*[]string{&p.ReadExec, &p.ReadOnly, &p.ReadWrite, &p.WriteOnly} {
-		*l = dedupe(*l)
+		*l = uniq.Ordered(*l)
 	}
 	return p
 }
@@ -116,16 +117,4 @@ func Env(s spec.Spec, getenv func(string) (string, bool)) []string {
 		env = append(env, k+"="+s.EnvSet[k])
 	}
 	return append(env, "TMPDIR="+s.TempDir(), "MISE_CACHE_DIR="+s.MiseCacheDir())
-}
-
-func dedupe(in []string) []string {
-	seen := map[string]bool{}
-	out := []string{}
-	for _, s := range in {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	return out
 }

@@ -166,33 +166,6 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
-// sortedSet returns the distinct strings of in, sorted.
-func sortedSet(in []string) []string {
-	seen := map[string]bool{}
-	out := []string{}
-	for _, s := range in {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-func sortedInts(in []int) []int {
-	seen := map[int]bool{}
-	var out []int
-	for _, n := range in {
-		if !seen[n] {
-			seen[n] = true
-			out = append(out, n)
-		}
-	}
-	sort.Ints(out)
-	return out
-}
-
 // agentToml names the agent's agent.toml in messages.
 func agentToml(s spec.Spec) string {
 	if s.AgentDir == "" {

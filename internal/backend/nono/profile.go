@@ -12,6 +12,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
+	"github.com/agent-sandbox/agent-sandbox/internal/uniq"
 )
 
 // Profile is the subset of nono's profile format (schema
@@ -185,7 +186,7 @@ func (b *builder) build() (Profile, error) {
 		if seen[src.dirs] == nil {
 			seen[src.dirs] = map[string]bool{}
 		}
-		for _, raw := range sortedSet(src.paths) {
+		for _, raw := range uniq.Sorted(src.paths) {
 			p := grant.Canonical(raw)
 			if skip[p] || seen[src.dirs][p] {
 				continue
@@ -196,7 +197,7 @@ func (b *builder) build() (Profile, error) {
 			}
 		}
 	}
-	for _, raw := range sortedSet(b.o.UnixSocketDirBind) {
+	for _, raw := range uniq.Sorted(b.o.UnixSocketDirBind) {
 		p := grant.Canonical(raw)
 		origin := sandboxFile(s) + ": filesystem.unix_socket_dir_bind"
 		st, err := b.stat(p)
@@ -271,7 +272,7 @@ func (b *builder) add(p string, dirs, files *[]string, origin string) error {
 // here from the programs themselves (one could be the agent's own).
 func (b *builder) addExec() error {
 	s := b.s
-	for _, raw := range sortedSet(s.ExecClosure) {
+	for _, raw := range uniq.Sorted(s.ExecClosure) {
 		p := grant.Canonical(raw)
 		st, err := b.stat(p)
 		if err != nil {
@@ -293,14 +294,14 @@ func (b *builder) addExec() error {
 // filesystem sorts and de-duplicates the grants; a path granted read-write
 // is dropped from the read-only and write-only lists.
 func (b *builder) filesystem() Filesystem {
-	allow, allowFile := sortedSet(b.allow), sortedSet(b.allowFile)
+	allow, allowFile := uniq.Sorted(b.allow), uniq.Sorted(b.allowFile)
 	minus := func(list, drop []string) []string {
 		d := map[string]bool{}
 		for _, p := range drop {
 			d[p] = true
 		}
 		var out []string
-		for _, p := range sortedSet(list) {
+		for _, p := range uniq.Sorted(list) {
 			if !d[p] {
 				out = append(out, p)
 			}
@@ -314,7 +315,7 @@ func (b *builder) filesystem() Filesystem {
 		AllowFile:         allowFile,
 		ReadFile:          minus(b.readFile, allowFile),
 		WriteFile:         minus(b.writeFile, allowFile),
-		UnixSocketDirBind: sortedSet(b.sockets),
+		UnixSocketDirBind: uniq.Sorted(b.sockets),
 	}
 	for _, l := range []*[]string{&fs.Allow, &fs.Read, &fs.Write, &fs.AllowFile, &fs.ReadFile, &fs.WriteFile, &fs.UnixSocketDirBind} {
 		if len(*l) == 0 {
@@ -334,7 +335,7 @@ func network(s spec.Spec) (Network, error) {
 		out.Block = true
 		return out, nil
 	case posture.NetAllowlist:
-		out.AllowDomain = sortedSet(n.AllowDomains)
+		out.AllowDomain = uniq.Sorted(n.AllowDomains)
 		if n.Profile != "" {
 			if err := checkNetworkProfile(n.Profile, n.Source); err != nil {
 				return out, err
@@ -348,8 +349,8 @@ func network(s spec.Spec) (Network, error) {
 	default:
 		return out, fmt.Errorf("internal error: unknown network mode %q", n.Mode)
 	}
-	out.OpenPort = sortedInts(n.OpenPorts)
-	out.ListenPort = sortedInts(n.ListenPorts)
+	out.OpenPort = uniq.Sorted(n.OpenPorts)
+	out.ListenPort = uniq.Sorted(n.ListenPorts)
 	if len(out.AllowDomain) == 0 {
 		out.AllowDomain = nil
 	}
@@ -373,7 +374,7 @@ func (b *builder) environment() Environment {
 		set[k] = v
 	}
 	names = append(names, "MISE_CACHE_DIR")
-	env := Environment{AllowVars: sortedSet(names)}
+	env := Environment{AllowVars: uniq.Sorted(names)}
 	if len(set) > 0 {
 		env.SetVars = set
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
+	"github.com/agent-sandbox/agent-sandbox/internal/uniq"
 )
 
 // TestRefusals: what nono would refuse at start is refused by Prepare, with
@@ -226,7 +227,7 @@ func TestDangerousCommandsMatchNono(t *testing.T) {
 		t.Fatal("no dangerous_commands groups in policy.json")
 	}
 	for plat := range want {
-		w, g := sortedSet(want[plat]), sortedSet(DangerousCommands[plat])
+		w, g := uniq.Sorted(want[plat]), uniq.Sorted(DangerousCommands[plat])
 		if !slices.Equal(w, g) {
 			t.Errorf("DangerousCommands[%q] = %q, policy.json has %q", plat, g, w)
 		}

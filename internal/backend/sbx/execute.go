@@ -15,6 +15,7 @@ import (
 
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
+	"github.com/agent-sandbox/agent-sandbox/internal/uniq"
 )
 
 // ProbeTimeout bounds the read-only sbx queries (ls, policy ls, version
@@ -96,7 +97,7 @@ func Execute(p Prepared, s spec.Spec, stdio launch.Stdio) int {
 		if p.Rule.Decision == "deny" {
 			rec.DenyAll = true
 		} else {
-			rec.Allowed = dedupeSorted(append(rec.Allowed, strings.Split(p.Rule.Resources, ",")...))
+			rec.Allowed = uniq.Sorted(append(rec.Allowed, strings.Split(p.Rule.Resources, ",")...))
 		}
 		if err := SaveRecord(p.StateRoot, *rec); err != nil {
 			return fail("cannot record sandbox %s: %v", p.Name, err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
+	"github.com/agent-sandbox/agent-sandbox/internal/uniq"
 )
 
 // Record is what agent-sandbox remembers about a sandbox it created, in
@@ -165,7 +166,7 @@ func ParseList(out string) []string {
 			names = append(names, f[0])
 		}
 	}
-	return dedupeSorted(names)
+	return uniq.Sorted(names)
 }
 
 // Status is how a listed sandbox relates to the current configuration.

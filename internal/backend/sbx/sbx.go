@@ -26,6 +26,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
+	"github.com/agent-sandbox/agent-sandbox/internal/uniq"
 )
 
 // NamePrefix starts the name of every sandbox agent-sandbox creates.
@@ -83,7 +84,7 @@ func Mounts(s spec.Spec, o Options) []string {
 // newlines, with no trailing newline. Order does not matter; any change of a
 // path or of its access gives another hash.
 func MountHash(mounts []string) string {
-	sorted := dedupeSorted(mounts)
+	sorted := uniq.Sorted(mounts)
 	sum := sha256.Sum256([]byte(strings.Join(sorted, "\n")))
 	return hex.EncodeToString(sum[:])[:8]
 }
@@ -95,19 +96,6 @@ func MountHash(mounts []string) string {
 // its mount list.
 func Name(id string, mounts []string) string {
 	return NamePrefix + strings.ReplaceAll(id, "_", "-") + "-" + MountHash(mounts)
-}
-
-func dedupeSorted(in []string) []string {
-	out := append([]string{}, in...)
-	sort.Strings(out)
-	j := 0
-	for i, v := range out {
-		if i == 0 || v != out[j-1] {
-			out[j] = v
-			j++
-		}
-	}
-	return out[:j]
 }
 
 // Rule is the per-sandbox network policy rule of a run.
@@ -154,13 +142,7 @@ const GatewayHost = "host.docker.internal"
 // lower-cased, a trailing dot is dropped, and duplicates are removed.
 func AllowResources(domains []string) string {
 	var out []string
-	seen := map[string]bool{}
-	add := func(r string) {
-		if !seen[r] {
-			seen[r] = true
-			out = append(out, r)
-		}
-	}
+	add := func(r string) { out = append(out, r) }
 	for _, d := range domains {
 		d = strings.ToLower(strings.TrimSpace(d))
 		if d == "" {
@@ -181,7 +163,7 @@ func AllowResources(domains []string) string {
 			add("*." + host + port)
 		}
 	}
-	return strings.Join(out, ",")
+	return strings.Join(uniq.Ordered(out), ",")
 }
 
 func isIPv4(h string) bool {

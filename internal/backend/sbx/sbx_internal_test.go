@@ -13,6 +13,7 @@ import (
 
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
+	"github.com/agent-sandbox/agent-sandbox/internal/uniq"
 )
 
 // fixture is a spec whose paths exist under a temporary root.
@@ -82,7 +83,7 @@ func TestMountsAccessAndDedupe(t *testing.T) {
 	want := []string{
 		s.AgentDir + ":ro", both, data + ":ro", s.GitDirs[0], s.MiseCacheDir(), s.TempDir(), cfg, s.Workdir, scratch,
 	}
-	wantSorted := dedupeSorted(want)
+	wantSorted := uniq.Sorted(want)
 	if !reflect.DeepEqual(got, wantSorted) {
 		t.Errorf("Mounts:\n got %q\nwant %q", got, wantSorted)
 	}
@@ -510,4 +511,4 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func sortedCopy(in []string) []string { return dedupeSorted(in) }
+func sortedCopy(in []string) []string { return uniq.Sorted(in) }
