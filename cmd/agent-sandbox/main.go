@@ -18,6 +18,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/agent"
 	"github.com/agent-sandbox/agent-sandbox/internal/backend/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/cli"
+	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 )
@@ -75,7 +76,7 @@ func Main(args []string, stdio launch.Stdio) int {
 }
 
 func fail(w io.Writer, err error) int {
-	fmt.Fprintf(w, "agent-sandbox: error: %v\n", err)
+	diag.Errorf(w, "%v", err)
 	return launch.ExitRefused
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/agent"
 	"github.com/agent-sandbox/agent-sandbox/internal/backend/sbx"
 	"github.com/agent-sandbox/agent-sandbox/internal/cli"
+	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/plan"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 )
@@ -66,7 +67,7 @@ func pruneSandboxes(e env, p cli.Prune) int {
 	status := 0
 	for _, l := range stale {
 		if err := sbx.Remove(sbxPath, root, l.Name); err != nil {
-			fmt.Fprintf(e.stdio.Err, "agent-sandbox: error: removing %s: %v\n", l.Name, err)
+			diag.Errorf(e.stdio.Err, "removing %s: %v", l.Name, err)
 			status = 1
 			continue
 		}
@@ -144,7 +145,7 @@ func listSbxSandboxes(e env) {
 	}
 	names, err := sbx.List(sbxPath)
 	if err != nil {
-		fmt.Fprintf(e.stdio.Err, "agent-sandbox: warning: cannot list sbx sandboxes: %v\n", err)
+		diag.Warnf(e.stdio.Err, "cannot list sbx sandboxes: %v", err)
 		return
 	}
 	if len(names) == 0 {

@@ -7,13 +7,14 @@ package launch
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
 	"syscall"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 )
 
 // Exit statuses of agent-sandbox itself.
@@ -59,7 +60,7 @@ func Run(argv, env []string, dir string, stdio Stdio, start Starter) int {
 	wait, err := start(cmd)
 	if err != nil {
 		code := startErrorStatus(err)
-		fmt.Fprintf(stdio.Err, "agent-sandbox: error: cannot start %s: %v\n", argv[0], err)
+		diag.Errorf(stdio.Err, "cannot start %s: %v", argv[0], err)
 		return code
 	}
 	done := make(chan error, 1)

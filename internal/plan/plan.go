@@ -20,6 +20,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/backend/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/backend/nono"
 	"github.com/agent-sandbox/agent-sandbox/internal/backend/sbx"
+	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/gitdir"
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
@@ -256,13 +257,10 @@ func (p *Plan) finish(prepared backend.Prepared) {
 	}
 	lines := make([]string, len(p.Warnings))
 	for i, w := range p.Warnings {
-		lines[i] = WarningPrefix + w
+		lines[i] = diag.WarningPrefix + w
 	}
 	p.Warnings = lines
 }
-
-// WarningPrefix starts every warning line on stderr.
-const WarningPrefix = "agent-sandbox: warning: "
 
 func lookOr(look func(string) (string, error), name string) string {
 	if p, err := look(name); err == nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/backend/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/backend/nono"
 	"github.com/agent-sandbox/agent-sandbox/internal/backend/nono/schematest"
+	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 )
@@ -78,7 +79,7 @@ func TestBareRun(t *testing.T) {
 	if p.Sandboxed || p.Backend != nil || p.Network.Mode != "unrestricted" || !slices.Equal(p.Environment.Pass, []string{"*"}) {
 		t.Errorf("bare plan: %+v", p)
 	}
-	if len(p.Warnings) == 0 || !strings.HasPrefix(p.Warnings[0], WarningPrefix) {
+	if len(p.Warnings) == 0 || !strings.HasPrefix(p.Warnings[0], diag.WarningPrefix) {
 		t.Errorf("warnings must be full lines: %q", p.Warnings)
 	}
 }

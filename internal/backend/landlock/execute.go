@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/backend"
+	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	ll "github.com/agent-sandbox/agent-sandbox/internal/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
@@ -25,7 +26,7 @@ func Execute(s spec.Spec, p ll.Policy, stdio launch.Stdio, verbose bool) int {
 		return refuse(stdio.Err, err)
 	}
 	for _, w := range namespaceWarnings(e, p) {
-		fmt.Fprintf(stdio.Err, "agent-sandbox: warning: %s\n", w)
+		diag.Warnf(stdio.Err, "%s", w)
 	}
 	if verbose {
 		describe(stdio.Err, e)
@@ -36,7 +37,7 @@ func Execute(s spec.Spec, p ll.Policy, stdio launch.Stdio, verbose bool) int {
 		}
 	}
 	if !s.CommandFound {
-		fmt.Fprintf(stdio.Err, "agent-sandbox: error: %s: command not found on PATH\n", s.Argv[0])
+		diag.Errorf(stdio.Err, "%s: command not found on PATH", s.Argv[0])
 		return launch.ExitNotFound
 	}
 	if !verbose && launch.IsTerminal(stdio.Err) {
@@ -122,16 +123,16 @@ func abstractUnixWarning(abi int) string {
 
 // describe prints how the policy is enforced, for --verbose.
 func describe(w io.Writer, e ll.Enforcement) {
-	fmt.Fprintf(w, "agent-sandbox: landlock ABI %d; network namespace %v; TCP rules %v; signal scoping %v; abstract-socket scoping %v\n",
+	diag.Notef(w, "landlock ABI %d; network namespace %v; TCP rules %v; signal scoping %v; abstract-socket scoping %v",
 		e.ABI, e.NetNamespace, e.TCPRules, e.ScopeSignals, e.ScopeAbstractUnix)
 	for _, x := range e.Warnings {
-		fmt.Fprintf(w, "agent-sandbox: note: %s\n", x)
+		diag.Notef(w, "note: %s", x)
 	}
 }
 
 func refuse(w io.Writer, err error) int {
 	msg := strings.TrimPrefix(err.Error(), "landlock: ")
-	fmt.Fprintf(w, "agent-sandbox: error: the landlock backend cannot enforce this policy here: %s\n", msg)
+	diag.Errorf(w, "the landlock backend cannot enforce this policy here: %s", msg)
 	return launch.ExitRefused
 }
 
@@ -152,11 +153,11 @@ func Trampoline(args []string, stderr io.Writer) int {
 		}
 	}
 	if sep < 0 || sep == len(args)-1 {
-		fmt.Fprintln(stderr, "agent-sandbox: error: "+TrampolineArg+" is internal: ROOTS... -- ARGV...")
+		diag.Errorf(stderr, "%s is internal: ROOTS... -- ARGV...", TrampolineArg)
 		return launch.ExitRefused
 	}
 	err := ll.ExecNarrowed(args[:sep], args[sep+1:], os.Environ())
-	fmt.Fprintf(stderr, "agent-sandbox: error: starting %s in the sandbox: %v\n", args[sep+1], err)
+	diag.Errorf(stderr, "starting %s in the sandbox: %v", args[sep+1], err)
 	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 		return launch.ExitNotFound
 	}

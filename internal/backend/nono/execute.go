@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
@@ -24,7 +25,7 @@ var nonoEnv = []string{"HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HO
 // and 127 when the agent's command was not found.
 func Execute(p Prepared, s spec.Spec, stdio launch.Stdio) int {
 	fail := func(err error) int {
-		fmt.Fprintf(stdio.Err, "agent-sandbox: error: %v\n", err)
+		diag.Errorf(stdio.Err, "%v", err)
 		return launch.ExitRefused
 	}
 	if p.Refusal != "" {
@@ -42,7 +43,7 @@ func Execute(p Prepared, s spec.Spec, stdio launch.Stdio) int {
 		if len(s.Argv) > 0 {
 			cmd = s.Argv[0]
 		}
-		fmt.Fprintf(stdio.Err, "agent-sandbox: error: %s: command %q not found on PATH; install it, or set command to its absolute path\n", agentToml(s), cmd)
+		diag.Errorf(stdio.Err, "%s: command %q not found on PATH; install it, or set command to its absolute path", agentToml(s), cmd)
 		return launch.ExitNotFound
 	}
 	if err := WriteProfile(p); err != nil {
@@ -55,7 +56,7 @@ func Execute(p Prepared, s spec.Spec, stdio launch.Stdio) int {
 	}
 	if p.Verbose {
 		for _, n := range p.Notes {
-			fmt.Fprintf(stdio.Err, "agent-sandbox: %s\n", n)
+			diag.Notef(stdio.Err, "%s", n)
 		}
 	}
 	return launch.Run(step.Argv, Environ(p, s, os.Environ()), s.Workdir, stdio, nil)

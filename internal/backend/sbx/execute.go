@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 	"github.com/agent-sandbox/agent-sandbox/internal/uniq"
@@ -37,10 +38,10 @@ const Banner = "\U0001F512 Sandbox Active (sbx)"
 func Execute(p Prepared, s spec.Spec, stdio launch.Stdio) int {
 	r := runner{path: p.Path, stdio: stdio, verbose: p.Verbose}
 	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stdio.Err, "agent-sandbox: error: "+format+"\n", a...)
+		diag.Errorf(stdio.Err, format, a...)
 		return launch.ExitRefused
 	}
-	warn := func(msg string) { fmt.Fprintln(stdio.Err, "agent-sandbox: warning: "+msg) }
+	warn := func(msg string) { diag.Warnf(stdio.Err, "%s", msg) }
 	if p.Refusal != "" {
 		return fail("%s", p.Refusal)
 	}
@@ -148,11 +149,11 @@ func (r runner) provision(p Prepared, warn func(string)) int {
 	if have == "" {
 		have = "none"
 	}
-	fmt.Fprintf(r.stdio.Err, "agent-sandbox: installing %s in sandbox %s (guest has %s)\n", pkg, p.Name, have)
+	diag.Notef(r.stdio.Err, "installing %s in sandbox %s (guest has %s)", pkg, p.Name, have)
 	argv := p.InstallArgv(pkg)
 	code, err := r.stream(argv[1:]...)
 	if err != nil || code != 0 {
-		fmt.Fprintf(r.stdio.Err, "agent-sandbox: error: in-guest install `%s` failed (%s); the guest needs node/npm and network access to registry.npmjs.org (an --offline or allowlist run cannot install: run once with the registry allowed, or install it by hand with `sbx exec -it %s sh`)\n", strings.Join(argv[1:], " "), describe(result{code: code}, err), p.Name)
+		diag.Errorf(r.stdio.Err, "in-guest install `%s` failed (%s); the guest needs node/npm and network access to registry.npmjs.org (an --offline or allowlist run cannot install: run once with the registry allowed, or install it by hand with `sbx exec -it %s sh`)", strings.Join(argv[1:], " "), describe(result{code: code}, err), p.Name)
 		return launch.ExitRefused
 	}
 	if hostVer != "" {
@@ -242,7 +243,7 @@ type runner struct {
 
 func (r runner) echo(argv []string) {
 	if r.verbose {
-		fmt.Fprintf(r.stdio.Err, "agent-sandbox: + %s\n", strings.Join(argv, " "))
+		diag.Notef(r.stdio.Err, "+ %s", strings.Join(argv, " "))
 	}
 }
 
