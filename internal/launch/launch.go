@@ -63,24 +63,36 @@ func Run(argv, env []string, dir string, stdio Stdio, start Starter) int {
 		diag.Errorf(stdio.Err, "cannot start %s: %v", argv[0], err)
 		return code
 	}
+	// The terminal sends keyboard signals and window changes to the whole
+	// foreground process group, agent included; forward those only when
+	// agent-sandbox has no terminal. Everything else (kill, hang-up)
+	// reaches agent-sandbox alone and is passed on.
+	fromTTY := IsTerminal(stdio.In)
+	skip := func(s os.Signal) bool { return fromTTY && terminalSignal(s) }
+	_, err = Forward(sigs, func() *os.Process { return cmd.Process }, skip, wait)
+	return ExitStatus(err)
+}
+
+// Forward waits for wait to return while passing each signal arriving on
+// sigs (registered with signal.Notify by the caller, before the start) to
+// the process target returns, unless skip (nil: none) holds for it. It
+// returns the last signal passed on (nil if none) and wait's error.
+func Forward(sigs <-chan os.Signal, target func() *os.Process, skip func(os.Signal) bool, wait func() error) (os.Signal, error) {
 	done := make(chan error, 1)
 	go func() { done <- wait() }()
-	fromTTY := IsTerminal(stdio.In)
+	var last os.Signal
 	for {
 		select {
 		case s := <-sigs:
-			// The terminal sends keyboard signals and window changes to the
-			// whole foreground process group, agent included; forward those
-			// only when agent-sandbox has no terminal. Everything else (kill,
-			// hang-up) reaches agent-sandbox alone and is passed on.
-			if fromTTY && terminalSignal(s) {
+			if skip != nil && skip(s) {
 				continue
 			}
-			if cmd.Process != nil {
-				_ = cmd.Process.Signal(s)
+			if p := target(); p != nil {
+				_ = p.Signal(s)
+				last = s
 			}
 		case err := <-done:
-			return ExitStatus(err)
+			return last, err
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/atomicfile"
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
@@ -97,34 +98,9 @@ func WriteProfile(p Prepared) error {
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return fmt.Errorf("cannot restrict the state dir %s to mode 0700: %v", dir, err)
 	}
-	tmp, err := os.CreateTemp(dir, ".nono-profile-*.tmp")
-	if err != nil {
-		return fmt.Errorf("cannot write the nono profile in %s: %v", dir, err)
+	if err := atomicfile.Write(p.ProfilePath, data, 0o600); err != nil {
+		return fmt.Errorf("cannot write the nono profile: %v", err)
 	}
-	name := tmp.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			tmp.Close()
-			os.Remove(name)
-		}
-	}()
-	if err := tmp.Chmod(0o600); err != nil {
-		return fmt.Errorf("cannot write the nono profile %s: %v", name, err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return fmt.Errorf("cannot write the nono profile %s: %v", name, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("cannot write the nono profile %s: %v", name, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("cannot write the nono profile %s: %v", name, err)
-	}
-	if err := os.Rename(name, p.ProfilePath); err != nil {
-		return fmt.Errorf("cannot write the nono profile %s: %v", p.ProfilePath, err)
-	}
-	ok = true
 	return nil
 }
 

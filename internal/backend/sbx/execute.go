@@ -277,31 +277,21 @@ func (r runner) run(timeout time.Duration, stdout, stderr io.Writer, args ...str
 	if err := cmd.Start(); err != nil {
 		return -1, err
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var got os.Signal
-	for {
-		select {
-		case s := <-sigs:
-			got = s
-			_ = cmd.Process.Signal(s)
-		case err := <-done:
-			if got != nil {
-				if n, ok := got.(syscall.Signal); ok {
-					return 128 + int(n), fmt.Errorf("interrupted by %v", got)
-				}
-				return launch.ExitRefused, fmt.Errorf("interrupted by %v", got)
-			}
-			if ctx.Err() == context.DeadlineExceeded {
-				return -1, fmt.Errorf("no answer within %v", timeout)
-			}
-			var ee *exec.ExitError
-			if err != nil && !errors.As(err, &ee) {
-				return -1, err
-			}
-			return launch.ExitStatus(err), nil
+	got, err := launch.Forward(sigs, func() *os.Process { return cmd.Process }, nil, cmd.Wait)
+	if got != nil {
+		if n, ok := got.(syscall.Signal); ok {
+			return 128 + int(n), fmt.Errorf("interrupted by %v", got)
 		}
+		return launch.ExitRefused, fmt.Errorf("interrupted by %v", got)
 	}
+	if ctx.Err() == context.DeadlineExceeded {
+		return -1, fmt.Errorf("no answer within %v", timeout)
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		return -1, err
+	}
+	return launch.ExitStatus(err), nil
 }
 
 // List returns the agent-sandbox-* sandboxes `sbx ls -q` lists.

@@ -1,10 +1,9 @@
 package sbx
 
 import (
-	"fmt"
-	"os"
 	"path/filepath"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/atomicfile"
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
@@ -92,32 +91,5 @@ func withPiExtension(cmd []string, path string) []string {
 // WritePiExtension writes the extension atomically (a temporary file in the
 // same directory, then rename), creating its directory.
 func WritePiExtension(path string) error {
-	return writeAtomic(path, []byte(PiExtensionSource), 0o644)
-}
-
-func writeAtomic(path string, data []byte, mode os.FileMode) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp.*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, werr := f.Write(data)
-	if err := f.Chmod(mode); werr == nil {
-		werr = err
-	}
-	if err := f.Close(); werr == nil {
-		werr = err
-	}
-	if werr == nil {
-		werr = os.Rename(tmp, path)
-	}
-	if werr != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, werr)
-	}
-	return nil
+	return atomicfile.Write(path, []byte(PiExtensionSource), 0o644)
 }

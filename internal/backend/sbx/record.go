@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/atomicfile"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/uniq"
 )
@@ -86,7 +87,7 @@ func SaveRecord(stateRoot string, r Record) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(recordPath(stateRoot, r.Name), append(b, '\n'), 0o600)
+	return atomicfile.Write(recordPath(stateRoot, r.Name), append(b, '\n'), 0o600)
 }
 
 // DeleteRecord removes a sandbox's record (no error when there is none).
