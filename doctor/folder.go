@@ -105,13 +105,9 @@ func (r *run) folder(t target) {
 // build makes the plan a run with posture pst would get, in the neutral
 // working directory.
 func (r *run) build(f *agent.Folder, pst posture.Posture) (*plan.Plan, error) {
-	var protected []string
-	for _, d := range r.lookup.Dirs() {
-		protected = append(protected, d.Dir)
-	}
 	return plan.Build(plan.Input{
 		Folder: f, Posture: pst, Home: r.home, Workdir: NeutralWorkdir, Args: []string{},
-		Getenv: r.getenv, LookPath: r.lookPath, Protected: protected, NixStore: plan.NixStore(),
+		Getenv: r.getenv, LookPath: r.lookPath, Protected: r.lookup.Paths(), NixStore: plan.NixStore(),
 	})
 }
 

@@ -91,7 +91,7 @@ func (r *run) launcher(targets []target) {
 // directory where runs are refused adds nothing; the "workdir" result says
 // which case applies.
 func (r *run) workdirGrants() []writable {
-	c := grant.Checker{Home: r.home, Protected: append([]string{r.home.ConfigRoot(), r.home.StateRoot(), "/etc/agent-sandbox"}, r.lookupDirs()...)}
+	c := grant.Checker{Home: r.home, Protected: r.home.Protected(r.lookup.Paths()...)}
 	if err := c.Check(r.workdir, true); err != nil {
 		r.add("workdir", OK, fmt.Sprintf("%s: a run started here is refused (the working directory %v), so it is not counted as writable", r.workdir, err), "")
 		return nil
@@ -104,14 +104,6 @@ func (r *run) workdirGrants() []writable {
 		}
 	}
 	r.add("workdir", OK, r.workdir+": runs started here get it read-write; the launcher check counts it as writable", "")
-	return out
-}
-
-func (r *run) lookupDirs() []string {
-	var out []string
-	for _, d := range r.lookup.Dirs() {
-		out = append(out, d.Dir)
-	}
 	return out
 }
 

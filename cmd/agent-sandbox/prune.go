@@ -113,13 +113,9 @@ func currentSbxName(e env) sbx.CurrentName {
 		if err != nil {
 			return "", err
 		}
-		var protected []string
-		for _, d := range lookup.Dirs() {
-			protected = append(protected, d.Dir)
-		}
 		p, err := plan.Build(plan.Input{
 			Folder: f, Posture: pst, Home: e.home, Workdir: rec.Workdir, Args: []string{},
-			Getenv: e.getenv, LookPath: e.lookPath, Protected: protected, NixStore: plan.NixStore(),
+			Getenv: e.getenv, LookPath: e.lookPath, Protected: lookup.Paths(), NixStore: plan.NixStore(),
 		})
 		if err != nil {
 			return "", err

@@ -40,13 +40,9 @@ func runAgent(e env, r cli.Run) int {
 	if warn != "" {
 		pst.Warnings = append([]string{warn}, pst.Warnings...)
 	}
-	var protected []string
-	for _, d := range lookup.Dirs() {
-		protected = append(protected, d.Dir)
-	}
 	p, err := plan.Build(plan.Input{
 		Folder: folder, Posture: pst, Home: e.home, Workdir: workdir, Args: r.Args,
-		Getenv: e.getenv, LookPath: e.lookPath, Protected: protected,
+		Getenv: e.getenv, LookPath: e.lookPath, Protected: lookup.Paths(),
 		NixStore: plan.NixStore(), Verbose: r.Verbose, TTY: launch.IsTerminal(os.Stdout),
 	})
 	if err != nil {

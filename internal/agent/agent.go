@@ -143,6 +143,15 @@ type Lookup struct {
 	Workdir string
 }
 
+// Paths lists the directories searched for a name, in order.
+func (l Lookup) Paths() []string {
+	var out []string
+	for _, d := range l.Dirs() {
+		out = append(out, d.Dir)
+	}
+	return out
+}
+
 // Dirs lists the directories searched for a name, in order, with their sources.
 func (l Lookup) Dirs() []struct {
 	Dir    string
@@ -212,8 +221,12 @@ func Find(arg string, l Lookup) (*Folder, string, error) {
 		f.ID = arg
 		return f, "", nil
 	}
-	if f, err := LoadBuiltin(arg); err == nil {
+	f, err := LoadBuiltin(arg)
+	if err == nil {
 		return f, "", nil
+	}
+	if !errors.Is(err, ErrNoBuiltin) {
+		return nil, "", err // a built-in that does not load is a bug, not "not found"
 	}
 	var searched []string
 	for _, d := range l.Dirs() {

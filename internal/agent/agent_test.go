@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,5 +151,18 @@ func TestLoadDirErrors(t *testing.T) {
 	broken := writeFolder(t, filepath.Join(root, "broken"), `command = "x"`, map[string]string{"sandbox/nono.json": `{"nope": 1}`})
 	if _, err := LoadDir(broken, FromPath); err == nil || !strings.Contains(err.Error(), filepath.Join(broken, "sandbox/nono.json")) {
 		t.Errorf("broken nono.json: %v", err)
+	}
+}
+
+// TestLoadBuiltinUnknown: an unknown name is ErrNoBuiltin (Find then says
+// "not found"); any other LoadBuiltin error reaches Find's caller.
+func TestLoadBuiltinUnknown(t *testing.T) {
+	if _, err := LoadBuiltin("no-such-agent"); !errors.Is(err, ErrNoBuiltin) {
+		t.Errorf("LoadBuiltin(unknown) = %v, want ErrNoBuiltin", err)
+	}
+	for _, name := range BuiltinNames() {
+		if _, err := LoadBuiltin(name); err != nil {
+			t.Errorf("built-in %s: %v", name, err)
+		}
 	}
 }

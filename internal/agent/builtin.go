@@ -2,6 +2,7 @@ package agent
 
 import (
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"sort"
@@ -23,14 +24,18 @@ func BuiltinNames() []string {
 	return names
 }
 
+// ErrNoBuiltin is returned (wrapped) by LoadBuiltin for a name that is not
+// a built-in agent.
+var ErrNoBuiltin = errors.New("no such built-in agent")
+
 // LoadBuiltin loads the built-in agent folder name.
 func LoadBuiltin(name string) (*Folder, error) {
 	sub, err := fs.Sub(builtinFS, "builtin/"+name)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %q", ErrNoBuiltin, name)
 	}
 	if _, err := fs.Stat(sub, "agent.toml"); err != nil {
-		return nil, fmt.Errorf("no built-in agent %q", name)
+		return nil, fmt.Errorf("%w: %q", ErrNoBuiltin, name)
 	}
 	return load(sub, builtinPrefix+name, name, FromBuiltin)
 }

@@ -49,6 +49,17 @@ func HomeFromEnv(getenv func(string) string, goos string) (Home, error) {
 // StateRoot is agent-sandbox's own state directory, $XDG_STATE_HOME/agent-sandbox.
 func (h Home) StateRoot() string { return filepath.Join(h.XDGStateHome, "agent-sandbox") }
 
+// SystemConfigDir is the system-wide agent-sandbox configuration
+// (/etc/agent-sandbox, where the system's agent folders live).
+const SystemConfigDir = "/etc/agent-sandbox"
+
+// Protected lists the directories no writable grant may overlap (see
+// Checker.Protected): agent-sandbox's own configuration and state, the
+// system configuration, and lookupDirs (the agent lookup directories).
+func (h Home) Protected(lookupDirs ...string) []string {
+	return append([]string{h.ConfigRoot(), h.StateRoot(), SystemConfigDir}, lookupDirs...)
+}
+
 // AgentStateDir is the per-agent state directory for agent id.
 func (h Home) AgentStateDir(id string) string { return filepath.Join(h.StateRoot(), "agents", id) }
 

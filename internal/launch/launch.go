@@ -55,7 +55,9 @@ func Run(argv, env []string, dir string, stdio Stdio, start Starter) int {
 	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)
 
-	becomeSubreaper()
+	if err := becomeSubreaper(); err != nil {
+		diag.Warnf(stdio.Err, "%v", err)
+	}
 	defer sweep()
 	wait, err := start(cmd)
 	if err != nil {

@@ -3,6 +3,7 @@
 package launch
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,8 +17,11 @@ import (
 // becomeSubreaper makes agent-sandbox the reaper of every orphan the agent
 // leaves (a daemon started with setsid or a double fork is re-parented to
 // agent-sandbox instead of init), so that sweep can end them.
-func becomeSubreaper() {
-	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+func becomeSubreaper() error {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("cannot become the reaper of the agent's orphans (prctl PR_SET_CHILD_SUBREAPER: %v): processes the agent leaves behind may outlive the run", err)
+	}
+	return nil
 }
 
 // sweep kills and reaps every remaining child of this process: what the

@@ -4,7 +4,7 @@ package launch
 
 // becomeSubreaper has no portable equivalent off Linux: orphans the agent
 // leaves are re-parented to init (documented in README.md).
-func becomeSubreaper() {}
+func becomeSubreaper() error { return nil }
 
 // sweep is a no-op off Linux.
 func sweep() {}

@@ -300,7 +300,7 @@ func buildSpec(in Input, argv []string, found bool) (spec.Spec, []string, backen
 		Read: []string{}, Write: []string{}, Allow: []string{}, Exec: []string{},
 		ConfigPaths: []string{}, GitDirs: []string{},
 	}
-	protected := append([]string{h.ConfigRoot(), h.StateRoot(), "/etc/agent-sandbox"}, in.Protected...)
+	protected := h.Protected(in.Protected...)
 	if !f.Builtin() {
 		s.AgentDir = f.Dir
 		protected = append(protected, f.Dir)
