@@ -63,6 +63,15 @@ type Description struct {
 	JSON map[string]any
 }
 
+// Of returns p as a Prepared, or err: the last line of a backend's Prepare
+// that wraps its package's own Prepare function.
+func Of[P Prepared](p P, err error) (Prepared, error) {
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
 // Environment is what reaches the agent: host variables passed by name,
 // and variables set.
 type Environment struct {

@@ -61,8 +61,7 @@ type Input struct {
 	TTY bool
 }
 
-// Plan is one run, ready to execute or print. WriteJSON prints it with the
-// backend's own keys (Description.JSON) in their documented places.
+// Plan is one run, ready to execute or print.
 type Plan struct {
 	Agent       string      `json:"agent"`
 	AgentFolder string      `json:"agent_folder"`
@@ -78,7 +77,13 @@ type Plan struct {
 	StateDir    *string     `json:"state_dir"`
 	Warnings    []string    `json:"warnings"`
 	Commands    [][]string  `json:"commands"`
-	Refusal     *string     `json:"refusal"`
+	// Profile, ProfilePath and Landlock are the backend's own keys
+	// (Description.JSON: nono fills the first two, the built-in engine the
+	// third); null for a backend that does not fill them.
+	Profile     any     `json:"profile"`
+	ProfilePath any     `json:"profile_path"`
+	Refusal     *string `json:"refusal"`
+	Landlock    any     `json:"landlock"`
 	// Spec is the backend-neutral run.
 	Spec    spec.Spec       `json:"-"`
 	Posture posture.Posture `json:"-"`
@@ -245,6 +250,7 @@ func (u unknownBackend) Prepare(spec.Spec) (backend.Prepared, error) {
 func (p *Plan) finish(prepared backend.Prepared) {
 	d := prepared.Describe()
 	p.Prepared, p.Description = prepared, d
+	p.Profile, p.ProfilePath, p.Landlock = d.JSON["profile"], d.JSON["profile_path"], d.JSON["landlock"]
 	p.Warnings = append(p.Warnings, d.Warnings...)
 	if d.Refusal != "" {
 		p.Refusal = &d.Refusal

@@ -78,36 +78,10 @@ func (p *Plan) WriteText(w io.Writer) error {
 }
 
 // WriteJSON prints the plan as one JSON object (the stable --dry-run --json
-// interface documented in README.md). The backend's own keys (profile and
-// profile_path from nono, landlock from the built-in engine) come from its
-// Description.JSON; a key the backend does not fill prints as null.
+// interface documented in README.md).
 func (p *Plan) WriteJSON(w io.Writer) error {
-	out := struct {
-		Agent       string      `json:"agent"`
-		AgentFolder string      `json:"agent_folder"`
-		AgentSource string      `json:"agent_source"`
-		Workdir     string      `json:"workdir"`
-		Sandboxed   bool        `json:"sandboxed"`
-		Backend     *string     `json:"backend"`
-		Reason      string      `json:"backend_reason"`
-		Fallback    *string     `json:"backend_fallback"`
-		Network     Network     `json:"network"`
-		Filesystem  Filesystem  `json:"filesystem"`
-		Environment Environment `json:"environment"`
-		StateDir    *string     `json:"state_dir"`
-		Warnings    []string    `json:"warnings"`
-		Commands    [][]string  `json:"commands"`
-		Profile     any         `json:"profile"`
-		ProfilePath any         `json:"profile_path"`
-		Refusal     *string     `json:"refusal"`
-		Landlock    any         `json:"landlock"`
-	}{
-		p.Agent, p.AgentFolder, p.AgentSource, p.Workdir, p.Sandboxed, p.Backend, p.Reason, p.Fallback,
-		p.Network, p.Filesystem, p.Environment, p.StateDir, p.Warnings, p.Commands,
-		p.Description.JSON["profile"], p.Description.JSON["profile_path"], p.Refusal, p.Description.JSON["landlock"],
-	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(out)
+	return enc.Encode(p)
 }

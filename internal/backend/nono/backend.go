@@ -12,10 +12,7 @@ type Backend struct{ Options }
 // Prepare is Prepare(s, b.Options) as a backend.Prepared.
 func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 	p, err := Prepare(s, b.Options)
-	if err != nil {
-		return nil, err
-	}
-	return &p, nil
+	return backend.Of(&p, err)
 }
 
 // Describe is the nono launch, the profile and where it is written: the
