@@ -294,7 +294,7 @@ func sbxStatus(path string, ls, policy probeResult) []Result {
 }
 
 // policyUninitialised spots a `sbx policy ls` that succeeded but says the
-// global policy still has to be chosen (the same markers as internal/sbx).
+// global policy still has to be chosen (the same markers as internal/backend/sbx).
 func policyUninitialised(out string) bool {
 	out = strings.ToLower(out)
 	for _, s := range []string{"not initialized", "not initialised", "no default policy", "policy init", "set-default"} {

@@ -211,7 +211,7 @@ type golden struct {
 
 // TestGolden builds representative profiles, compares them (with the
 // launch and the notes) to testdata/golden/<case>.json (refresh with
-// `go test ./internal/nono -update`), validates every profile against
+// `go test ./internal/backend/nono -update`), validates every profile against
 // nono's JSON schema and, when nono is on PATH, with `nono profile
 // validate`.
 func TestGolden(t *testing.T) {
@@ -257,10 +257,10 @@ func TestGolden(t *testing.T) {
 			}
 			want, err := os.ReadFile(file)
 			if err != nil {
-				t.Fatalf("%v (run `go test ./internal/nono -update` to create it)", err)
+				t.Fatalf("%v (run `go test ./internal/backend/nono -update` to create it)", err)
 			}
 			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs (run `go test ./internal/nono -update` and review the diff):\n--- got\n%s", file, got)
+				t.Errorf("%s differs (run `go test ./internal/backend/nono -update` and review the diff):\n--- got\n%s", file, got)
 			}
 		})
 	}

@@ -1,5 +1,6 @@
-// Package nono is the nono backend (https://nono.sh): it owns everything
-// agent-sandbox knows about nono. It turns a run spec into a nono profile
+// Package nono is the nono backend (https://nono.sh), one of the three
+// backend.Backend implementations (Backend, in backend.go): it owns
+// everything agent-sandbox knows about nono. It turns a run spec into a nono profile
 // (JSON valid for nono 0.74-0.78), refuses up front what nono would refuse
 // at start (so that agent-sandbox exits 125 itself instead of nono's
 // ambiguous exit 1), writes the profile to the per-agent state directory and

@@ -105,7 +105,7 @@ func TestGoldenPlans(t *testing.T) {
 			}
 			want, err := os.ReadFile(file)
 			if err != nil {
-				t.Fatalf("%v (run `go test ./internal/sbx -run TestGoldenPlans -update` to create it)", err)
+				t.Fatalf("%v (run `go test ./internal/backend/sbx -run TestGoldenPlans -update` to create it)", err)
 			}
 			if got != string(want) {
 				t.Errorf("plan differs from %s (-update rewrites it):\n--- got\n%s--- want\n%s", file, got, want)

@@ -1,4 +1,6 @@
-// Package sbx is the Docker Sandboxes backend. It owns everything that turns
+// Package sbx is the Docker Sandboxes backend, one of the three
+// backend.Backend implementations (Backend, in backend.go), with what it
+// refuses (a nono network profile, write-only grants). It owns everything that turns
 // a run spec into a microVM run: the guest mount set and the sandbox name
 // hashed from it, the per-sandbox network policy rule, the environment that
 // reaches the guest (with loopback URLs rewritten to host.docker.internal),
