@@ -82,7 +82,9 @@ type Environment struct {
 // Unsandboxed is the run of an agent without any sandbox (--no-sandbox or
 // an agent that opts out): its command with the whole host environment.
 type Unsandboxed struct {
-	Argv    []string
+	// Argv is the agent's command line.
+	Argv []string
+	// Workdir is where it runs.
 	Workdir string
 }
 

@@ -37,9 +37,11 @@ type Spec struct {
 	// Exec are programs (the agent's command and exec_paths) whose closures
 	// a kernel backend grants read and execute.
 	Exec []string
-	// ExecClosure are the directories covering every file Exec needs to
-	// start (from pathresolve); empty until resolved, when backends fall
-	// back to the directories holding Exec.
+	// ExecClosure are the directories (or single files) covering every
+	// file Exec needs to start, from pathresolve, checked by plan. It is
+	// all a backend grants for the programs: empty means nothing (plan
+	// leaves it empty when a program's chain runs through a writable path),
+	// and no backend derives directories from Exec itself.
 	ExecClosure []string
 	// ConfigPaths are the agent's own state paths (also in Allow).
 	ConfigPaths []string

@@ -27,8 +27,12 @@ type Backend struct {
 // Prepared is a run under the built-in engine: the policy it enforces and
 // the in-process start.
 type Prepared struct {
-	Spec    spec.Spec
-	Policy  ll.Policy
+	// Spec is the run.
+	Spec spec.Spec
+	// Policy is what the engine enforces (PolicyFor), before the per-run
+	// TMPDIR and the agent's own terminal are added at start.
+	Policy ll.Policy
+	// Verbose is Backend.Verbose.
 	Verbose bool
 	// Warnings are the kernel's shortfalls (KernelWarnings).
 	Warnings []string
