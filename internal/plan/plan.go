@@ -242,6 +242,7 @@ func newBackend(in Input, pst posture.Posture, o backendOptions) backend.Backend
 // unknownBackend refuses a backend this build does not have.
 type unknownBackend posture.Backend
 
+// Prepare refuses: this build has no such backend.
 func (u unknownBackend) Prepare(spec.Spec) (backend.Prepared, error) {
 	return nil, fmt.Errorf("backend %s cannot run yet", string(u))
 }
