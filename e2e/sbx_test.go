@@ -217,9 +217,15 @@ func TestSbxRealStalePrune(t *testing.T) {
 // that reads pi's model registry at session start, that a loopback baseUrl
 // from models.json became host.docker.internal.
 func TestSbxPiExtensionRealPi(t *testing.T) {
-	pi, err := exec.LookPath("pi")
-	if err != nil {
-		t.Skip("pi is not installed (`pi` not on PATH): cannot load the generated extension into it")
+	// Where .ci/run installs the real agents (AGENT_SANDBOX_E2E_AGENTS),
+	// then PATH.
+	pi := filepath.Join(agentBinDir(), "pi")
+	if _, err := os.Stat(pi); err != nil {
+		p, err := exec.LookPath("pi")
+		if err != nil {
+			t.Skipf("pi is not installed (not in %s, not on PATH): cannot load the generated extension into it; npm install --prefix %s @mariozechner/pi-coding-agent@0.73.1 (.ci/run does this)", agentBinDir(), filepath.Dir(filepath.Dir(agentBinDir())))
+		}
+		pi = p
 	}
 	dir := t.TempDir()
 	agentDir := filepath.Join(dir, "home", ".pi", "agent")
