@@ -211,6 +211,10 @@ type run struct {
 	sbxPath  string
 	results  []Result
 	exists   map[string]error // os.Stat results of store paths
+	// storeFS is prepended to a store path before it is looked up: "" (the
+	// host's /nix/store) except in tests, which build a store under a
+	// temporary root.
+	storeFS string
 }
 
 func newRun(o Options) *run {

@@ -355,10 +355,13 @@ func (r *run) execPaths(check string, f *agent.Folder, tomlPath string) {
 // generated profile exists (fail otherwise), and, when onDisk is set, in the
 // profile an earlier run left there (warn: the next run rewrites it).
 func (r *run) storePaths(check string, files []folderFile, profile *nono.Profile, onDisk string) {
-	total, bad := 0, false
+	// A path named in several places (agent.toml and the generated profile
+	// it turns into) is counted once.
+	seen := map[string]bool{}
+	bad := false
 	scan := func(display string, raw []byte, values []stringAt, st Status, fix string) {
 		for _, ref := range findStorePaths(raw, values) {
-			total++
+			seen[ref.path] = true
 			if why := r.storeProblem(ref.path); why != "" {
 				bad = true
 				r.add(check, st, describeRef(display, ref)+": "+why, fix)
@@ -387,9 +390,9 @@ func (r *run) storePaths(check string, files []folderFile, profile *nono.Profile
 	if bad {
 		return
 	}
-	if total == 0 {
+	if len(seen) == 0 {
 		r.add(check, OK, "no /nix/store paths", "")
 		return
 	}
-	r.add(check, OK, fmt.Sprintf("all %d /nix/store paths exist", total), "")
+	r.add(check, OK, fmt.Sprintf("all %d /nix/store paths exist", len(seen)), "")
 }

@@ -16,6 +16,9 @@ type fixture struct {
 	home   string
 	folder string
 	env    map[string]string
+	// store is the root the store checks look /nix/store paths up under
+	// (an empty store of its own, so no test depends on the host's).
+	store string
 }
 
 func newFixture(t *testing.T, id string, files map[string]string) *fixture {
@@ -24,7 +27,7 @@ func newFixture(t *testing.T, id string, files map[string]string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, home: filepath.Join(root, "home"), folder: filepath.Join(root, "agents", id)}
+	f := &fixture{t: t, home: filepath.Join(root, "home"), folder: filepath.Join(root, "agents", id), store: filepath.Join(root, "store-root")}
 	f.env = map[string]string{"HOME": f.home, "PATH": "/usr/bin:/bin"}
 	if err := os.MkdirAll(f.home, 0o755); err != nil {
 		t.Fatal(err)
@@ -59,6 +62,7 @@ func (f *fixture) options(foldersOnly bool) Options {
 func (f *fixture) folders(foldersOnly bool) []Result {
 	f.t.Helper()
 	r := newRun(f.options(foldersOnly))
+	r.storeFS = f.store
 	if !r.setHome() {
 		f.t.Fatalf("setHome: %+v", r.results)
 	}
@@ -300,24 +304,31 @@ GIT = "` + stale + `"
 	only(t, f.folders(true), "clean store paths", OK, "no /nix/store paths")
 }
 
-// A store path that exists passes (on a host with a Nix store).
+// Store paths that exist pass, each counted once however many times the
+// folder and the generated profile name it (the store is built under the
+// fixture's own root, so the host's /nix/store does not matter).
 func TestStorePathPresent(t *testing.T) {
-	entries, err := os.ReadDir("/nix/store")
-	if err != nil {
-		t.Skip("no /nix/store on this host")
+	pkg := "/nix/store/0123456789abcdfghijklmnpqrsvwxyz-tool-1.0"
+	lib := "/nix/store/zyxwvsrqpnmlkjihgfdcba9876543210-lib-2.0"
+	f := newFixture(t, "current", map[string]string{"agent.toml": `# tool from ` + pkg + `/bin
+command = "/bin/sh"
+read_paths = ["` + pkg + `", "` + lib + `/lib"]
+
+[set_env]
+TOOL = "` + pkg + `/bin/tool"
+`})
+	for _, p := range []string{pkg + "/bin/tool", lib + "/lib/libx.so"} {
+		writeFile(t, filepath.Join(f.store, p), "x\n", 0o755)
 	}
-	var present string
-	for _, e := range entries {
-		if storePathRe.MatchString("/nix/store/" + e.Name()) {
-			present = "/nix/store/" + e.Name()
-			break
-		}
+	// pkg, pkg/bin, pkg/bin/tool and lib/lib: four distinct paths, named
+	// seven times across agent.toml and the generated profile.
+	only(t, f.folders(true), "current store paths", OK, "all 4 /nix/store paths exist")
+
+	// The same folder against an empty store fails on each path.
+	f.store = t.TempDir()
+	if bad := only(t, f.folders(true), "current store paths", Fail); len(bad) == 0 {
+		t.Error("an empty store passed")
 	}
-	if present == "" {
-		t.Skip("no store path in /nix/store")
-	}
-	f := newFixture(t, "current", map[string]string{"agent.toml": "command = \"/bin/sh\"\nread_paths = [\"" + present + "\"]\n"})
-	only(t, f.folders(true), "current store paths", OK, "all 1 /nix/store paths exist")
 }
 
 // A profile an earlier run left in the state dir is only a warning.

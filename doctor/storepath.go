@@ -168,14 +168,14 @@ func jsonStrings(raw []byte, withLines bool) []stringAt {
 func (r *run) storeProblem(p string) string {
 	err, seen := r.exists[p]
 	if !seen {
-		_, err = os.Stat(p)
+		_, err = os.Stat(r.storeFS + p)
 		r.exists[p] = err
 	}
 	if err == nil {
 		return ""
 	}
 	root := storeRoot(p)
-	if _, rootErr := os.Lstat(root); rootErr != nil {
+	if _, rootErr := os.Lstat(r.storeFS + root); rootErr != nil {
 		return fmt.Sprintf("store path %s does not exist: a stale store path (garbage-collected, or rendered from an older nixpkgs)", root)
 	}
 	if os.IsNotExist(err) {

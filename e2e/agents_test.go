@@ -52,7 +52,7 @@ func runBuiltin(t *testing.T, bin string, flags []string, agent string, args ...
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, append(append(append([]string{}, flags...), agent), args...)...)
 	cmd.Dir = work
-	cmd.Env = []string{"HOME=" + home, "PATH=" + agentBinDir() + ":/usr/bin:/bin", "LANG=C.UTF-8", "TERM=dumb"}
+	cmd.Env = withCover([]string{"HOME=" + home, "PATH=" + agentBinDir() + string(os.PathListSeparator) + agentPath(), "LANG=C.UTF-8", "TERM=dumb"})
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err = cmd.Run()
@@ -123,11 +123,20 @@ func TestResolveRealPrograms(t *testing.T) {
 		t.Skip("builds the binary; skipped with -short")
 	}
 	bin := buildAgentSandbox(t)
+	// node: AGENT_SANDBOX_E2E_NODE or node on PATH; resolve reports the
+	// file behind any symlink.
+	node, why := tool("node")
+	nodeReal := node
+	if node == "" {
+		node = "node (" + why + ")"
+	} else if r, err := filepath.EvalSymlinks(node); err == nil {
+		nodeReal = r
+	}
 	cases := []struct {
 		name, path, wantPath string
 		wantFiles            []string
 	}{
-		{"node", "/usr/bin/node", "/usr/bin/node", []string{"libc.so.6", "ld-linux"}},
+		{"node", node, nodeReal, []string{"libc.so.6", "ld-linux"}},
 		{"claude", filepath.Join(agentBinDir(), "claude"), "/bin/claude.exe", []string{"libc.so.6", "ld-linux"}},
 		{"pi", filepath.Join(agentBinDir(), "pi"), "/dist/cli.js", []string{"/usr/bin/env", "/node", "libc.so.6"}},
 	}

@@ -113,11 +113,11 @@ func write(t *testing.T, p, body string) {
 
 // env is the launching environment: a throwaway HOME and canary secrets.
 func (w *world) env() []string {
-	return []string{
-		"HOME=" + w.home, "PATH=/usr/bin:/bin", "SHELL=/bin/sh", "LANG=C.UTF-8",
+	return withCover([]string{
+		"HOME=" + w.home, "PATH=" + agentPath(), "SHELL=/bin/sh", "LANG=C.UTF-8",
 		"GITHUB_TOKEN=" + w.canary, "AWS_SECRET_ACCESS_KEY=" + w.canary,
 		"OPENAI_API_KEY=" + w.canary, "SSH_AUTH_SOCK=/tmp/" + w.canary,
-	}
+	})
 }
 
 // run is one agent-sandbox invocation.
@@ -194,7 +194,8 @@ type attack struct {
 	// neighbourAgent, when set, runs the neighbour with another agent
 	// (for network probes: the same probe succeeds with an open network).
 	neighbourAgent string
-	// needs are programs the probe needs.
+	// needs are programs the probe needs (see tool); python3 is named
+	// @PYTHON in the probe.
 	needs []string
 	// pty runs the probe with a pseudo-terminal as stdin.
 	pty bool
@@ -212,7 +213,8 @@ type attack struct {
 }
 
 // The table. @HOME, @WORK, @ROOT, @FOLDER, @CANARY and the setup's variables
-// (@PID, @MARKER, @PORT, @ABSTRACT) are replaced by absolute values.
+// (@PID, @MARKER, @PORT, @ABSTRACT, and @PYTHON for rows that need python3)
+// are replaced by absolute values.
 var attacks = []attack{
 	{name: "read ~/.ssh key", class: 1, agent: "shell",
 		probe: `cat @HOME/.ssh/id_ed25519`, neighbour: `cat @WORK/README`},
@@ -272,21 +274,21 @@ var attacks = []attack{
 		probe: `kill -TERM @PID`, neighbour: `sleep 30 & kill $!`,
 		setup: hostProcess},
 	{name: "connect to an abstract Unix socket", class: 9, agent: "open", needs: []string{"python3"}, landlockNeeds: "abi6",
-		probe:     `python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.settimeout(3); s.connect("\0@ABSTRACT"); s.send(b"@CANARY")'`,
-		neighbour: `python3 -c 'import socket; a,b=socket.socketpair(); a.send(b"x"); assert b.recv(1)==b"x"'`,
+		probe:     `@PYTHON -c 'import socket; s=socket.socket(socket.AF_UNIX); s.settimeout(3); s.connect("\0@ABSTRACT"); s.send(b"@CANARY")'`,
+		neighbour: `@PYTHON -c 'import socket; a,b=socket.socketpair(); a.send(b"x"); assert b.recv(1)==b"x"'`,
 		setup:     abstractListener},
 	{name: "TCP to a host loopback service (offline)", class: 10, agent: "shell", needs: []string{"python3"},
-		probe:          `python3 -c 'import socket; s=socket.create_connection(("127.0.0.1", @PORT), 3); s.send(b"@CANARY")'`,
+		probe:          `@PYTHON -c 'import socket; s=socket.create_connection(("127.0.0.1", @PORT), 3); s.send(b"@CANARY")'`,
 		neighbourAgent: "open", setup: tcpListener},
 	{name: "UDP datagram out (offline)", class: 11, agent: "shell", needs: []string{"python3"}, landlockNeeds: "netns",
-		probe:          `python3 -c 'import socket,time; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); [s.sendto(b"@CANARY", ("127.0.0.1", @PORT)) or time.sleep(0.05) for _ in range(5)]'`,
+		probe:          `@PYTHON -c 'import socket,time; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); [s.sendto(b"@CANARY", ("127.0.0.1", @PORT)) or time.sleep(0.05) for _ in range(5)]'`,
 		neighbourAgent: "open", setup: udpListener},
 	{name: "DNS query out (offline)", class: 11, agent: "shell", needs: []string{"python3"}, landlockNeeds: "netns",
-		probe:          `python3 -c 'import socket; q=b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x06canary\x04test\x00\x00\x01\x00\x01"; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); [s.sendto(q, ("127.0.0.1", @PORT)) for _ in range(3)]'`,
+		probe:          `@PYTHON -c 'import socket; q=b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x06canary\x04test\x00\x00\x01\x00\x01"; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); [s.sendto(q, ("127.0.0.1", @PORT)) for _ in range(3)]'`,
 		neighbourAgent: "open", setup: udpListener},
 	{name: "inject keystrokes with TIOCSTI", class: 17, agent: "shell", needs: []string{"python3"}, pty: true,
-		probe:     `python3 -c 'import fcntl,termios; fcntl.ioctl(0, termios.TIOCSTI, b"x")'`,
-		neighbour: `python3 -c 'import os; assert os.isatty(0)'`},
+		probe:     `@PYTHON -c 'import fcntl,termios; fcntl.ioctl(0, termios.TIOCSTI, b"x")'`,
+		neighbour: `@PYTHON -c 'import os; assert os.isatty(0)'`},
 	{name: "read another terminal of the user", class: 18, agent: "shell", pty: true,
 		probe:     `head -c 6 @OTHERPTY`,
 		neighbour: `tty | grep -q /dev/pts/ && stty size >/dev/null`,
@@ -451,8 +453,14 @@ func abstractListener(t *testing.T, w *world) (vars, func() string) {
 		if err != nil {
 			return nil, err
 		}
-		c.Close()
-		return []byte("connection"), nil
+		// Read what the client sends before closing: closing at once made
+		// the unsandboxed control's send race the close and fail with
+		// EPIPE (BrokenPipeError) in about 3 of 7 runs.
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		b := make([]byte, 64)
+		n, _ := c.Read(b)
+		return append([]byte("connection:"), b[:n]...), nil
 	})
 	return vars{"ABSTRACT": name}, check
 }
@@ -500,13 +508,21 @@ func skipUnlessKernelHas(t *testing.T, need string) {
 }
 
 func runAttack(t *testing.T, w *world, a attack) {
+	tools := vars{}
 	for _, n := range a.needs {
-		if _, err := exec.LookPath(filepath.Join("/usr/bin", n)); err != nil {
-			t.Skipf("needs /usr/bin/%s (apt-get install %s); .ci/run installs it", n, n)
+		p, why := tool(n)
+		if p == "" {
+			t.Skipf("needs %s: %s", n, why)
+		}
+		if n == "python3" {
+			tools["PYTHON"] = p
 		}
 	}
 	once := func(sandboxed bool, agent, script string) (run, string) {
 		v := w.vars()
+		for k, x := range tools {
+			v[k] = x
+		}
 		check := func() string { return "" }
 		if a.setup != nil {
 			extra, c := a.setup(t, w)

@@ -29,18 +29,6 @@ func nonoOrSkip(t *testing.T) string {
 	return p
 }
 
-// buildAgentSandbox builds ./cmd/agent-sandbox into a temporary directory.
-func buildAgentSandbox(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "agent-sandbox")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/agent-sandbox")
-	cmd.Dir = ".."
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/agent-sandbox: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // nonoRun is one `agent-sandbox --sandbox-backend nono` run.
 type nonoRun struct {
 	code           int
@@ -94,7 +82,7 @@ func TestNonoConfinesShell(t *testing.T) {
 		// A NONO_* variable in the caller's environment must not widen
 		// the policy: agent-sandbox clears them.
 		env = append(env, "NONO_ALLOW="+home)
-		cmd.Env = env
+		cmd.Env = withCover(env)
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		err := cmd.Run()

@@ -217,13 +217,15 @@ func TestSbxRealStalePrune(t *testing.T) {
 // that reads pi's model registry at session start, that a loopback baseUrl
 // from models.json became host.docker.internal.
 func TestSbxPiExtensionRealPi(t *testing.T) {
-	// Where .ci/run installs pi (AGENT_SANDBOX_E2E_AGENTS, else
-	// /opt/agent-sandbox-e2e/node_modules/.bin), else PATH.
+	// Where .ci/run installs the real agents (AGENT_SANDBOX_E2E_AGENTS),
+	// then PATH.
 	pi := filepath.Join(agentBinDir(), "pi")
 	if _, err := os.Stat(pi); err != nil {
-		if pi, err = exec.LookPath("pi"); err != nil {
-			t.Skipf("pi is not installed in %s nor on PATH: cannot load the generated extension into it (.ci/run installs it; or set AGENT_SANDBOX_E2E_AGENTS)", agentBinDir())
+		p, err := exec.LookPath("pi")
+		if err != nil {
+			t.Skipf("pi is not installed (not in %s, not on PATH): cannot load the generated extension into it; npm install --prefix %s @mariozechner/pi-coding-agent@0.73.1 (.ci/run does this)", agentBinDir(), filepath.Dir(filepath.Dir(agentBinDir())))
 		}
+		pi = p
 	}
 	dir := t.TempDir()
 	agentDir := filepath.Join(dir, "home", ".pi", "agent")

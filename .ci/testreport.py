@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Reads `go test -json` streams (the files named after the mode).
+
+  testreport.py results FILE...  prints each package's result line and the
+                                 output of every failed test; exits 1 on a
+                                 failure.
+  testreport.py skips FILE...    prints every skipped test with its reason;
+                                 exits 1 when a test that must run on the CI
+                                 machine skipped (MUST_RUN), or any test
+                                 skipped that ALLOWED does not name (each
+                                 entry says why it cannot run here).
+
+A name matches a pattern when it equals it or lies under it (a subtest)."""
+
+import json
+import sys
+
+# Tests that must run on the CI machine (Debian, Linux with Landlock, the
+# real agents installed by .ci/run). A skip here fails CI, whatever the
+# reason.
+MUST_RUN = [
+    "e2e TestEscapes/landlock",
+    "e2e TestRealAgentsStartSandboxed",
+    "e2e TestResolveRealPrograms",
+    "e2e TestSbxPiExtensionRealPi",
+]
+
+# Tests that may skip on the CI machine, and why.
+ALLOWED = {
+    "e2e TestEscapes/nono": "nono is not installed on the CI machine; the nono column runs under nix flake check",
+    "e2e TestNonoConfinesShell": "nono is not installed on the CI machine",
+    "e2e TestSbxRealRun": "sbx (Docker Sandboxes) needs KVM and `sbx login`",
+    "e2e TestSbxRealOffline": "sbx (Docker Sandboxes) needs KVM and `sbx login`",
+    "e2e TestSbxRealStalePrune": "sbx (Docker Sandboxes) needs KVM and `sbx login`",
+    # The second run of the escape suite, as an ordinary user: writing /etc
+    # fails for that user even unsandboxed, so the row proves nothing there
+    # (it runs, and must pass, in the run as root).
+    "e2e-user TestEscapes/landlock/write_/etc": "an ordinary user cannot write /etc even with --no-sandbox (the row runs as root)",
+    "e2e-user TestEscapes/nono": "nono is not installed on the CI machine",
+}
+
+
+def under(name, pattern):
+    return name == pattern or name.startswith(pattern + "/")
+
+
+def read(paths):
+    """Returns (output lines per (pkg, test), package-level output lines,
+    [(action, pkg, test)] of the pass/fail/skip events)."""
+    out = {}
+    pkg_out = []
+    events = []
+    for path in paths:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                line = line.strip()
+                if not line.startswith("{"):
+                    continue
+                try:
+                    ev = json.loads(line)
+                except ValueError:
+                    continue
+                test = ev.get("Test")
+                pkg = ev.get("Package", "")
+                action = ev.get("Action")
+                if not test:
+                    if action == "output":
+                        pkg_out.append(ev.get("Output", ""))
+                    continue
+                if action == "output":
+                    out.setdefault((pkg, test), []).append(ev.get("Output", ""))
+                elif action in ("pass", "fail", "skip"):
+                    events.append((action, pkg, test))
+    return out, pkg_out, events
+
+
+def results(paths):
+    out, pkg_out, events = read(paths)
+    for l in pkg_out:
+        if l.startswith(("ok ", "FAIL", "---", "panic", "#")) or "[build failed]" in l or "[no test files]" in l:
+            sys.stdout.write(l)
+    failed = [(p, t) for a, p, t in events if a == "fail"]
+    # A parent fails with its subtest: print only the innermost failures.
+    names = {(p, t) for p, t in failed}
+    inner = [(p, t) for p, t in failed if not any(q == p and u.startswith(t + "/") for q, u in names)]
+    for key in inner:
+        print("\n--- FAIL %s %s" % key)
+        sys.stdout.write("".join(out.get(key, [])))
+    if failed or any(l.startswith("FAIL") for l in pkg_out):
+        print("\n%d test(s) failed" % len(inner))
+        return 1
+    passed = sum(1 for a, _, _ in events if a == "pass")
+    skipped = sum(1 for a, _, _ in events if a == "skip")
+    print("%d passed, %d skipped (listed at the end)" % (passed, skipped))
+    return 0
+
+
+def skips_report(paths):
+    out, _, events = read(paths)
+    skips = [(p, t) for a, p, t in events if a == "skip"]
+
+    def short(pkg):
+        p = pkg.rsplit("/", 1)[-1]
+        return p
+
+    def reason(key):
+        lines = []
+        for l in out.get(key, []):
+            s = l.strip()
+            if not s or s.startswith("=== ") or s.startswith("--- SKIP"):
+                continue
+            lines.append(s)
+        return " ".join(lines) or "(no reason given)"
+
+    bad = []
+    print("skipped tests (%d):" % len(skips))
+    for pkg, test in sorted(set(skips)):
+        name = short(pkg) + " " + test
+        why = reason((pkg, test))
+        verdict = "allowed"
+        if any(under(name, m) for m in MUST_RUN):
+            verdict = "MUST RUN HERE"
+            bad.append(name)
+        elif not any(under(name, a) for a in ALLOWED):
+            verdict = "NOT ALLOWED (add it to ALLOWED in .ci/testreport.py with the reason, or make it run)"
+            bad.append(name)
+        print("  %-60s %s\n      %s" % (name, verdict, why))
+    if bad:
+        print("\nFAIL: %d test(s) skipped that must run on this machine (MUST_RUN), or that ALLOWED does not name:" % len(bad))
+        for b in bad:
+            print("  " + b)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    modes = {"results": results, "skips": skips_report}
+    if len(sys.argv) < 3 or sys.argv[1] not in modes:
+        sys.exit("usage: testreport.py results|skips FILE...")
+    sys.exit(modes[sys.argv[1]](sys.argv[2:]))
