@@ -29,9 +29,14 @@ func nonoOrSkip(t *testing.T) string {
 	return p
 }
 
-// buildAgentSandbox builds ./cmd/agent-sandbox into a temporary directory.
+// buildAgentSandbox builds ./cmd/agent-sandbox into a temporary directory,
+// or returns $AGENT_SANDBOX_E2E_BIN when set: the NixOS VM tests run a
+// prebuilt test binary against the installed agent-sandbox.
 func buildAgentSandbox(t *testing.T) string {
 	t.Helper()
+	if bin := os.Getenv("AGENT_SANDBOX_E2E_BIN"); bin != "" {
+		return bin
+	}
 	bin := filepath.Join(t.TempDir(), "agent-sandbox")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/agent-sandbox")
 	cmd.Dir = ".."
