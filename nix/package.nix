@@ -5,13 +5,28 @@
 # with the built-in landlock engine only.
 {
   lib,
+  go,
   buildGoModule,
+  buildGo126Module ? null,
   makeWrapper,
   nono ? null,
   version ? "dev",
 }:
 
-buildGoModule {
+let
+  # The Go go.mod asks for. nixpkgs' default `go` is used when it is at least
+  # that; otherwise buildGo126Module; otherwise evaluation stops here, saying
+  # so (nixpkgs' Go must not try to download a toolchain in the sandbox).
+  goMin = builtins.head (builtins.match ".*\ngo ([0-9.]+)\n.*" (builtins.readFile ../go.mod));
+  builder =
+    if lib.versionAtLeast go.version goMin then
+      buildGoModule
+    else if buildGo126Module != null && lib.versionAtLeast buildGo126Module.go.version or "1.26.0" goMin then
+      buildGo126Module
+    else
+      throw "agent-sandbox: go.mod asks for Go ${goMin}; this nixpkgs' go is ${go.version} and has no buildGo126Module: update the nixpkgs input";
+in
+builder {
   pname = "agent-sandbox";
   inherit version;
 
