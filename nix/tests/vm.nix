@@ -90,12 +90,12 @@ let
         $READELF -d $out/bin/gccs-probe | grep -q 'libgcc_s.so.1'
       '';
 
+  # writeShellScriptBin sets meta.mainProgram to its name.
   bumpy =
     v:
-    (pkgs.writeShellScriptBin "bumpy" ''
+    pkgs.writeShellScriptBin "bumpy" ''
       echo "bumpy ${v}"
-    '').overrideAttrs
-      { meta.mainProgram = "bumpy"; };
+    '';
 in
 {
   # (a)
@@ -125,7 +125,8 @@ in
       machine.succeed("test -f /etc/agent-sandbox/agents/hello/sandbox/nono.json")
       machine.fail("test -e /etc/agent-sandbox/agents/hello/sandbox/sbx.json")
 
-      # `agents` finds them as system config, for an ordinary user.
+      # `agents` finds them as system config, for an ordinary user (the
+      # binary has no `agents --json` yet: this reads its table).
       out = as_alice(machine, "agent-sandbox agents")
       for name in ["hello", "rg"]:
           line = next((l for l in out.splitlines() if l.split()[:1] == [name]), None)
