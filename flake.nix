@@ -62,6 +62,10 @@
           agent-sandbox = pkgs.callPackage ./nix/package.nix { inherit version nono; };
           default = agent-sandbox;
           inherit nono;
+        }
+        # The profiles name Linux builds of claude-code, pi-coding-agent and
+        # codex (their sandbox grants are Linux paths too).
+        // lib.optionalAttrs pkgs.stdenv.hostPlatform.isLinux {
           agent-profiles = import ./nix/profiles {
             inherit lib;
             pkgs = profilePkgsFor pkgs.stdenv.hostPlatform.system;
@@ -84,12 +88,23 @@
           system = pkgs.stdenv.hostPlatform.system;
           pkg = self.packages.${system}.agent-sandbox;
           nono = self.packages.${system}.nono;
-          profiles = self.packages.${system}.agent-profiles;
+          profiles = self.packages.${system}.agent-profiles or null;
           render = pkgs.callPackage ./nix/render.nix { };
         in
         {
           package = pkg;
           go-test = pkgs.callPackage ./nix/go-test.nix { agent-sandbox = pkg; };
+          # nix/tests/eval.nix against the locked nixpkgs' own lib (the same
+          # tests .ci/nix-check evaluates with nix-instantiate).
+          lib-eval = pkgs.runCommand "agent-sandbox-lib-eval" {
+            result = import ./nix/tests/eval.nix { inherit lib; };
+          } ''echo "$result" | tee $out'';
+          # The module evaluated with lib.evalModules and stand-in pkgs.
+          module-eval = pkgs.runCommand "agent-sandbox-module-eval" {
+            result = import ./nix/tests/module-eval.nix { inherit lib; };
+          } ''echo "$result" | tee $out'';
+        }
+        // lib.optionalAttrs pkgs.stdenv.hostPlatform.isLinux {
           # doctor on the rendered profile folders: a missing or stale store
           # path, an unknown key or an illegal grant fails the build.
           profiles = render.doctorCheck {
@@ -102,15 +117,6 @@
             agent-sandbox = pkg;
             inherit nono profiles;
           };
-          # nix/tests/eval.nix against the locked nixpkgs' own lib (the same
-          # tests .ci/nix-check evaluates with nix-instantiate).
-          lib-eval = pkgs.runCommand "agent-sandbox-lib-eval" {
-            result = import ./nix/tests/eval.nix { inherit lib; };
-          } ''echo "$result" | tee $out'';
-          # The module evaluated with lib.evalModules and stand-in pkgs.
-          module-eval = pkgs.runCommand "agent-sandbox-module-eval" {
-            result = import ./nix/tests/module-eval.nix { inherit lib; };
-          } ''echo "$result" | tee $out'';
         }
         // lib.optionalAttrs pkgs.stdenv.hostPlatform.isLinux (
           lib.mapAttrs' (n: v: lib.nameValuePair "vm-${n}" v) (
