@@ -1,15 +1,32 @@
 # agent-sandbox, built from a filtered source so that the store path (outside
-# every workdir) holds only what the build needs. The flake's nono is put on
-# the binary's PATH, so `nix run .#agent-sandbox -- claude` uses it.
+# every workdir) holds only what the build needs. `nono` (the flake passes its
+# patched nono, nix/nono.nix) is put on the binary's PATH, so
+# `nix run .#agent-sandbox -- claude` uses it; `nono = null` builds a launcher
+# with the built-in landlock engine only.
 {
   lib,
+  go,
   buildGoModule,
+  buildGo126Module ? null,
   makeWrapper,
-  nono,
+  nono ? null,
   version ? "dev",
 }:
 
-buildGoModule {
+let
+  # The Go go.mod asks for. nixpkgs' default `go` is used when it is at least
+  # that; otherwise buildGo126Module; otherwise evaluation stops here, saying
+  # so (nixpkgs' Go must not try to download a toolchain in the sandbox).
+  goMin = builtins.head (builtins.match ".*\ngo ([0-9.]+)\n.*" (builtins.readFile ../go.mod));
+  builder =
+    if lib.versionAtLeast go.version goMin then
+      buildGoModule
+    else if buildGo126Module != null && lib.versionAtLeast buildGo126Module.go.version or "1.26.0" goMin then
+      buildGo126Module
+    else
+      throw "agent-sandbox: go.mod asks for Go ${goMin}; this nixpkgs' go is ${go.version} and has no buildGo126Module: update the nixpkgs input";
+in
+builder {
   pname = "agent-sandbox";
   inherit version;
 
@@ -27,6 +44,7 @@ buildGoModule {
   };
 
   # `nix/update-vendor-hash.sh` recomputes it after go.mod or go.sum change.
+  # Not yet confirmed by a build on a Nix host (README, "Nix").
   vendorHash = lib.fileContents ./vendor-hash;
 
   subPackages = [ "cmd/agent-sandbox" ];
@@ -37,13 +55,16 @@ buildGoModule {
     "-X main.version=${version}"
   ];
 
-  nativeBuildInputs = [ makeWrapper ];
-  # Unit tests only in the package build; checks.go-test runs everything.
+  nativeBuildInputs = lib.optional (nono != null) makeWrapper;
+  # Unit tests only in the package build; checks.go-test runs the -short suite
+  # of every package, the VM tests run the e2e suites.
   checkFlags = [ "-short" ];
 
-  postInstall = ''
+  postInstall = lib.optionalString (nono != null) ''
     wrapProgram $out/bin/agent-sandbox --prefix PATH : ${lib.makeBinPath [ nono ]}
   '';
+
+  passthru = { inherit nono; };
 
   meta = {
     description = "Run AI coding agents inside a sandbox (nono, Docker Sandboxes, or built-in Landlock)";

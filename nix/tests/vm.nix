@@ -1,0 +1,322 @@
+# NixOS VM tests (testers.runNixOSTest), Linux only, run by `nix flake check`.
+# Each node imports the module by relative path, as sops-nix's tests do.
+#
+#   module      (a) the module installs; `agents` lists the /etc folders;
+#                   doctor passes as an ordinary user; the folders name the
+#                   current store paths; a wrapper runs its agent
+#   escapes     (b) the e2e escape suite, prebuilt, as an ordinary user against
+#                   the installed agent-sandbox, under landlock and nono, failing
+#                   on any skip; a second node is the network target
+#   closures    (c) an agent behind a makeWrapper chain and a binary linking
+#                   libgcc_s start under both backends; a command_policies
+#                   profile runs under the patched nono
+#   stale       (d) a specialisation with a bumped agent re-renders the folder
+#                   and doctor passes; a copy naming a dead store path fails
+#   failclosed  (e) Landlock removed from the LSM list: runs exit 125 and
+#                   nothing runs unsandboxed
+#
+# Written against nixpkgs' documented interfaces; not run on the machines this
+# was written on (no nixpkgs, no KVM there). README, "Nix".
+{
+  lib,
+  pkgs,
+  agent-sandbox,
+  nono,
+  e2e-tests,
+}:
+let
+  inherit (pkgs) testers;
+
+  common =
+    { pkgs, ... }:
+    {
+      imports = [ ../module.nix ];
+      programs.agent-sandbox = {
+        enable = true;
+        package = agent-sandbox;
+        nonoPackage = nono;
+      };
+      users.users.alice = {
+        isNormalUser = true;
+        uid = 1000;
+      };
+      # Landlock ABI 6 (signal and abstract-socket scoping) needs Linux 6.12.
+      boot.kernelPackages = pkgs.linuxPackages_latest;
+      environment.systemPackages = [
+        pkgs.curl
+        pkgs.python3
+        nono
+      ];
+      virtualisation.memorySize = 2048;
+    };
+
+  # Python helpers shared by the test scripts.
+  helpers = ''
+    import shlex
+
+    def as_alice(machine, cmd, code=0):
+        """Run cmd as alice in ~/project; assert its exit status; return output."""
+        full = "su - alice -c " + shlex.quote("mkdir -p ~/project && cd ~/project && " + cmd)
+        status, out = machine.execute(full)
+        print(f"[alice] {cmd}\n(exit {status})\n{out}")
+        assert status == code, f"{cmd}: exit {status}, want {code}"
+        return out
+  '';
+
+  # An agent reached through two makeWrapper layers (wrapper -> wrapper -> ELF).
+  wrappedAgent =
+    pkgs.runCommand "wrapped-agent"
+      {
+        nativeBuildInputs = [ pkgs.makeWrapper ];
+        meta.mainProgram = "wrapped-agent";
+      }
+      ''
+        mkdir -p $out/bin
+        makeWrapper ${pkgs.hello}/bin/hello $out/bin/inner-agent --set AGENT_LAYER inner
+        makeWrapper $out/bin/inner-agent $out/bin/wrapped-agent --set AGENT_LAYER outer
+      '';
+
+  # A binary whose closure reaches libgcc_s.so.1 (RPATH-less, needs libc.so.6
+  # by bare soname: nolabs-ai/nono#1649).
+  gccsProbe =
+    pkgs.runCommandCC "gccs-probe"
+      {
+        meta.mainProgram = "gccs-probe";
+      }
+      ''
+        mkdir -p $out/bin
+        printf '#include <stdio.h>\nint main(void){puts("libgcc_s probe ran");return 0;}\n' > m.c
+        $CC -o $out/bin/gccs-probe m.c -Wl,--no-as-needed -lgcc_s
+        $READELF -d $out/bin/gccs-probe | grep -q 'libgcc_s.so.1'
+      '';
+
+  # writeShellScriptBin sets meta.mainProgram to its name.
+  bumpy =
+    v:
+    pkgs.writeShellScriptBin "bumpy" ''
+      echo "bumpy ${v}"
+    '';
+in
+{
+  # (a)
+  module = testers.runNixOSTest {
+    name = "agent-sandbox-module";
+    nodes.machine = {
+      imports = [ common ];
+      programs.agent-sandbox.agents.hello = {
+        package = pkgs.hello;
+        execPackages = [ pkgs.git ];
+        settings.description = "GNU hello, sandboxed";
+        sandbox.nono.network.block = true;
+        wrapper = "hello-sandboxed";
+      };
+      programs.agent-sandbox.agents.rg = {
+        profile = ./fixtures/rg;
+        package = pkgs.ripgrep;
+      };
+    };
+    testScript = helpers + ''
+      machine.wait_for_unit("multi-user.target")
+
+      # The folders are the rendered store paths of this system.
+      machine.succeed("grep -F 'command = \"${pkgs.hello}/bin/hello\"' /etc/agent-sandbox/agents/hello/agent.toml")
+      machine.succeed("grep -F '${pkgs.git}/bin/git' /etc/agent-sandbox/agents/hello/agent.toml")
+      machine.succeed("grep -F '${pkgs.ripgrep}/bin/rg' /etc/agent-sandbox/agents/rg/agent.toml")
+      machine.succeed("test -f /etc/agent-sandbox/agents/hello/sandbox/nono.json")
+      machine.fail("test -e /etc/agent-sandbox/agents/hello/sandbox/sbx.json")
+
+      # `agents` finds them as system config, for an ordinary user (the
+      # binary has no `agents --json` yet: this reads its table).
+      out = as_alice(machine, "agent-sandbox agents")
+      for name in ["hello", "rg"]:
+          line = next((l for l in out.splitlines() if l.split()[:1] == [name]), None)
+          assert line is not None and "system config" in line, f"{name} not listed from /etc:\n{out}"
+
+      # doctor passes as alice (host checks included), on every agent found.
+      as_alice(machine, "agent-sandbox doctor")
+      as_alice(machine, "agent-sandbox doctor --json hello rg > /tmp/doctor.json")
+
+      # The agent runs sandboxed, through the wrapper and by name.
+      assert "Hello, world!" in as_alice(machine, "hello-sandboxed")
+      assert "Hello, world!" in as_alice(machine, "agent-sandbox --sandbox-backend landlock hello")
+
+      # No setuid wrapper for agent-sandbox or nono.
+      machine.fail("find /run/wrappers -name 'agent-sandbox*' -o -name 'nono*' | grep .")
+    '';
+  };
+
+  # (b)
+  escapes = testers.runNixOSTest {
+    name = "agent-sandbox-escapes";
+    nodes.target = {
+      networking.firewall.allowedTCPPorts = [ 80 ];
+      services.nginx = {
+        enable = true;
+        virtualHosts.target.locations."/".return = "200 'target-canary-7f3a'";
+      };
+    };
+    nodes.machine =
+      { pkgs, ... }:
+      {
+        imports = [ common ];
+        environment.systemPackages = [ e2e-tests ];
+        # The probes look for /usr/bin/python3, as on the CI hosts.
+        systemd.tmpfiles.rules = [ "L+ /usr/bin/python3 - - - - ${pkgs.python3}/bin/python3" ];
+        # Let the TIOCSTI attack be real, so its row proves something.
+        boot.kernel.sysctl."dev.tty.legacy_tiocsti" = 1;
+      };
+    testScript = helpers + ''
+      start_all()
+      target.wait_for_unit("nginx.service")
+      machine.wait_for_unit("multi-user.target")
+      print(as_alice(machine, "agent-sandbox doctor"))
+
+      # The escape suite, as alice, against the installed binary; any skip fails.
+      # The "write /etc" row's control must succeed unsandboxed, so alice may
+      # write /etc for the length of the suite (a throwaway VM).
+      machine.succeed("chmod 1777 /etc")
+      out = as_alice(
+          machine,
+          "AGENT_SANDBOX_E2E_BIN=$(readlink -f $(command -v agent-sandbox)) "
+          + "agent-sandbox-e2e.test -test.v -test.count=1 -test.run 'TestEscapes|TestNono' 2>&1 | tee ~/escapes.log; "
+          + "exit ''${PIPESTATUS[0]}",
+      )
+      machine.succeed("chmod 755 /etc")
+      skips = [l for l in out.splitlines() if "--- SKIP" in l]
+      assert not skips, "skipped rows:\n" + "\n".join(skips)
+      for backend in ["landlock", "nono"]:
+          assert f"--- PASS: TestEscapes/{backend} " in out, f"TestEscapes/{backend} did not pass"
+
+      # The second node: reachable without the sandbox (control), not offline,
+      # not when only another host is allowed; allowed under nono's proxy.
+      assert "target-canary-7f3a" in as_alice(machine, "curl -sf --max-time 10 http://target/")
+      for backend in ["landlock", "nono"]:
+          out = as_alice(machine, f"agent-sandbox --sandbox-backend {backend} --offline shell -c 'curl -s --max-time 10 http://target/; echo rc=$?'")
+          assert "target-canary-7f3a" not in out, f"{backend} --offline reached the target"
+          status, out = machine.execute("su - alice -c " + shlex.quote(
+              f"cd ~/project && agent-sandbox --sandbox-backend {backend} --allow-host example.invalid shell -c 'curl -s --max-time 10 http://target/'"))
+          assert "target-canary-7f3a" not in out, f"{backend} reached a host that was not allowed"
+      out = as_alice(machine, "agent-sandbox --sandbox-backend nono --allow-host target shell -c 'curl -s --max-time 20 http://target/'")
+      assert "target-canary-7f3a" in out, "nono --allow-host target did not reach the target"
+    '';
+  };
+
+  # (c)
+  closures = testers.runNixOSTest {
+    name = "agent-sandbox-closures";
+    nodes.machine = {
+      imports = [ common ];
+      environment.systemPackages = [ gccsProbe ];
+      programs.agent-sandbox.agents.wrapped = {
+        package = wrappedAgent;
+        sandbox.nono.network.block = true;
+      };
+      programs.agent-sandbox.agents.gccs = {
+        package = gccsProbe;
+        sandbox.nono.network.block = true;
+      };
+    };
+    testScript =
+      let
+        policyProfile = pkgs.writeText "command-policies.json" (
+          builtins.toJSON {
+            workdir.access = "readwrite";
+            command_policies.commands.gccs-probe = {
+              executable = "${gccsProbe}/bin/gccs-probe";
+              sandbox.fs_read = [ ];
+            };
+          }
+        );
+      in
+      helpers
+      + ''
+        machine.wait_for_unit("multi-user.target")
+        for backend in ["landlock", "nono"]:
+            assert "Hello, world!" in as_alice(machine, f"agent-sandbox --sandbox-backend {backend} wrapped")
+            assert "libgcc_s probe ran" in as_alice(machine, f"agent-sandbox --sandbox-backend {backend} gccs")
+
+        # tool-sandbox resolves gccs-probe's ELF closure (libgcc_s -> libc):
+        # this is what failed before nolabs-ai/nono#1650.
+        as_alice(machine, "nono profile validate ${policyProfile}")
+        out = as_alice(machine, "NONO_NO_UPDATE_CHECK=1 nono -s run --profile ${policyProfile} --allow-cwd -- ${pkgs.bash}/bin/bash -c gccs-probe")
+        assert "libgcc_s probe ran" in out
+      '';
+  };
+
+  # (d)
+  stale =
+    let
+      # An agent rendered by an older nixpkgs and since garbage-collected:
+      # its store path is named here without its context, so it is never
+      # built and never reaches the VM's store.
+      deadPath = builtins.unsafeDiscardStringContext "${bumpy "0"}/bin/bumpy";
+    in
+    testers.runNixOSTest {
+      name = "agent-sandbox-stale";
+      nodes.machine = {
+        imports = [ common ];
+        programs.agent-sandbox.agents.bumpy = {
+          package = bumpy "1";
+          sandbox.nono.network.block = true;
+        };
+        specialisation.bumped.configuration.programs.agent-sandbox.agents.bumpy.package = lib.mkForce (
+          bumpy "2"
+        );
+      };
+      testScript = helpers + ''
+        machine.wait_for_unit("multi-user.target")
+        machine.succeed("grep -F '${bumpy "1"}/bin/bumpy' /etc/agent-sandbox/agents/bumpy/agent.toml")
+        assert "bumpy 1" in as_alice(machine, "agent-sandbox --sandbox-backend landlock bumpy")
+
+        machine.succeed("/run/current-system/specialisation/bumped/bin/switch-to-configuration test")
+        machine.succeed("grep -F '${bumpy "2"}/bin/bumpy' /etc/agent-sandbox/agents/bumpy/agent.toml")
+        as_alice(machine, "agent-sandbox doctor --folders-only bumpy")
+        assert "bumpy 2" in as_alice(machine, "agent-sandbox --sandbox-backend landlock bumpy")
+
+        # A hand-made copy naming a dead store path fails doctor and does not run.
+        machine.fail("test -e ${deadPath}")
+        as_alice(machine, "mkdir -p ~/agents/bumpy && printf 'command = \"%s\"\\n' ${deadPath} > ~/agents/bumpy/agent.toml")
+        out = as_alice(machine, "agent-sandbox doctor --folders-only ~/agents/bumpy 2>&1", code=1)
+        assert "stale" in out, out
+        status, _ = machine.execute("su - alice -c 'cd ~/project && agent-sandbox --sandbox-backend landlock ~/agents/bumpy'")
+        assert status in (125, 126, 127), f"a dead command path started? exit {status}"
+      '';
+    };
+
+  # (e)
+  failclosed = testers.runNixOSTest {
+    name = "agent-sandbox-failclosed";
+    nodes.machine = {
+      imports = [ common ];
+      security.lsm = lib.mkForce [
+        "yama"
+        "bpf"
+      ];
+      programs.agent-sandbox.agents.marker = {
+        package = pkgs.writeShellScriptBin "marker" "touch /tmp/ran-unsandboxed";
+        sandbox.nono.network.block = true;
+      };
+    };
+    testScript = helpers + ''
+      machine.wait_for_unit("multi-user.target")
+      machine.fail("grep -qw landlock /sys/kernel/security/lsm")
+      out = as_alice(machine, "agent-sandbox doctor 2>&1", code=1)
+      assert "andlock" in out
+
+      for args in ["--sandbox-backend landlock", "--sandbox-backend landlock --offline"]:
+          as_alice(machine, f"agent-sandbox {args} shell -c 'touch /tmp/ran-unsandboxed'", code=125)
+          as_alice(machine, f"agent-sandbox {args} marker", code=125)
+          machine.fail("test -e /tmp/ran-unsandboxed")
+
+      # nono needs Landlock too (and is the default backend of both folders):
+      # whatever it exits with, nothing ran.
+      for args in ["--sandbox-backend nono", ""]:
+          for agent in ["marker", "shell -c 'touch /tmp/ran-unsandboxed'"]:
+              status, out = machine.execute("su - alice -c " + shlex.quote(
+                  f"mkdir -p ~/project && cd ~/project && agent-sandbox {args} {agent}"))
+              print(f"{args or 'default backend'}, {agent}, without Landlock: exit {status}\n{out}")
+              assert status != 0
+              machine.fail("test -e /tmp/ran-unsandboxed")
+    '';
+  };
+}
