@@ -357,6 +357,13 @@ func (p *Proxy) connect(c net.Conn, br *bufio.Reader, r *request, a *attempt) {
 	a.down += down
 }
 
+// spliceOK turns on kernel-side copying between TCP connections;
+// spliceChunk bounds one copy call.
+var (
+	spliceOK    = os.Getenv("AGENT_SANDBOX_BROKER_NOSPLICE") == ""
+	spliceChunk = int64(4 << 20)
+)
+
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 // tunnelState is shared by the two directions of a tunnel.
@@ -399,13 +406,59 @@ var (
 // shortens the read deadline of dst, which the other direction reads from,
 // to the half-open timeout. It returns nil when src finished cleanly.
 func (p *Proxy) pipe(dst, src net.Conn, st *tunnelState) (int64, error) {
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
-	buf := *bp
 	idle := p.cfg.IdleTimeout
 	var total int64
 	var setAt time.Time
 	var setHalf int64
+	dtc, ok1 := dst.(*net.TCPConn)
+	_, ok2 := src.(*net.TCPConn)
+	if ok1 && ok2 && spliceOK {
+		// Kernel-side copy (splice on Linux) in bounded chunks, so that
+		// activity is recorded and deadlines are refreshed between them.
+		lr := &io.LimitedReader{R: src}
+		for {
+			now := time.Now()
+			if h := st.halfOpen.Load(); h != 0 {
+				if h != setHalf {
+					_ = src.SetReadDeadline(time.Unix(0, h))
+					setHalf = h
+				}
+			} else if now.Sub(setAt) > idle/8 {
+				_ = src.SetReadDeadline(now.Add(idle))
+				setAt = now
+			}
+			lr.N = spliceChunk
+			n, err := dtc.ReadFrom(lr)
+			total += n
+			if n > 0 {
+				st.last.Store(time.Now().UnixNano())
+			}
+			if err == nil && lr.N > 0 { // EOF
+				closeWrite(dst)
+				h := time.Now().Add(p.cfg.HalfOpenTimeout)
+				st.halfOpen.CompareAndSwap(0, h.UnixNano())
+				_ = dst.SetReadDeadline(time.Unix(0, st.halfOpen.Load()))
+				return total, nil
+			}
+			if err == nil {
+				continue
+			}
+			if isTimeout(err) {
+				if st.halfOpen.Load() != 0 {
+					return total, errHalfOpen
+				}
+				if n > 0 || time.Since(time.Unix(0, st.last.Load())) < idle {
+					setAt = time.Time{}
+					continue
+				}
+				return total, errIdle
+			}
+			return total, err
+		}
+	}
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	buf := *bp
 	for {
 		now := time.Now()
 		if h := st.halfOpen.Load(); h != 0 {

@@ -122,7 +122,7 @@ func (f *fixture) client(tlsCfg *tls.Config) *http.Client {
 	}
 }
 
-func (f *fixture) audit(t *testing.T) []Entry {
+func (f *fixture) audit(t testing.TB) []Entry {
 	t.Helper()
 	es, err := ReadAudit(f.dir, "test-agent", 0)
 	if err != nil {
@@ -400,6 +400,16 @@ func echoServer(t testing.TB) net.Listener {
 }
 
 func TestTunnelTimeouts(t *testing.T) {
+	for _, splice := range []bool{true, false} {
+		t.Run(fmt.Sprintf("splice=%v", splice), func(t *testing.T) {
+			defer func(old bool) { spliceOK = old }(spliceOK)
+			spliceOK = splice
+			testTunnelTimeouts(t)
+		})
+	}
+}
+
+func testTunnelTimeouts(t *testing.T) {
 	echo := echoServer(t)
 	target := echo.Addr().String()
 	f := startProxy(t, Config{Allow: []string{"127.0.0.1"}, IdleTimeout: 300 * time.Millisecond, HalfOpenTimeout: 300 * time.Millisecond, HandshakeTimeout: 300 * time.Millisecond})
@@ -570,9 +580,27 @@ func countFDs(t testing.TB) int {
 }
 
 func TestCloseEndsTunnelsWithoutLeaks(t *testing.T) {
+	for _, splice := range []bool{true, false} {
+		t.Run(fmt.Sprintf("splice=%v", splice), func(t *testing.T) {
+			defer func(old bool) { spliceOK = old }(spliceOK)
+			spliceOK = splice
+			testCloseEndsTunnels(t)
+		})
+	}
+}
+
+// settleGC lets cached splice pipes (closed by finalizers) go.
+func settleGC() {
+	for i := 0; i < 3; i++ {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func testCloseEndsTunnels(t *testing.T) {
 	echo := echoServer(t)
 	target := echo.Addr().String()
-	runtime.GC()
+	settleGC()
 	baseG, baseFD := runtime.NumGoroutine(), countFDs(t)
 
 	f := startProxy(t, Config{Allow: []string{"127.0.0.1"}})
@@ -607,6 +635,7 @@ func TestCloseEndsTunnelsWithoutLeaks(t *testing.T) {
 	// the counts to come back.
 	var g, fd int
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		settleGC()
 		g, fd = runtime.NumGoroutine(), countFDs(t)
 		// The echo server keeps one goroutine per accepted connection
 		// until its cleanup; count only ours by allowing them.
