@@ -11,7 +11,7 @@ import (
 // open connection, direct to a loopback echo server and through a CONNECT
 // tunnel: the difference is the latency the broker adds per request.
 func BenchmarkRoundTrip(b *testing.B) {
-	echo := echoServer(b)
+	echo := echoServerClosing(b, true)
 	target := echo.Addr().String()
 	f := startProxy(b, Config{Allow: []string{"127.0.0.1"}})
 	dial := map[string]func() net.Conn{
@@ -45,7 +45,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 // proxy, CONNECT with the token, policy check, upstream dial, 200, one
 // round trip, close.
 func BenchmarkConnect(b *testing.B) {
-	echo := echoServer(b)
+	echo := echoServerClosing(b, true)
 	target := echo.Addr().String()
 	f := startProxy(b, Config{Allow: []string{"127.0.0.1"}, AuditDir: b.TempDir()})
 	buf := make([]byte, 1)

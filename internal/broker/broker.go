@@ -83,6 +83,9 @@ type Proxy struct {
 	warned    bool
 
 	wg sync.WaitGroup
+	// ctx ends with Close, cancelling resolutions and dials under way.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // New checks cfg and returns a Proxy. A bad allow or deny entry is an
@@ -133,6 +136,7 @@ func New(cfg Config) (*Proxy, error) {
 		conns:     map[net.Conn]struct{}{},
 		sum:       Summary{Agent: cfg.AgentID, RefusedHosts: map[string]int{}},
 	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if cfg.AuditDir != "" {
 		a, err := openAudit(cfg.AuditDir, cfg.AgentID, cfg.AuditMaxBytes)
 		if err != nil {
@@ -281,6 +285,7 @@ func (p *Proxy) Close() error {
 		return nil
 	}
 	p.closed = true
+	p.cancel()
 	for l := range p.listeners {
 		l.Close()
 	}

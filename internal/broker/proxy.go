@@ -310,7 +310,7 @@ func (p *Proxy) dial(ctx context.Context, addrs []netip.Addr, port int, a *attem
 // upstream decides, resolves and dials; on failure it answers the client
 // and records the attempt, and returns nil.
 func (p *Proxy) upstream(c net.Conn, r *request, a *attempt) net.Conn {
-	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.DialTimeout)
+	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.DialTimeout)
 	defer cancel()
 	addrs, status := p.decide(ctx, r.target, a)
 	if status == 0 {

@@ -348,7 +348,11 @@ func TestRebindingAndMetadata(t *testing.T) {
 
 // echoServer accepts TCP connections and echoes them until the peer
 // closes; it never closes first.
-func echoServer(t testing.TB) net.Listener {
+func echoServer(t testing.TB) net.Listener { return echoServerClosing(t, false) }
+
+// echoServerClosing is echoServer that, with closeOnEOF, closes a
+// connection when its peer finished sending.
+func echoServerClosing(t testing.TB, closeOnEOF bool) net.Listener {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -381,6 +385,9 @@ func echoServer(t testing.TB) net.Listener {
 					if err != nil {
 						break
 					}
+				}
+				if closeOnEOF {
+					c.Close()
 				}
 				// Keep the connection open (half-open from our side) until
 				// the test ends.
