@@ -38,4 +38,14 @@
 //
 // Entries naming a cloud metadata endpoint or a link-local address are
 // refused when the list is loaded: the broker would never connect to them.
+//
+// # Differences from nono's proxy
+//
+// The token is required on every request, CONNECT included (nono only logs
+// a missing token on CONNECT, citing clients that do not send
+// Proxy-Authorization from the proxy URL's user information; current
+// undici, curl and Go do). Loopback and private addresses are admitted
+// only for a host the list names exactly (nono admits RFC 1918 space for
+// any allowed name). When a name resolves to several addresses and any of
+// them is refused, the request is refused.
 package broker
