@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -654,5 +655,99 @@ func testCloseEndsTunnels(t *testing.T) {
 	// each an fd and a goroutine: anything above that is a leak.
 	if g > baseG+n || fd > baseFD+n {
 		t.Errorf("after Close: %d goroutines (baseline %d + %d echo), %d fds (baseline %d + %d echo)", g, baseG, n, fd, baseFD, n)
+	}
+}
+
+func TestPlainHTTPKeepAliveAndLimits(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	f := startProxy(t, Config{Allow: []string{"127.0.0.1"}})
+	host := strings.TrimPrefix(srv.URL, "http://")
+	// Two requests on one client connection.
+	req := "GET " + srv.URL + "/a HTTP/1.1\r\nHost: " + host + "\r\n" + f.auth() + "\r\n"
+	resp, c, br := f.raw(t, req)
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(b) != "ok" || resp.Close {
+		t.Fatalf("first: %d %q close=%v", resp.StatusCode, b, resp.Close)
+	}
+	io.WriteString(c, req)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("second request on the same connection: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if n.Load() != 2 {
+		t.Errorf("upstream saw %d requests", n.Load())
+	}
+	// A header block over the limit is refused.
+	resp, _, _ = f.raw(t, "GET "+srv.URL+"/ HTTP/1.1\r\nX-Big: "+strings.Repeat("a", maxHeaderBytes)+"\r\n\r\n")
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("oversized header: %d", resp.StatusCode)
+	}
+	// Origin-form (not a proxy request) and https:// absolute form are 400.
+	for _, r := range []string{"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "GET https://" + host + "/ HTTP/1.1\r\n\r\n"} {
+		resp, _, _ = f.raw(t, r)
+		if resp.StatusCode != 400 {
+			t.Errorf("%q: %d", r, resp.StatusCode)
+		}
+	}
+}
+
+func TestIPv6Literal(t *testing.T) {
+	l, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback to listen on: %v", err)
+	}
+	l.Close()
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "v6") }))
+	srv.Listener, _ = net.Listen("tcp", "[::1]:0")
+	srv.Start()
+	defer srv.Close()
+	f := startProxy(t, Config{Allow: []string{"[::1]"}})
+	resp, err := f.client(nil).Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "v6" {
+		t.Fatalf("body %q", b)
+	}
+	if d := f.dial.dialled(); len(d) != 1 || !strings.HasPrefix(d[0], "[::1]:") {
+		t.Errorf("dialled %v", d)
+	}
+}
+
+// blockingResolver blocks until its context ends.
+type blockingResolver struct{ started chan struct{} }
+
+func (r blockingResolver) LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error) {
+	close(r.started)
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func TestCloseCancelsResolution(t *testing.T) {
+	res := blockingResolver{started: make(chan struct{})}
+	f := startProxy(t, Config{Allow: []string{"slow.test"}, Resolver: res, DialTimeout: time.Minute})
+	c, err := net.Dial("tcp", f.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "CONNECT slow.test:443 HTTP/1.1\r\n"+f.auth()+"\r\n")
+	<-res.started
+	start := time.Now()
+	f.p.Close()
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("Close waited %v for a resolution", d)
+	}
+	es := f.audit(t)
+	if len(es) != 1 || es[0].Decision != DecisionFailed {
+		t.Errorf("audit %+v", es)
 	}
 }
