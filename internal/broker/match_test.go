@@ -17,6 +17,9 @@ func TestPunycode(t *testing.T) {
 		"bücher。example":  "xn--bcher-kva.example",
 		"already.ascii":   "already.ascii",
 		"Mixed-Case.Org.": "mixed-case.org",
+		"ǅemal.ba":        "xn--demal-uib.ba",
+		"straße.de":       "xn--strae-oqa.de",
+		"ｆｕｌｌ.example":    "full.example",
 	} {
 		got, err := toASCIIName(in)
 		if err != nil || got != want {
