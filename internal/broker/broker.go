@@ -50,7 +50,8 @@ type Config struct {
 	// Dial connects to a checked address ("tcp", "IP:PORT"); default a
 	// net.Dialer.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
-	// HandshakeTimeout bounds reading a request header. Default 10 s.
+	// HandshakeTimeout bounds reading a request header, and waiting for
+	// the next request on a kept-alive plain HTTP connection. Default 10 s.
 	HandshakeTimeout time.Duration
 	// DialTimeout bounds resolving and connecting upstream. Default 30 s.
 	DialTimeout time.Duration
