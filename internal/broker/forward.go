@@ -1,0 +1,210 @@
+package broker
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// hopHeaders are the hop-by-hop headers (RFC 9110 section 7.6.1) plus the
+// proxy's own, never forwarded in either direction.
+var hopHeaders = []string{
+	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+}
+
+func removeHopHeaders(h http.Header) {
+	for _, v := range h.Values("Connection") {
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				h.Del(f)
+			}
+		}
+	}
+	for _, k := range hopHeaders {
+		h.Del(k)
+	}
+}
+
+// idleConn refreshes a read and write deadline of IdleTimeout as bytes
+// move, and counts them.
+type idleConn struct {
+	net.Conn
+	idle   time.Duration
+	setAt  time.Time
+	rn, wn int64
+}
+
+func (c *idleConn) refresh() {
+	if now := time.Now(); now.Sub(c.setAt) > c.idle/8 {
+		_ = c.Conn.SetDeadline(now.Add(c.idle))
+		c.setAt = now
+	}
+}
+
+func (c *idleConn) Read(b []byte) (int, error) {
+	c.refresh()
+	n, err := c.Conn.Read(b)
+	c.rn += int64(n)
+	return n, err
+}
+
+func (c *idleConn) Write(b []byte) (int, error) {
+	c.refresh()
+	n, err := c.Conn.Write(b)
+	c.wn += int64(n)
+	return n, err
+}
+
+// forward serves one absolute-form plain HTTP request: the request goes
+// upstream in origin form on a new connection (closed afterwards) without
+// hop-by-hop headers and Proxy-Authorization, and the response comes back
+// framed for the client, flushed as it arrives (so streamed responses
+// stream). It reports whether the client connection may carry another
+// request.
+func (p *Proxy) forward(c net.Conn, br *bufio.Reader, r *request, a *attempt) bool {
+	req := r.req
+	upc := p.upstream(c, r, a)
+	if upc == nil {
+		return false
+	}
+	defer p.untrack(upc, true)
+	a.decision = DecisionAllowed
+	up := &idleConn{Conn: upc, idle: p.cfg.IdleTimeout}
+	client := &idleConn{Conn: c, idle: p.cfg.IdleTimeout}
+	defer func() {
+		a.up, a.down = up.wn, up.rn
+		_ = c.SetDeadline(time.Time{})
+		p.record(a)
+	}()
+
+	keep := !req.Close && req.ProtoAtLeast(1, 1)
+	expect := strings.EqualFold(strings.TrimSpace(req.Header.Get("Expect")), "100-continue")
+	req.Header.Del("Expect")
+	removeHopHeaders(req.Header)
+	req.Host = req.URL.Host
+	req.Close = true
+	req.RequestURI = ""
+	if expect && req.ContentLength != 0 {
+		if _, err := io.WriteString(client, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
+			return false
+		}
+	}
+	if req.Body != nil && req.Body != http.NoBody {
+		req.Body = &bodyReader{ReadCloser: req.Body, c: c, idle: p.cfg.IdleTimeout}
+	}
+	if err := req.Write(up); err != nil {
+		a.reason = fmt.Sprintf("%s; request not forwarded: %v", a.reason, err)
+		return false
+	}
+	ubr := bufio.NewReader(up)
+	var resp *http.Response
+	for {
+		var err error
+		resp, err = http.ReadResponse(ubr, req)
+		if err != nil {
+			a.reason = fmt.Sprintf("%s; no response: %v", a.reason, err)
+			writeRefusal(client, http.StatusBadGateway, "no valid response from upstream: "+err.Error())
+			return false
+		}
+		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
+			break
+		}
+		// 1xx informational responses (103 Early Hints) are passed on.
+		removeHopHeaders(resp.Header)
+		bw := bufio.NewWriter(client)
+		fmt.Fprintf(bw, "HTTP/1.1 %s\r\n", resp.Status)
+		resp.Header.Write(bw)
+		bw.WriteString("\r\n")
+		if bw.Flush() != nil {
+			return false
+		}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		a.reason += "; upstream switched protocols, not supported through plain HTTP"
+		writeRefusal(client, http.StatusBadGateway, "upstream switched protocols (use CONNECT for WebSocket)")
+		return false
+	}
+
+	noBody := req.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified
+	removeHopHeaders(resp.Header)
+	resp.Header.Del("Content-Length")
+	chunked := false
+	switch {
+	case noBody:
+		if resp.ContentLength > 0 && req.Method == http.MethodHead {
+			resp.Header.Set("Content-Length", fmt.Sprint(resp.ContentLength))
+		}
+	case resp.ContentLength >= 0:
+		resp.Header.Set("Content-Length", fmt.Sprint(resp.ContentLength))
+	case req.ProtoAtLeast(1, 1):
+		chunked = true
+		resp.Header.Set("Transfer-Encoding", "chunked")
+	default:
+		keep = false // HTTP/1.0 client, unknown length: close-delimited
+	}
+	if !keep {
+		resp.Header.Set("Connection", "close")
+	}
+	bw := bufio.NewWriterSize(client, 4096)
+	fmt.Fprintf(bw, "HTTP/1.1 %s\r\n", resp.Status)
+	resp.Header.Write(bw)
+	bw.WriteString("\r\n")
+	if err := bw.Flush(); err != nil {
+		return false
+	}
+	if noBody {
+		return keep
+	}
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	buf := *bp
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			if chunked {
+				fmt.Fprintf(bw, "%x\r\n", n)
+			}
+			bw.Write(buf[:n])
+			if chunked {
+				bw.WriteString("\r\n")
+			}
+			if bw.Flush() != nil {
+				return false
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			a.reason = fmt.Sprintf("%s; response cut: %v", a.reason, err)
+			return false
+		}
+	}
+	if chunked {
+		bw.WriteString("0\r\n\r\n")
+		if bw.Flush() != nil {
+			return false
+		}
+	}
+	return keep
+}
+
+// bodyReader reads a request body from the client, with the client's
+// read deadline at the idle timeout.
+type bodyReader struct {
+	io.ReadCloser
+	c    net.Conn
+	idle time.Duration
+}
+
+func (d *bodyReader) Read(b []byte) (int, error) {
+	_ = d.c.SetReadDeadline(time.Now().Add(d.idle))
+	return d.ReadCloser.Read(b)
+}

@@ -1,0 +1,534 @@
+package broker
+
+import (
+	"bufio"
+	"context"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// maxHeaderBytes bounds a request's line and header block.
+const maxHeaderBytes = 64 << 10
+
+// Audit decisions.
+const (
+	DecisionAllowed = "allowed" // admitted; bytes and duration follow
+	DecisionRefused = "refused" // refused by the policy or for the token (403, 407, 400)
+	DecisionFailed  = "failed"  // admitted by the policy, but resolving or connecting failed (502, 504)
+)
+
+// request is the parsed head of one proxy request.
+type request struct {
+	req    *http.Request
+	target target
+	method string
+}
+
+// readRequest reads one request head from br and parses its target. A
+// CONNECT needs authority form (HOST:PORT); any other method needs an
+// absolute http:// URL (port 80 by default). The returned request is
+// non-nil whenever a request line was read, even with an error, so that
+// the caller can log what was asked.
+func readRequest(br *bufio.Reader) (*request, error) {
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		return nil, err
+	}
+	r := &request{req: req, method: req.Method}
+	var hostport string
+	defport := 0
+	if req.Method == http.MethodConnect {
+		if req.URL == nil || req.URL.Scheme != "" || req.URL.Path != "" || req.URL.User != nil || req.URL.Host == "" {
+			return r, errors.New("CONNECT needs a HOST:PORT target")
+		}
+		hostport = req.URL.Host
+	} else {
+		if req.URL == nil || !req.URL.IsAbs() {
+			return r, errors.New("not a proxy request: the target must be an absolute http:// URL (or use CONNECT)")
+		}
+		if req.URL.Scheme != "http" {
+			return r, fmt.Errorf("scheme %q is not proxied as plain HTTP: use CONNECT for https", req.URL.Scheme)
+		}
+		if req.URL.User != nil {
+			return r, errors.New("user information in the URL is not forwarded")
+		}
+		hostport = req.URL.Host
+		defport = 80
+	}
+	host, portStr, err := net.SplitHostPort(hostport)
+	if err != nil {
+		if defport == 0 || strings.HasSuffix(hostport, ":") {
+			r.target.host = hostport
+			return r, fmt.Errorf("bad target %q: need HOST:PORT", sanitize(hostport))
+		}
+		host, portStr = hostport, strconv.Itoa(defport)
+		if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
+			host = host[1 : len(host)-1]
+		}
+	}
+	r.target.host = host
+	port, err := parsePort(portStr)
+	if err != nil {
+		return r, fmt.Errorf("bad target %q: %v", sanitize(hostport), err)
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]" // SplitHostPort removed the brackets of an IPv6 literal
+	}
+	t, err := parseTarget(host, port)
+	t.host = r.target.host
+	r.target = t
+	if err != nil {
+		return r, fmt.Errorf("bad host %q: %v", sanitize(r.target.host), err)
+	}
+	return r, nil
+}
+
+// authorized reports whether req carries the token.
+func (p *Proxy) authorized(req *http.Request) bool {
+	v := req.Header.Get("Proxy-Authorization")
+	scheme, cred, ok := strings.Cut(v, " ")
+	if !ok || !strings.EqualFold(scheme, "Basic") {
+		return false
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
+	if err != nil {
+		return false
+	}
+	user, pass, ok := strings.Cut(string(raw), ":")
+	userOK := subtle.ConstantTimeCompare([]byte(user), []byte(ProxyUser))
+	passOK := subtle.ConstantTimeCompare([]byte(pass), []byte(p.cfg.Token))
+	return ok && userOK&passOK == 1
+}
+
+// attempt is one connection attempt on its way to the audit log.
+type attempt struct {
+	start     time.Time
+	method    string
+	host      string
+	port      int
+	address   string
+	decision  string
+	reason    string
+	up, down  int64
+	refusedAs string // key in Summary.RefusedHosts
+}
+
+func (p *Proxy) record(a *attempt) {
+	p.mu.Lock()
+	switch {
+	case a.decision == DecisionAllowed:
+		p.sum.Allowed++
+	case a.decision == DecisionRefused && a.refusedAs == "\x00auth":
+		p.sum.Unauthenticated++
+	case a.decision == DecisionRefused && a.refusedAs != "":
+		p.sum.Refused++
+		p.sum.RefusedHosts[a.refusedAs]++
+	}
+	p.mu.Unlock()
+	if p.audit == nil {
+		return
+	}
+	e := Entry{
+		Time:       a.start.UTC(),
+		Agent:      p.cfg.AgentID,
+		Method:     a.method,
+		Host:       a.host,
+		Port:       a.port,
+		Address:    a.address,
+		Decision:   a.decision,
+		Reason:     a.reason,
+		BytesUp:    a.up,
+		BytesDown:  a.down,
+		DurationMS: time.Since(a.start).Milliseconds(),
+	}
+	if err := p.audit.write(&e); err != nil {
+		p.warn(fmt.Sprintf("egress broker: cannot write the audit log: %v", err))
+	}
+}
+
+// handle serves one client connection: one CONNECT, or a keep-alive
+// sequence of plain HTTP requests.
+func (p *Proxy) handle(c net.Conn) {
+	p.mu.Lock()
+	p.active++
+	over := p.active > p.cfg.MaxConns
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.active--
+		p.mu.Unlock()
+	}()
+	lr := &io.LimitedReader{R: c, N: maxHeaderBytes}
+	br := bufio.NewReaderSize(lr, 4096)
+	for first := true; ; first = false {
+		lr.N = maxHeaderBytes
+		_ = c.SetReadDeadline(time.Now().Add(p.cfg.HandshakeTimeout))
+		if _, err := br.Peek(1); err != nil {
+			if !first || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+				return // closed between requests, or a bare connect-and-close
+			}
+		}
+		a := &attempt{start: time.Now()}
+		r, err := readRequest(br)
+		if r != nil {
+			a.method, a.host, a.port = r.method, r.target.host, r.target.port
+		}
+		if err != nil {
+			a.decision = DecisionRefused
+			status := http.StatusBadRequest
+			switch {
+			case r == nil && lr.N <= 0:
+				a.reason = "request header too large"
+				status = http.StatusRequestHeaderFieldsTooLarge
+			case r == nil && isTimeout(err):
+				a.reason = "no complete request header within the handshake timeout"
+				status = http.StatusRequestTimeout
+			case r == nil:
+				a.reason = "malformed request: " + err.Error()
+			default:
+				a.reason = err.Error()
+			}
+			p.record(a)
+			writeRefusal(c, status, a.reason)
+			return
+		}
+		_ = c.SetReadDeadline(time.Time{})
+		lr.N = math.MaxInt64 // a request body or tunnel is not a header
+		if !p.authorized(r.req) {
+			a.decision, a.reason, a.refusedAs = DecisionRefused, "missing or wrong proxy token", "\x00auth"
+			p.record(a)
+			writeRefusal(c, http.StatusProxyAuthRequired, "missing or wrong proxy token (use the proxy URL from HTTPS_PROXY, with its user and token)")
+			return
+		}
+		if over {
+			a.decision, a.reason = DecisionRefused, fmt.Sprintf("too many concurrent connections (limit %d)", p.cfg.MaxConns)
+			p.record(a)
+			writeRefusal(c, http.StatusServiceUnavailable, a.reason)
+			return
+		}
+		if r.method == http.MethodConnect {
+			p.connect(c, br, r, a)
+			return
+		}
+		if !p.forward(c, br, r, a) {
+			return
+		}
+	}
+}
+
+// decide applies the policy to a target and resolves it. On refusal it
+// returns the HTTP status and a reason.
+func (p *Proxy) decide(ctx context.Context, t target, a *attempt) ([]netip.Addr, int) {
+	v := p.policy.check(t)
+	if !v.ok {
+		a.decision, a.reason = DecisionRefused, v.reason
+		a.refusedAs = refusalKey(t, v)
+		return nil, http.StatusForbidden
+	}
+	var addrs []netip.Addr
+	if t.ip.IsValid() {
+		addrs = []netip.Addr{t.ip}
+	} else {
+		ips, err := p.cfg.Resolver.LookupIPAddr(ctx, t.name)
+		if err != nil || len(ips) == 0 {
+			a.decision = DecisionFailed
+			a.reason = fmt.Sprintf("cannot resolve %s: %v", t.name, err)
+			if err == nil {
+				a.reason = fmt.Sprintf("cannot resolve %s: no addresses", t.name)
+			}
+			return nil, http.StatusBadGateway
+		}
+		for _, ip := range ips {
+			ad, ok := netip.AddrFromSlice(ip.IP)
+			if !ok {
+				continue
+			}
+			addrs = append(addrs, ad.Unmap())
+		}
+	}
+	for _, ad := range addrs {
+		if why := checkAddr(ad, v.exact); why != "" {
+			a.decision, a.reason, a.address = DecisionRefused, why, ad.String()
+			a.refusedAs = refusalKey(t, v)
+			return nil, http.StatusForbidden
+		}
+	}
+	a.reason = v.reason
+	return addrs, 0
+}
+
+func refusalKey(t target, v verdict) string {
+	h := t.name
+	if h == "" {
+		h = t.ip.String()
+		if t.ip.Is6() {
+			h = "[" + h + "]"
+		}
+	}
+	if strings.HasPrefix(v.reason, "port ") {
+		h += ":" + strconv.Itoa(t.port)
+	}
+	return h
+}
+
+// dial connects to the first of the checked addresses that answers.
+func (p *Proxy) dial(ctx context.Context, addrs []netip.Addr, port int, a *attempt) (net.Conn, int) {
+	var lastErr error
+	for _, ad := range addrs {
+		ap := netip.AddrPortFrom(ad, uint16(port)).String()
+		a.address = ap
+		c, err := p.cfg.Dial(ctx, "tcp", ap)
+		if err == nil {
+			return c, 0
+		}
+		lastErr = err
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	a.decision = DecisionFailed
+	a.reason = fmt.Sprintf("cannot connect: %v", lastErr)
+	if ctx.Err() != nil || isTimeout(lastErr) {
+		return nil, http.StatusGatewayTimeout
+	}
+	return nil, http.StatusBadGateway
+}
+
+// upstream decides, resolves and dials; on failure it answers the client
+// and records the attempt, and returns nil.
+func (p *Proxy) upstream(c net.Conn, r *request, a *attempt) net.Conn {
+	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.DialTimeout)
+	defer cancel()
+	addrs, status := p.decide(ctx, r.target, a)
+	if status == 0 {
+		var up net.Conn
+		up, status = p.dial(ctx, addrs, r.target.port, a)
+		if status == 0 {
+			if !p.track(up) {
+				up.Close()
+				a.decision, a.reason = DecisionFailed, "proxy closing"
+				p.record(a)
+				return nil
+			}
+			return up
+		}
+	}
+	p.record(a)
+	writeRefusal(c, status, a.reason)
+	return nil
+}
+
+// connect serves a CONNECT request: dial, answer 200, relay.
+func (p *Proxy) connect(c net.Conn, br *bufio.Reader, r *request, a *attempt) {
+	up := p.upstream(c, r, a)
+	if up == nil {
+		return
+	}
+	defer p.untrack(up, true)
+	a.decision = DecisionAllowed
+	defer p.record(a)
+	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		return
+	}
+	if n := br.Buffered(); n > 0 {
+		// Bytes the client sent right after the request head.
+		b, _ := br.Peek(n)
+		w, err := up.Write(b)
+		a.up += int64(w)
+		if err != nil {
+			return
+		}
+	}
+	up2, down := p.tunnel(c, up)
+	a.up += up2
+	a.down += down
+}
+
+// spliceOK turns on kernel-side copying between TCP connections;
+// spliceChunk bounds one copy call.
+var (
+	spliceOK    = os.Getenv("AGENT_SANDBOX_BROKER_NOSPLICE") == ""
+	spliceChunk = int64(4 << 20)
+)
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// tunnelState is shared by the two directions of a tunnel.
+type tunnelState struct {
+	last     atomic.Int64 // unix nanoseconds of the last byte moved either way
+	halfOpen atomic.Int64 // deadline after one side finished; 0 while both send
+}
+
+// tunnel relays bytes both ways until both sides finished, the tunnel was
+// idle for IdleTimeout, or one side finished more than HalfOpenTimeout ago.
+func (p *Proxy) tunnel(client, up net.Conn) (upBytes, downBytes int64) {
+	st := &tunnelState{}
+	st.last.Store(time.Now().UnixNano())
+	done := make(chan struct{})
+	var clientErr error
+	go func() {
+		defer close(done)
+		downBytes, clientErr = p.pipe(client, up, st)
+	}()
+	var err error
+	upBytes, err = p.pipe(up, client, st)
+	if err != nil {
+		client.Close()
+		up.Close()
+	}
+	<-done
+	if clientErr != nil {
+		client.Close()
+		up.Close()
+	}
+	return upBytes, downBytes
+}
+
+var (
+	errIdle     = errors.New("idle timeout")
+	errHalfOpen = errors.New("half-open timeout")
+)
+
+// pipe copies src to dst. When src finishes it half-closes dst and
+// shortens the read deadline of dst, which the other direction reads from,
+// to the half-open timeout. It returns nil when src finished cleanly.
+func (p *Proxy) pipe(dst, src net.Conn, st *tunnelState) (int64, error) {
+	idle := p.cfg.IdleTimeout
+	var total int64
+	var setAt time.Time
+	var setHalf int64
+	dtc, ok1 := dst.(*net.TCPConn)
+	_, ok2 := src.(*net.TCPConn)
+	if ok1 && ok2 && spliceOK {
+		// Kernel-side copy (splice on Linux) in bounded chunks, so that
+		// activity is recorded and deadlines are refreshed between them.
+		lr := &io.LimitedReader{R: src}
+		for {
+			now := time.Now()
+			if h := st.halfOpen.Load(); h != 0 {
+				if h != setHalf {
+					_ = src.SetReadDeadline(time.Unix(0, h))
+					setHalf = h
+				}
+			} else if now.Sub(setAt) > idle/8 {
+				_ = src.SetReadDeadline(now.Add(idle))
+				setAt = now
+			}
+			lr.N = spliceChunk
+			n, err := dtc.ReadFrom(lr)
+			total += n
+			if n > 0 {
+				st.last.Store(time.Now().UnixNano())
+			}
+			if err == nil && lr.N > 0 { // EOF
+				closeWrite(dst)
+				h := time.Now().Add(p.cfg.HalfOpenTimeout)
+				st.halfOpen.CompareAndSwap(0, h.UnixNano())
+				_ = dst.SetReadDeadline(time.Unix(0, st.halfOpen.Load()))
+				return total, nil
+			}
+			if err == nil {
+				continue
+			}
+			if isTimeout(err) {
+				if st.halfOpen.Load() != 0 {
+					return total, errHalfOpen
+				}
+				if n > 0 || time.Since(time.Unix(0, st.last.Load())) < idle {
+					setAt = time.Time{}
+					continue
+				}
+				return total, errIdle
+			}
+			return total, err
+		}
+	}
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	buf := *bp
+	for {
+		now := time.Now()
+		if h := st.halfOpen.Load(); h != 0 {
+			if h != setHalf {
+				_ = src.SetReadDeadline(time.Unix(0, h))
+				setHalf = h
+			}
+		} else if now.Sub(setAt) > idle/8 {
+			_ = src.SetReadDeadline(now.Add(idle))
+			setAt = now
+		}
+		n, err := src.Read(buf)
+		if n > 0 {
+			st.last.Store(time.Now().UnixNano())
+			w, werr := dst.Write(buf[:n])
+			total += int64(w)
+			if werr != nil {
+				return total, werr
+			}
+		}
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, io.EOF) {
+			closeWrite(dst)
+			h := time.Now().Add(p.cfg.HalfOpenTimeout)
+			st.halfOpen.CompareAndSwap(0, h.UnixNano())
+			_ = dst.SetReadDeadline(time.Unix(0, st.halfOpen.Load()))
+			return total, nil
+		}
+		if isTimeout(err) {
+			if st.halfOpen.Load() != 0 {
+				return total, errHalfOpen
+			}
+			if time.Since(time.Unix(0, st.last.Load())) < idle {
+				setAt = time.Time{} // the other direction is busy: wait on
+				continue
+			}
+			return total, errIdle
+		}
+		return total, err
+	}
+}
+
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		if cw.CloseWrite() == nil {
+			return
+		}
+	}
+	c.Close()
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}
+
+// writeRefusal answers with status and a short text body naming the
+// reason, and asks the client to close.
+func writeRefusal(w io.Writer, status int, reason string) {
+	body := "agent-sandbox egress broker: " + sanitize(reason) + "\n"
+	var extra string
+	if status == http.StatusProxyAuthRequired {
+		extra = "Proxy-Authenticate: Basic realm=\"agent-sandbox\"\r\n"
+	}
+	if c, ok := w.(net.Conn); ok {
+		_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		defer c.SetWriteDeadline(time.Time{})
+	}
+	fmt.Fprintf(w, "HTTP/1.1 %d %s\r\n%sContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		status, http.StatusText(status), extra, len(body), body)
+}
