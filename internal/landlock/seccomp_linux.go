@@ -10,26 +10,35 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// The seccomp filter the confined thread installs, inherited by the child.
+//
 // Terminal injection (threat class 17): the TIOCSTI ioctl pushes bytes into
 // a terminal's input queue, so a confined agent sharing the user's terminal
 // could type a command that the user's shell runs after the agent exits
 // (TIOCLINUX can do the same on a Linux console). Landlock does not mediate
 // these ioctls, and the kernel's dev.tty.legacy_tiocsti switch is often on,
-// so the confined thread installs a seccomp filter, inherited by the child,
-// that makes both fail with EPERM. It also refuses system calls of a foreign
-// ABI (32-bit compat, x32), whose ioctl numbers the filter would not match.
+// so the filter makes both fail with EPERM. It always refuses system calls of
+// a foreign ABI (32-bit compat, x32), whose numbers it would not match.
+//
+// Optionally (see [Seccomp]) it also refuses the kernel keyring calls
+// (add_key, request_key, keyctl: the user's session, user and persistent
+// keyrings hold Kerberos tickets and other secrets), and socket(AF_UNIX, ...)
+// for hosts without a mount namespace, where Landlock below ABI 9 cannot
+// stop a connect() to a host socket by path. socketpair stays allowed.
 
 // seccompArch describes the native system call ABI of one architecture.
 type seccompArch struct {
-	audit uint32 // AUDIT_ARCH_* value in seccomp_data.arch
-	ioctl uint32 // __NR_ioctl
-	x32   bool   // refuse numbers with the x32 bit set
+	audit   uint32 // AUDIT_ARCH_* value in seccomp_data.arch
+	ioctl   uint32 // __NR_ioctl
+	socket  uint32 // __NR_socket
+	keyring [3]uint32
+	x32     bool // refuse numbers with the x32 bit set
 }
 
 var seccompArches = map[string]seccompArch{
-	"amd64":   {audit: 0xc000003e, ioctl: 16, x32: true},
-	"arm64":   {audit: 0xc00000b7, ioctl: 29},
-	"riscv64": {audit: 0xc00000f3, ioctl: 29},
+	"amd64":   {audit: 0xc000003e, ioctl: 16, socket: 41, keyring: [3]uint32{248, 249, 250}, x32: true},
+	"arm64":   {audit: 0xc00000b7, ioctl: 29, socket: 198, keyring: [3]uint32{217, 218, 219}},
+	"riscv64": {audit: 0xc00000f3, ioctl: 29, socket: 198, keyring: [3]uint32{217, 218, 219}},
 }
 
 const (
@@ -37,50 +46,97 @@ const (
 	ioctlTIOCLINUX = 0x541C
 )
 
-// terminalFilter returns the BPF program for arch.
-func terminalFilter(a seccompArch) []unix.SockFilter {
-	const (
-		ld    = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		jeq   = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-		jge   = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
-		ret   = unix.BPF_RET | unix.BPF_K
-		allow = unix.SECCOMP_RET_ALLOW
-		deny  = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
-	)
-	// seccomp_data: nr at 0, arch at 4, args[i] at 16+8*i; the low 32 bits
-	// of args[1] (the ioctl request, an unsigned int) are at 24 on the
-	// little-endian architectures listed above.
-	x32 := uint32(0xffffffff) // no number reaches it when x32 is off
-	if a.x32 {
-		x32 = 0x40000000
-	}
-	return []unix.SockFilter{
-		{Code: ld, K: 4},
-		{Code: jeq, Jt: 1, Jf: 0, K: a.audit},
-		{Code: ret, K: deny}, // foreign ABI
-		{Code: ld, K: 0},
-		{Code: jge, Jt: 0, Jf: 1, K: x32},
-		{Code: ret, K: deny}, // x32 system call
-		{Code: jeq, Jt: 0, Jf: 4, K: a.ioctl},
-		{Code: ld, K: 24},
-		{Code: jeq, Jt: 1, Jf: 0, K: ioctlTIOCSTI},
-		{Code: jeq, Jt: 0, Jf: 1, K: ioctlTIOCLINUX},
-		{Code: ret, K: deny},
-		{Code: ret, K: allow},
-	}
+// bpf assembles a filter whose conditional jumps name their targets:
+// "deny", "allow" or "" (the next instruction).
+type bpf struct {
+	ins     []unix.SockFilter
+	targets [][2]string
 }
 
-// denyTerminalInjection installs the filter on the calling thread. It needs
+func (b *bpf) op(code uint16, k uint32) { b.jmp(code, k, "", "") }
+
+func (b *bpf) jmp(code uint16, k uint32, jt, jf string) {
+	b.ins = append(b.ins, unix.SockFilter{Code: code, K: k})
+	b.targets = append(b.targets, [2]string{jt, jf})
+}
+
+// program appends "ret deny" and "ret allow" and resolves the jumps.
+func (b *bpf) program(deny, allow uint32) []unix.SockFilter {
+	ret := uint16(unix.BPF_RET | unix.BPF_K)
+	end := len(b.ins)
+	b.op(ret, deny)
+	b.op(ret, allow)
+	at := map[string]int{"deny": end, "allow": end + 1}
+	for i, t := range b.targets {
+		for j, name := range t {
+			if name == "" {
+				continue
+			}
+			off := uint8(at[name] - i - 1)
+			if j == 0 {
+				b.ins[i].Jt = off
+			} else {
+				b.ins[i].Jf = off
+			}
+		}
+	}
+	return b.ins
+}
+
+// seccompFilter returns the BPF program for arch with the options in o.
+func seccompFilter(a seccompArch, o Seccomp) []unix.SockFilter {
+	const (
+		ld  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		jeq = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		jge = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+	)
+	// seccomp_data: nr at 0, arch at 4, args[i] at 16+8*i; the low 32
+	// bits of an argument are at 16+8*i on the little-endian
+	// architectures listed above.
+	var b bpf
+	b.op(ld, 4)
+	b.jmp(jeq, a.audit, "", "deny") // foreign ABI
+	b.op(ld, 0)
+	if a.x32 {
+		b.jmp(jge, 0x40000000, "deny", "") // x32 system call
+	}
+	if o.DenyKeyrings {
+		for _, nr := range a.keyring {
+			b.jmp(jeq, nr, "deny", "")
+		}
+	}
+	if o.DenyUnixSockets {
+		// if nr == socket && args[0] == AF_UNIX: deny
+		b.jmp(jeq, a.socket, "", "") // patched below to skip the check
+		i := len(b.ins) - 1
+		b.op(ld, 16)
+		b.jmp(jeq, unix.AF_UNIX, "deny", "allow")
+		b.ins[i].Jf = 2 // not socket: skip the two instructions above
+	}
+	b.jmp(jeq, a.ioctl, "", "allow")
+	b.op(ld, 24)
+	b.jmp(jeq, ioctlTIOCSTI, "deny", "")
+	b.jmp(jeq, ioctlTIOCLINUX, "deny", "allow")
+	return b.program(unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM), unix.SECCOMP_RET_ALLOW)
+}
+
+// terminalFilter is the filter with no optional part.
+func terminalFilter(a seccompArch) []unix.SockFilter { return seccompFilter(a, Seccomp{}) }
+
+// installSeccomp installs the filter on the calling thread. It needs
 // no_new_privs, which restrictSelf has set.
-func denyTerminalInjection() error {
+func installSeccomp(o Seccomp) error {
 	a, ok := seccompArches[runtime.GOARCH]
 	if !ok {
-		return fmt.Errorf("no seccomp filter against terminal injection for %s; the landlock backend supports amd64, arm64 and riscv64", runtime.GOARCH)
+		return fmt.Errorf("no seccomp filter for %s; the landlock backend supports amd64, arm64 and riscv64", runtime.GOARCH)
 	}
-	filter := terminalFilter(a)
+	filter := seccompFilter(a, o)
 	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
 	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&prog)), 0, 0); err != nil {
-		return fmt.Errorf("installing the seccomp filter against terminal injection: %w", err)
+		return fmt.Errorf("installing the seccomp filter: %w", err)
 	}
 	return nil
 }
+
+// denyTerminalInjection installs the filter without optional parts.
+func denyTerminalInjection() error { return installSeccomp(Seccomp{}) }

@@ -1,0 +1,168 @@
+package view
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/landlock"
+)
+
+// InitArg is the hidden first argument that makes agent-sandbox act as the
+// sandbox init; cmd/agent-sandbox hands such a run to [Init] before anything
+// else.
+const InitArg = "__sandbox-init"
+
+// Kind says what a [Mount] puts at its path.
+type Kind string
+
+// The kinds of mount.
+const (
+	// ReadOnly binds the source read-only (recursively, with nosuid).
+	ReadOnly Kind = "ro"
+	// ReadWrite binds the source read-write (recursively, with nosuid).
+	ReadWrite Kind = "rw"
+	// Tmpfs mounts an empty, writable tmpfs (mode 1777).
+	Tmpfs Kind = "tmpfs"
+	// Proc mounts a proc filesystem of the sandbox's PID namespace.
+	Proc Kind = "proc"
+	// Devpts mounts a new devpts instance (the sandbox's own ptys).
+	Devpts Kind = "devpts"
+	// Symlink creates a symbolic link to Target.
+	Symlink Kind = "symlink"
+	// Mask hides what a read-only bind shows at the path: an empty
+	// read-only file over a file, an empty read-only directory over a
+	// directory.
+	Mask Kind = "mask"
+	// Dir creates an empty directory (a mount point for nothing, such as
+	// $HOME when only parts of it are granted).
+	Dir Kind = "dir"
+)
+
+// Mount is one entry of the view. Paths are absolute and canonical (no
+// symlink, "." or ".." components): a source that turns out to contain a
+// symlink when it is opened makes the start fail, because something changed
+// it after it was checked.
+type Mount struct {
+	Kind Kind   `json:"kind"`
+	Path string `json:"path"`
+	// Source is the host path for binds; "" means Path.
+	Source string `json:"source,omitempty"`
+	// Target is the link target for Symlink.
+	Target string `json:"target,omitempty"`
+	// Optional skips the mount when its source does not exist.
+	Optional bool `json:"optional,omitempty"`
+}
+
+// Network is the sandbox's network.
+type Network string
+
+// The network modes.
+const (
+	// NetHost shares the host's network namespace (open network).
+	NetHost Network = "host"
+	// NetLoopback is a private network namespace with only loopback up.
+	NetLoopback Network = "loopback"
+	// NetProxy is NetLoopback plus a listening socket on
+	// 127.0.0.1:ProxyPort whose connections the parent serves (the
+	// egress broker).
+	NetProxy Network = "proxy"
+)
+
+// Rlimit is one resource limit set for the agent.
+type Rlimit struct {
+	Resource int    `json:"resource"`
+	Name     string `json:"name"`
+	Soft     uint64 `json:"soft"`
+	Hard     uint64 `json:"hard"`
+}
+
+// Config is everything the sandbox init needs to build the view and start
+// the agent.
+type Config struct {
+	Mounts []Mount `json:"mounts"`
+	// Workdir is the agent's working directory inside the view.
+	Workdir string `json:"workdir"`
+	// Argv is the agent's command line; Argv[0] is an absolute path
+	// inside the view.
+	Argv []string `json:"argv"`
+	// Env is the agent's whole environment (KEY=VALUE).
+	Env []string `json:"env"`
+	// Landlock is the ruleset enforced on the agent, over paths inside
+	// the view. Its Network must be NetOpen: the network namespace does
+	// the network part.
+	Landlock landlock.Policy `json:"landlock"`
+	// Seccomp selects the optional parts of the seccomp filter.
+	Seccomp landlock.Seccomp `json:"seccomp"`
+	Network Network          `json:"network"`
+	// ProxyPort is the port of the proxy socket with NetProxy.
+	ProxyPort int `json:"proxy_port,omitempty"`
+	// Rlimits are applied to the agent (never raising a hard limit).
+	Rlimits []Rlimit `json:"rlimits,omitempty"`
+	// TerminalSignals says that the agent shares agent-sandbox's
+	// terminal: the terminal itself delivers keyboard signals and window
+	// changes to the agent, so init does not forward those.
+	TerminalSignals bool `json:"terminal_signals,omitempty"`
+}
+
+// Validate checks that c is complete and its paths are absolute and clean.
+func (c Config) Validate() error {
+	if len(c.Argv) == 0 || !filepath.IsAbs(c.Argv[0]) {
+		return fmt.Errorf("view: the command must be an absolute path, not %q", strings.Join(c.Argv, " "))
+	}
+	if !clean(c.Workdir) {
+		return fmt.Errorf("view: working directory %q is not an absolute clean path", c.Workdir)
+	}
+	for _, m := range c.Mounts {
+		if !clean(m.Path) || m.Path == "/" {
+			return fmt.Errorf("view: mount path %q is not an absolute clean path below /", m.Path)
+		}
+		switch m.Kind {
+		case ReadOnly, ReadWrite:
+			if m.Source != "" && !clean(m.Source) {
+				return fmt.Errorf("view: mount source %q is not an absolute clean path", m.Source)
+			}
+		case Symlink:
+			if m.Target == "" {
+				return fmt.Errorf("view: symlink %s has no target", m.Path)
+			}
+		case Tmpfs, Proc, Devpts, Mask, Dir:
+		default:
+			return fmt.Errorf("view: mount %s has unknown kind %q", m.Path, m.Kind)
+		}
+	}
+	switch c.Network {
+	case NetHost, NetLoopback:
+	case NetProxy:
+		if c.ProxyPort <= 0 || c.ProxyPort > 65535 {
+			return fmt.Errorf("view: proxy port %d out of range", c.ProxyPort)
+		}
+	default:
+		return fmt.Errorf("view: unknown network %q", c.Network)
+	}
+	if c.Landlock.Network != landlock.NetOpen {
+		return fmt.Errorf("view: the Landlock policy's network must be open: the network namespace confines the network")
+	}
+	return nil
+}
+
+func clean(p string) bool { return filepath.IsAbs(p) && filepath.Clean(p) == p }
+
+// source is the host path a bind reads from.
+func (m Mount) source() string {
+	if m.Source != "" {
+		return m.Source
+	}
+	return m.Path
+}
+
+// ordered returns the mounts parents first: a mount at /a/b goes after the
+// one at /a, so that it lands on top. Mounts at one path keep their order.
+func ordered(ms []Mount) []Mount {
+	out := append([]Mount{}, ms...)
+	sort.SliceStable(out, func(i, j int) bool { return depth(out[i].Path) < depth(out[j].Path) })
+	return out
+}
+
+func depth(p string) int { return strings.Count(p, "/") }

@@ -1,0 +1,34 @@
+// Package view builds the agent's view of the system with Linux namespaces,
+// as bubblewrap does, and starts the agent in it under Landlock, seccomp and
+// no_new_privs.
+//
+// The view is a fresh root made only of what a [Config] lists: read-only
+// and read-write bind mounts of granted paths, a private /tmp, a minimal
+// /dev, a private /proc and symlinks. What is not listed does not exist
+// inside: no $XDG_RUNTIME_DIR, no Docker or D-Bus socket, no X11 socket, no
+// rest of $HOME. The agent runs in new user, mount, PID, IPC and UTS
+// namespaces, and in a new network namespace (loopback only, or loopback
+// plus the egress proxy's socket) unless the network is open.
+//
+// The start sequence:
+//
+//  1. The parent ([Start]) re-executes agent-sandbox (/proc/self/exe) with
+//     the hidden first argument [InitArg], cloned into the new namespaces,
+//     with the caller's uid and gid mapped to themselves and the
+//     capabilities it needs to build the view (kept across exec as ambient
+//     capabilities of the new user namespace only). The Config travels on
+//     a pipe; a second pipe carries back how the agent ended.
+//  2. The sandbox init ([Init], PID 1 in the new PID namespace) opens every
+//     source path once, refusing symlinks on the way (openat2
+//     RESOLVE_NO_SYMLINKS), builds the new root from those descriptors,
+//     pivots into it, brings loopback up, joins a fresh session keyring,
+//     sets resource limits and marks every inherited descriptor above 2
+//     close-on-exec.
+//  3. On a locked thread it drops every capability, sets no_new_privs,
+//     enforces the Landlock ruleset and the seccomp filter
+//     ([landlock.ConfineThread]) and forks the agent from that thread.
+//  4. It forwards signals to the agent, reaps orphans, and when the agent
+//     exits kills everything left in the namespace and reports the agent's
+//     wait status to the parent. When the parent dies, the kernel kills
+//     init (parent-death signal) and with it every process of the sandbox.
+package view

@@ -1,0 +1,403 @@
+//go:build linux
+
+package view
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/landlock"
+)
+
+// The descriptors the parent hands to init.
+const (
+	configFd  = 3 // the Config, JSON, read to end of file
+	statusFd  = 4 // init's report, one JSON object
+	controlFd = 5 // with NetProxy: the proxy's listening socket goes back here
+)
+
+// report is what init tells the parent, once.
+type report struct {
+	// Status is the agent's wait status, when it ran.
+	Status *int `json:"status,omitempty"`
+	// Error says why the agent did not run; Code is the exit status
+	// agent-sandbox returns then (125, or 126/127 when the program
+	// itself could not be executed).
+	Error string `json:"error,omitempty"`
+	Code  int    `json:"code,omitempty"`
+}
+
+// Init is the sandbox init: it reads the Config from its parent, builds the
+// view, starts the agent and waits for it. It never returns to the caller's
+// logic: cmd/agent-sandbox exits with its result right away.
+func Init() int {
+	// The main goroutine keeps the process's first thread: the thread that
+	// confines itself for the agent must be another one.
+	runtime.LockOSThread()
+	status := os.NewFile(statusFd, "status")
+	say := func(r report) int {
+		_ = json.NewEncoder(status).Encode(r)
+		if r.Code != 0 {
+			return r.Code
+		}
+		return 0
+	}
+	// Nothing inside may read init's memory or open its descriptors.
+	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	if os.Getpid() != 1 {
+		return say(report{Error: "the sandbox init must be started by agent-sandbox in new namespaces", Code: 125})
+	}
+	var c Config
+	cf := os.NewFile(configFd, "config")
+	b, err := io.ReadAll(cf)
+	cf.Close()
+	if err == nil {
+		err = json.Unmarshal(b, &c)
+	}
+	if err == nil {
+		err = c.Validate()
+	}
+	if err != nil {
+		return say(report{Error: fmt.Sprintf("reading the sandbox configuration: %v", err), Code: 125})
+	}
+	if err := setUp(c); err != nil {
+		return say(report{Error: err.Error(), Code: 125})
+	}
+	return say(runAgent(c))
+}
+
+// setUp builds the view and everything around it, up to the agent's start.
+func setUp(c Config) error {
+	if err := buildRoot(c.Mounts); err != nil {
+		return fmt.Errorf("building the sandbox's filesystem view: %w", err)
+	}
+	if c.Network != NetHost {
+		if err := loopbackUp(); err != nil {
+			return fmt.Errorf("bringing up loopback in the sandbox's network namespace: %w", err)
+		}
+	}
+	if c.Network == NetProxy {
+		if err := handOverProxySocket(c.ProxyPort); err != nil {
+			return fmt.Errorf("creating the egress proxy's socket in the sandbox: %w", err)
+		}
+	}
+	// A fresh, empty session keyring: the caller's (into which
+	// pam_keyinit links the user keyring) stays out of reach.
+	if _, _, errno := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); errno != 0 {
+		return fmt.Errorf("joining a new session keyring: %w", errno)
+	}
+	for _, l := range c.Rlimits {
+		var cur unix.Rlimit
+		if err := unix.Getrlimit(l.Resource, &cur); err != nil {
+			return fmt.Errorf("reading the %s limit: %w", l.Name, err)
+		}
+		lim := unix.Rlimit{Cur: min(l.Soft, cur.Max), Max: min(l.Hard, cur.Max)}
+		if err := unix.Setrlimit(l.Resource, &lim); err != nil {
+			return fmt.Errorf("setting the %s limit to %d: %w", l.Name, l.Soft, err)
+		}
+	}
+	// Whatever descriptors agent-sandbox's caller left open stay here.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fmt.Errorf("marking inherited descriptors close-on-exec: %w", err)
+	}
+	if err := unix.Chdir(c.Workdir); err != nil {
+		return fmt.Errorf("entering the working directory %s in the sandbox: %w", c.Workdir, err)
+	}
+	return nil
+}
+
+// runAgent confines a thread, forks the agent from it and waits until the
+// agent has exited and every other process of the sandbox is gone.
+func runAgent(c Config) report {
+	sigs := make(chan os.Signal, 32)
+	signal.Notify(sigs, unix.SIGCHLD, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT,
+		unix.SIGWINCH, unix.SIGUSR1, unix.SIGUSR2, unix.SIGCONT)
+	type started struct {
+		pid int
+		err error
+	}
+	ch := make(chan started, 1)
+	go func() {
+		// This thread takes the agent's confinement and is the agent's
+		// parent (for the parent-death signal): it stays locked and
+		// parked for good.
+		runtime.LockOSThread()
+		if _, err := landlock.ConfineThread(c.Landlock, c.Seccomp); err != nil {
+			ch <- started{err: fmt.Errorf("confining the agent: %w", err)}
+			return
+		}
+		pid, err := syscall.ForkExec(c.Argv[0], c.Argv, &syscall.ProcAttr{
+			Env:   c.Env,
+			Files: []uintptr{0, 1, 2},
+			Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
+		})
+		ch <- started{pid, err}
+		if err == nil {
+			select {}
+		}
+	}()
+	s := <-ch
+	if s.err != nil {
+		code := 125
+		switch {
+		case errors.Is(s.err, unix.ENOENT):
+			code = 127
+		case errors.Is(s.err, unix.EACCES), errors.Is(s.err, unix.ENOEXEC), errors.Is(s.err, unix.EPERM):
+			code = 126
+		}
+		return report{Error: fmt.Sprintf("starting %s in the sandbox: %v", c.Argv[0], s.err), Code: code}
+	}
+	for {
+		if st, done := reap(s.pid); done {
+			ws := int(st)
+			return report{Status: &ws}
+		}
+		sig := <-sigs
+		if sig == unix.SIGCHLD {
+			continue
+		}
+		if c.TerminalSignals && terminalSignal(sig) {
+			continue
+		}
+		_ = unix.Kill(s.pid, sig.(unix.Signal))
+	}
+}
+
+// reap collects exited children. When the agent is among them it kills
+// every process left in the namespace, waits for all of them and returns
+// the agent's status with done=true.
+func reap(agent int) (unix.WaitStatus, bool) {
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if pid <= 0 || err != nil {
+			return 0, false
+		}
+		if pid != agent {
+			continue
+		}
+		// From PID 1, kill(-1) reaches every other process of the
+		// namespace.
+		_ = unix.Kill(-1, unix.SIGKILL)
+		for {
+			_, err := unix.Wait4(-1, nil, 0, nil)
+			if err == unix.ECHILD {
+				break
+			}
+			if err != nil && err != unix.EINTR {
+				break
+			}
+		}
+		return ws, true
+	}
+}
+
+// terminalSignal reports whether the terminal itself sends s to its
+// foreground process group.
+func terminalSignal(s os.Signal) bool {
+	switch s {
+	case unix.SIGINT, unix.SIGQUIT, unix.SIGWINCH, unix.SIGCONT:
+		return true
+	}
+	return false
+}
+
+// buildRoot assembles the new root on a tmpfs and pivots into it.
+func buildRoot(mounts []Mount) error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("making the mounts private: %w", err)
+	}
+	ms := ordered(mounts)
+	// Open every source first, once: the rules built below refer to what
+	// was opened here, never to a path looked up again.
+	src := make([]int, len(ms))
+	devNull := -1
+	defer func() {
+		for _, fd := range src {
+			if fd > 0 {
+				unix.Close(fd)
+			}
+		}
+		if devNull > 0 {
+			unix.Close(devNull)
+		}
+	}()
+	for i, m := range ms {
+		switch m.Kind {
+		case ReadOnly, ReadWrite:
+			fd, err := openNoSymlinks(m.source())
+			if err != nil {
+				if m.Optional && (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR)) {
+					continue
+				}
+				return err
+			}
+			src[i] = fd
+		case Mask:
+			if devNull < 0 {
+				fd, err := openNoSymlinks("/dev/null")
+				if err != nil {
+					return err
+				}
+				devNull = fd
+			}
+		}
+	}
+	// The new root is a tmpfs over /tmp, in this mount namespace only.
+	const stage = "/tmp"
+	if err := unix.Mount("tmpfs", stage, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
+		return fmt.Errorf("mounting the new root: %w", err)
+	}
+	for i, m := range ms {
+		if err := place(stage, m, src[i], devNull); err != nil {
+			return fmt.Errorf("%s %s: %w", m.Kind, m.Path, err)
+		}
+	}
+	if err := unix.Chdir(stage); err != nil {
+		return err
+	}
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return fmt.Errorf("pivot_root: %w", err)
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detaching the old root: %w", err)
+	}
+	if err := unix.Chdir("/"); err != nil {
+		return err
+	}
+	// The skeleton (mount points, $HOME as a bare directory) is read-only.
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/", 0, &attr); err != nil {
+		return fmt.Errorf("making the new root read-only: %w", err)
+	}
+	return nil
+}
+
+// place puts one mount into the staged root.
+func place(stage string, m Mount, srcFd, devNull int) error {
+	switch m.Kind {
+	case ReadOnly, ReadWrite:
+		if srcFd <= 0 {
+			return nil // optional and missing
+		}
+		dir, err := isDirFd(srcFd)
+		if err != nil {
+			return err
+		}
+		t, err := makeTarget(stage, m.Path, dir)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(t)
+		return bindAt(srcFd, t, m.Kind == ReadOnly)
+	case Mask:
+		t, err := unix.Openat2(unix.AT_FDCWD, stage+m.Path, &unix.OpenHow{
+			Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS,
+		})
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+			return nil // nothing to hide
+		}
+		if err != nil {
+			return err
+		}
+		defer unix.Close(t)
+		dir, err := isDirFd(t)
+		if err != nil {
+			return err
+		}
+		if dir {
+			return mountAt("tmpfs", t, unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755,size=4k")
+		}
+		return bindAt(devNull, t, true)
+	case Tmpfs, Proc, Devpts, Dir:
+		t, err := makeTarget(stage, m.Path, true)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(t)
+		switch m.Kind {
+		case Tmpfs:
+			return mountAt("tmpfs", t, unix.MS_NOSUID|unix.MS_NODEV, "mode=1777")
+		case Proc:
+			return mountAt("proc", t, unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+		case Devpts:
+			return mountAt("devpts", t, unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620")
+		}
+		return nil
+	case Symlink:
+		parent, err := makeTarget(stage, parentOf(m.Path), true)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(parent)
+		return unix.Symlinkat(m.Target, parent, baseOf(m.Path))
+	}
+	return fmt.Errorf("unknown mount kind %q", m.Kind)
+}
+
+func parentOf(p string) string {
+	for i := len(p) - 1; i > 0; i-- {
+		if p[i] == '/' {
+			return p[:i]
+		}
+	}
+	return "/"
+}
+
+func baseOf(p string) string {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] == '/' {
+			return p[i+1:]
+		}
+	}
+	return p
+}
+
+// loopbackUp sets the loopback interface of the new network namespace up.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return err
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
+}
+
+// handOverProxySocket listens on 127.0.0.1:port inside the namespace and
+// sends the listening socket to the parent, which serves it.
+func handOverProxySocket(port int) error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		return fmt.Errorf("binding 127.0.0.1:%d: %w", port, err)
+	}
+	if err := unix.Listen(fd, 512); err != nil {
+		return err
+	}
+	if err := unix.Sendmsg(controlFd, []byte{'L'}, unix.UnixRights(fd), nil, 0); err != nil {
+		return fmt.Errorf("sending it to agent-sandbox: %w", err)
+	}
+	return unix.Close(controlFd)
+}

@@ -1,0 +1,235 @@
+//go:build linux
+
+package view
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Process is a sandbox started by [Start].
+type Process struct {
+	// Pid is the host pid of the sandbox init.
+	Pid int
+	cmd *exec.Cmd
+
+	status   *os.File
+	listener net.Listener
+}
+
+// ExitError is how the agent ended when it did not exit with status 0.
+type ExitError struct {
+	// Status is the agent's wait status.
+	Status syscall.WaitStatus
+}
+
+// Error describes the agent's end.
+func (e *ExitError) Error() string {
+	if e.Status.Signaled() {
+		return fmt.Sprintf("the agent was killed by %v", e.Status.Signal())
+	}
+	return fmt.Sprintf("the agent exited with status %d", e.Status.ExitStatus())
+}
+
+// WaitStatus returns the agent's wait status.
+func (e *ExitError) WaitStatus() syscall.WaitStatus { return e.Status }
+
+// SetupError is returned by Wait when the sandbox could not start the
+// agent. Code is the exit status agent-sandbox returns for it: 125 when the
+// sandbox could not be set up, 126 or 127 when the agent's program could
+// not be executed.
+type SetupError struct {
+	Msg  string
+	Code int
+}
+
+func (e *SetupError) Error() string { return e.Msg }
+
+// ExitCode returns the exit status agent-sandbox returns.
+func (e *SetupError) ExitCode() int { return e.Code }
+
+// Start starts the sandbox init for c. cmd provides the agent's standard
+// streams and any process-group settings in its SysProcAttr; its Path,
+// Args, Env, Dir and ExtraFiles are replaced (the agent's command, working
+// directory and environment are in c). Signals sent to cmd.Process reach
+// init, which passes them on to the agent.
+//
+// With NetProxy, [Process.Listener] is the proxy's listening socket inside
+// the sandbox, which the caller must serve.
+func Start(cmd *exec.Cmd, c Config) (*Process, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if cmd.Process != nil {
+		return nil, errors.New("view: command already started")
+	}
+	cfgR, cfgW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer cfgR.Close()
+	statR, statW, err := os.Pipe()
+	if err != nil {
+		cfgW.Close()
+		return nil, err
+	}
+	defer statW.Close()
+	extra := []*os.File{cfgR, statW}
+	var ctlParent, ctlChild *os.File
+	if c.Network == NetProxy {
+		pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			cfgW.Close()
+			statR.Close()
+			return nil, err
+		}
+		ctlParent = os.NewFile(uintptr(pair[0]), "control")
+		ctlChild = os.NewFile(uintptr(pair[1]), "control-child")
+		defer ctlChild.Close()
+		extra = append(extra, ctlChild)
+	}
+
+	a := new(syscall.SysProcAttr)
+	if cmd.SysProcAttr != nil {
+		*a = *cmd.SysProcAttr
+	}
+	if a.Cloneflags != 0 || a.Unshareflags != 0 || a.UidMappings != nil || a.GidMappings != nil ||
+		a.Credential != nil || a.Chroot != "" || len(a.AmbientCaps) > 0 || a.Ptrace {
+		return nil, errors.New("view: the sandbox sets namespaces, id maps, credentials and capabilities itself: leave them unset in SysProcAttr")
+	}
+	a.Cloneflags = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS
+	if c.Network != NetHost {
+		a.Cloneflags |= unix.CLONE_NEWNET
+	}
+	uid, gid := os.Geteuid(), os.Getegid()
+	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+	a.GidMappingsEnableSetgroups = false
+	// What init needs to build the view, in the new user namespace only.
+	// The agent gets none of it: init drops them before the agent starts.
+	a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP}
+	a.Pdeathsig = syscall.SIGKILL
+
+	cmd.Path = "/proc/self/exe"
+	cmd.Args = []string{"agent-sandbox", InitArg}
+	cmd.Env = []string{}
+	cmd.Dir = "/"
+	cmd.ExtraFiles = extra
+	cmd.SysProcAttr = a
+	if cmd.Stdin == nil || cmd.Stdout == nil || cmd.Stderr == nil {
+		devNull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+		if err != nil {
+			return nil, err
+		}
+		defer devNull.Close()
+		if cmd.Stdin == nil {
+			cmd.Stdin = devNull
+		}
+		if cmd.Stdout == nil {
+			cmd.Stdout = devNull
+		}
+		if cmd.Stderr == nil {
+			cmd.Stderr = devNull
+		}
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		cfgW.Close()
+		statR.Close()
+		if ctlParent != nil {
+			ctlParent.Close()
+		}
+		return nil, fmt.Errorf("starting the sandbox (new user, mount, PID and network namespaces): %w", err)
+	}
+	// The parent keeps no copy of the child's ends: a failing init must
+	// end the reads below with end-of-file, not leave them waiting.
+	statW.Close()
+	if ctlChild != nil {
+		ctlChild.Close()
+	}
+	go func() {
+		_, _ = cfgW.Write(b)
+		cfgW.Close()
+	}()
+	p := &Process{Pid: cmd.Process.Pid, cmd: cmd, status: statR}
+	if ctlParent != nil {
+		l, err := receiveListener(ctlParent)
+		ctlParent.Close()
+		if err != nil {
+			// init failed before it got there: its report says why.
+			werr := p.Wait()
+			if se := (*SetupError)(nil); errors.As(werr, &se) {
+				return nil, se
+			}
+			return nil, fmt.Errorf("receiving the egress proxy's socket from the sandbox: %w", err)
+		}
+		p.listener = l
+	}
+	return p, nil
+}
+
+func receiveListener(ctl *os.File) (net.Listener, error) {
+	buf := make([]byte, 1)
+	oob := make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := unix.Recvmsg(int(ctl.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, io.EOF
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return nil, fmt.Errorf("no socket in the message (%v)", err)
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		return nil, fmt.Errorf("no socket in the message (%v)", err)
+	}
+	f := os.NewFile(uintptr(fds[0]), "proxy-listener")
+	defer f.Close()
+	return net.FileListener(f)
+}
+
+// Listener is the egress proxy's listening socket inside the sandbox's
+// network namespace (NetProxy only; nil otherwise).
+func (p *Process) Listener() net.Listener { return p.listener }
+
+// Signal sends sig to the sandbox init, which passes it on to the agent.
+func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
+
+// Wait waits for the sandbox to end and returns nil when the agent exited
+// with status 0, an [*ExitError] when it exited otherwise or was killed,
+// and a [*SetupError] when it never ran.
+func (p *Process) Wait() error {
+	werr := p.cmd.Wait()
+	var r report
+	dec := json.NewDecoder(p.status)
+	derr := dec.Decode(&r)
+	p.status.Close()
+	switch {
+	case derr == nil && r.Status != nil:
+		ws := syscall.WaitStatus(*r.Status)
+		if ws.Exited() && ws.ExitStatus() == 0 {
+			return nil
+		}
+		return &ExitError{Status: ws}
+	case derr == nil && r.Error != "":
+		return &SetupError{Msg: r.Error, Code: r.Code}
+	}
+	if werr == nil {
+		werr = errors.New("it exited without a report")
+	}
+	return &SetupError{Msg: fmt.Sprintf("the sandbox ended before the agent's status was known: %v", werr), Code: 125}
+}

@@ -1,0 +1,194 @@
+//go:build linux
+
+package view
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/landlock"
+)
+
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == InitArg {
+		os.Exit(Init())
+	}
+	os.Exit(m.Run())
+}
+
+// testConfig is a small view: the system directories read-only, a
+// private /tmp, /dev and /proc, and work read-write.
+func testConfig(t *testing.T, work string, script string) Config {
+	t.Helper()
+	c := Config{Workdir: work, Argv: []string{"/bin/sh", "-c", script}, Env: []string{"PATH=/usr/bin:/bin"}, Network: NetLoopback}
+	entries, err := os.ReadDir("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		p := "/" + e.Name()
+		switch e.Name() {
+		case "usr", "etc", "lib", "lib64", "bin", "sbin", "opt":
+		default:
+			continue
+		}
+		if target, err := os.Readlink(p); err == nil {
+			c.Mounts = append(c.Mounts, Mount{Kind: Symlink, Path: p, Target: target})
+			continue
+		}
+		c.Mounts = append(c.Mounts, Mount{Kind: ReadOnly, Path: p})
+		c.Landlock.ReadExec = append(c.Landlock.ReadExec, p)
+	}
+	c.Mounts = append(c.Mounts,
+		Mount{Kind: Tmpfs, Path: "/tmp"},
+		Mount{Kind: Dir, Path: "/dev"},
+		Mount{Kind: ReadWrite, Path: "/dev/null"},
+		Mount{Kind: Proc, Path: "/proc"},
+		Mount{Kind: ReadWrite, Path: work},
+		Mount{Kind: Mask, Path: "/etc/shadow"},
+	)
+	c.Landlock.ReadOnly = []string{"/proc"}
+	c.Landlock.ReadWrite = []string{"/tmp", "/dev/null", work}
+	c.Seccomp = landlock.Seccomp{DenyKeyrings: true}
+	return c
+}
+
+type result struct {
+	out  string
+	err  error
+	code int
+}
+
+func runView(t *testing.T, c Config) result {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := &exec.Cmd{Stdout: &out, Stderr: &out}
+	p, err := Start(cmd, c)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	err = p.Wait()
+	code := 0
+	var ee *ExitError
+	var se *SetupError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.Status.ExitStatus()
+	case errors.As(err, &se):
+		code = se.Code
+	case err != nil:
+		code = -1
+	}
+	return result{out.String(), err, code}
+}
+
+func TestViewBasics(t *testing.T) {
+	work, _ := filepath.EvalSymlinks(t.TempDir())
+	secret := filepath.Join(filepath.Dir(work), "secret")
+	if err := os.WriteFile(secret, []byte("canary"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := `set -e
+echo pid=$$
+echo hello > ` + work + `/out
+test ! -e ` + secret + `
+ls /proc | grep -c '^[0-9]' | sed 's/^/procs=/'
+cat /proc/self/status | grep -q NoNewPrivs:.*1 && echo nnp
+test ! -s /etc/shadow && echo masked
+! touch /usr/x 2>/dev/null && echo usr-ro
+! touch /newfile 2>/dev/null && echo root-ro
+echo tmp > /tmp/x && echo tmp-ok
+`
+	r := runView(t, testConfig(t, work, script))
+	if r.err != nil {
+		t.Fatalf("%v\n%s", r.err, r.out)
+	}
+	for _, want := range []string{"nnp", "masked", "usr-ro", "root-ro", "tmp-ok"} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("output lacks %q:\n%s", want, r.out)
+		}
+	}
+	// A private PID namespace: only the sandbox's few processes.
+	if i := strings.Index(r.out, "procs="); i < 0 || len(strings.SplitN(r.out[i+6:], "\n", 2)[0]) > 1 {
+		t.Errorf("want fewer than 10 processes in /proc:\n%s", r.out)
+	}
+	if b, err := os.ReadFile(filepath.Join(work, "out")); err != nil || string(b) != "hello\n" {
+		t.Errorf("write in the workdir: %q %v", b, err)
+	}
+}
+
+func TestViewExitStatusAndSurvivors(t *testing.T) {
+	work, _ := filepath.EvalSymlinks(t.TempDir())
+	r := runView(t, testConfig(t, work, `setsid sh -c 'sleep 600' </dev/null >/dev/null 2>&1 & exit 7`))
+	if r.code != 7 {
+		t.Fatalf("code %d, want 7 (%v)\n%s", r.code, r.err, r.out)
+	}
+	r = runView(t, testConfig(t, work, `kill -TERM $$`))
+	var ee *ExitError
+	if !errors.As(r.err, &ee) || !ee.Status.Signaled() {
+		t.Fatalf("want killed by a signal, got %v", r.err)
+	}
+}
+
+func TestViewMissingCommand(t *testing.T) {
+	work, _ := filepath.EvalSymlinks(t.TempDir())
+	c := testConfig(t, work, "")
+	c.Argv = []string{"/nonexistent/prog"}
+	if r := runView(t, c); r.code != 127 {
+		t.Fatalf("code %d (%v), want 127", r.code, r.err)
+	}
+}
+
+func TestViewSymlinkedSourceRefused(t *testing.T) {
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	work := filepath.Join(dir, "work")
+	if err := os.Symlink(dir, work); err != nil {
+		t.Fatal(err)
+	}
+	r := runView(t, testConfig(t, work, "true"))
+	if r.code != 125 || !strings.Contains(r.err.Error(), "symlink") {
+		t.Fatalf("code %d err %v, want 125 naming the symlink", r.code, r.err)
+	}
+}
+
+func TestViewLoopbackAndProxySocket(t *testing.T) {
+	work, _ := filepath.EvalSymlinks(t.TempDir())
+	c := testConfig(t, work, `exec 3<>/dev/tcp/127.0.0.1/3128 && printf ping >&3 && head -c4 <&3`)
+	c.Argv = []string{"/bin/bash", "-c", c.Argv[2]}
+	c.Network = NetProxy
+	c.ProxyPort = 3128
+	var out bytes.Buffer
+	cmd := &exec.Cmd{Stdout: &out, Stderr: &out}
+	p, err := Start(cmd, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := p.Listener()
+	go func() {
+		conn, err := l.Accept()
+		if err != nil {
+			return
+		}
+		b := make([]byte, 4)
+		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := conn.Read(b); err == nil && string(b) == "ping" {
+			_, _ = conn.Write([]byte("pong"))
+		}
+		conn.Close()
+	}()
+	if err := p.Wait(); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	l.Close()
+	if !strings.Contains(out.String(), "pong") {
+		t.Fatalf("no answer through the handed-over socket: %q", out.String())
+	}
+	_ = net.ErrClosed
+}
