@@ -8,6 +8,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/agent-sandbox/agent-sandbox/internal/view"
 	"io"
 	"os"
 	"os/exec"
@@ -41,6 +42,9 @@ type env struct {
 // Main runs agent-sandbox with args (without the program name) and returns
 // the exit status.
 func Main(args []string, stdio launch.Stdio) int {
+	if len(args) > 0 && args[0] == view.InitArg {
+		return view.Init()
+	}
 	if len(args) > 0 && args[0] == landlock.TrampolineArg {
 		return landlock.Trampoline(args[1:], stdio.Err)
 	}

@@ -104,6 +104,20 @@ func ExitStatus(err error) int {
 	if err == nil {
 		return 0
 	}
+	var ws interface{ WaitStatus() syscall.WaitStatus }
+	if errors.As(err, &ws) {
+		if st := ws.WaitStatus(); st.Signaled() {
+			return 128 + int(st.Signal())
+		} else {
+			return st.ExitStatus()
+		}
+	}
+	var code interface{ ExitCode() int }
+	if errors.As(err, &code) {
+		if _, isExit := err.(*exec.ExitError); !isExit {
+			return code.ExitCode()
+		}
+	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {

@@ -82,6 +82,9 @@ func Execute(s spec.Spec, p ll.Policy, stdio launch.Stdio, verbose bool) int {
 		}
 		return proc.Wait, nil
 	}
+	if viewEngine() {
+		start = startInView(p, stdio.Err)
+	}
 	return launch.Run(s.Argv, env, s.Workdir, stdio, start)
 }
 
