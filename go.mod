@@ -10,10 +10,8 @@ require (
 	github.com/spf13/pflag v1.1.0
 	github.com/tailscale/hujson v0.0.0-20260727124030-b80ff77dac4f
 	golang.org/x/sys v0.50.0
+	golang.org/x/text v0.14.0
 	mvdan.cc/sh/v3 v3.14.1
 )
 
-require (
-	golang.org/x/text v0.14.0 // indirect
-	golang.org/x/tools v0.38.0 // indirect
-)
+require golang.org/x/tools v0.38.0 // indirect
