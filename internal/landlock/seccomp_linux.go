@@ -47,10 +47,20 @@ const (
 )
 
 // bpf assembles a filter whose conditional jumps name their targets:
-// "deny", "allow" or "" (the next instruction).
+// "deny", "allow", a label set with [bpf.label], or "" (the next
+// instruction). Targets lie ahead, as classic BPF requires.
 type bpf struct {
 	ins     []unix.SockFilter
 	targets [][2]string
+	labels  map[string]int
+}
+
+// label names the next instruction.
+func (b *bpf) label(name string) {
+	if b.labels == nil {
+		b.labels = map[string]int{}
+	}
+	b.labels[name] = len(b.ins)
 }
 
 func (b *bpf) op(code uint16, k uint32) { b.jmp(code, k, "", "") }
@@ -67,6 +77,9 @@ func (b *bpf) program(deny, allow uint32) []unix.SockFilter {
 	b.op(ret, deny)
 	b.op(ret, allow)
 	at := map[string]int{"deny": end, "allow": end + 1}
+	for name, i := range b.labels {
+		at[name] = i
+	}
 	for i, t := range b.targets {
 		for j, name := range t {
 			if name == "" {
@@ -107,11 +120,10 @@ func seccompFilter(a seccompArch, o Seccomp) []unix.SockFilter {
 	}
 	if o.DenyUnixSockets {
 		// if nr == socket && args[0] == AF_UNIX: deny
-		b.jmp(jeq, a.socket, "", "") // patched below to skip the check
-		i := len(b.ins) - 1
+		b.jmp(jeq, a.socket, "", "not-socket")
 		b.op(ld, 16)
 		b.jmp(jeq, unix.AF_UNIX, "deny", "allow")
-		b.ins[i].Jf = 2 // not socket: skip the two instructions above
+		b.label("not-socket")
 	}
 	b.jmp(jeq, a.ioctl, "", "allow")
 	b.op(ld, 24)

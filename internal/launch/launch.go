@@ -104,26 +104,25 @@ func ExitStatus(err error) int {
 	if err == nil {
 		return 0
 	}
-	var ws interface{ WaitStatus() syscall.WaitStatus }
-	if errors.As(err, &ws) {
-		if st := ws.WaitStatus(); st.Signaled() {
-			return 128 + int(st.Signal())
-		} else {
-			return st.ExitStatus()
-		}
-	}
-	var code interface{ ExitCode() int }
-	if errors.As(err, &code) {
-		if _, isExit := err.(*exec.ExitError); !isExit {
-			return code.ExitCode()
-		}
-	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			return 128 + int(ws.Signal())
 		}
 		return ee.ExitCode()
+	}
+	// Other starters (the namespace view) report the agent's wait status,
+	// or the exit status of a failure before it ran.
+	var ws interface{ WaitStatus() syscall.WaitStatus }
+	if errors.As(err, &ws) {
+		if st := ws.WaitStatus(); st.Signaled() {
+			return 128 + int(st.Signal())
+		}
+		return ws.WaitStatus().ExitStatus()
+	}
+	var code interface{ ExitCode() int }
+	if errors.As(err, &code) {
+		return code.ExitCode()
 	}
 	return ExitRefused
 }
@@ -146,6 +145,30 @@ func startErrorStatus(err error) int {
 		return ExitNotExecable
 	}
 	return ExitRefused
+}
+
+// NullStdio connects cmd's unset standard streams to /dev/null, as exec
+// would, for starters that fork from a thread which may not open it. The
+// caller closes the returned file (nil when nothing was unset) after the
+// start.
+func NullStdio(cmd *exec.Cmd) (*os.File, error) {
+	if cmd.Stdin != nil && cmd.Stdout != nil && cmd.Stderr != nil {
+		return nil, nil
+	}
+	devNull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	if cmd.Stdin == nil {
+		cmd.Stdin = devNull
+	}
+	if cmd.Stdout == nil {
+		cmd.Stdout = devNull
+	}
+	if cmd.Stderr == nil {
+		cmd.Stderr = devNull
+	}
+	return devNull, nil
 }
 
 // IsTerminal reports whether a stream (an io.Reader or io.Writer) is a

@@ -45,10 +45,7 @@ func Init() int {
 	status := os.NewFile(statusFd, "status")
 	say := func(r report) int {
 		_ = json.NewEncoder(status).Encode(r)
-		if r.Code != 0 {
-			return r.Code
-		}
-		return 0
+		return r.Code
 	}
 	// Nothing inside may read init's memory or open its descriptors.
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)

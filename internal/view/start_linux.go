@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 )
 
 // Process is a sandbox started by [Start].
@@ -124,21 +126,12 @@ func Start(cmd *exec.Cmd, c Config) (*Process, error) {
 	cmd.Dir = "/"
 	cmd.ExtraFiles = extra
 	cmd.SysProcAttr = a
-	if cmd.Stdin == nil || cmd.Stdout == nil || cmd.Stderr == nil {
-		devNull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
-		if err != nil {
-			return nil, err
-		}
+	devNull, err := launch.NullStdio(cmd)
+	if err != nil {
+		return nil, err
+	}
+	if devNull != nil {
 		defer devNull.Close()
-		if cmd.Stdin == nil {
-			cmd.Stdin = devNull
-		}
-		if cmd.Stdout == nil {
-			cmd.Stdout = devNull
-		}
-		if cmd.Stderr == nil {
-			cmd.Stderr = devNull
-		}
 	}
 	b, err := json.Marshal(c)
 	if err != nil {
