@@ -236,7 +236,10 @@ c = socket.socket(socket.AF_UNIX); c.settimeout(3); c.connect(p)
 a, _ = srv.accept(); c.send(b"ping"); assert a.recv(4) == b"ping"
 os.unlink(p)'`
 	pyTCPTo = `python3 -c 'import socket; s=socket.create_connection(("127.0.0.1", @PORT), 3); s.send(b"@CANARY")'`
-	pyUDPTo = `python3 -c 'import socket,time; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); [s.sendto(b"@CANARY", ("127.0.0.1", @PORT)) or time.sleep(0.05) for _ in range(5)]'`
+	// pyUDPTo connects its UDP socket, so that a port with no listener
+	// (the sandbox's own loopback) makes a later send fail with
+	// ECONNREFUSED instead of vanishing.
+	pyUDPTo = `python3 -c 'import socket,time; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.connect(("127.0.0.1", @PORT)); [s.send(b"@CANARY") or time.sleep(0.05) for _ in range(5)]'`
 )
 
 // pyLoopback is a server and client inside one process over host (a

@@ -20,7 +20,7 @@ func BenchmarkStartTrue(b *testing.B) {
 				p.Network = NetBlocked
 			}
 			for b.Loop() {
-				proc, err := start(exec.Command("/bin/true"), p, k)
+				proc, err := start(exec.Command("/bin/true"), p, Seccomp{}, k)
 				if err != nil {
 					b.Fatal(err)
 				}

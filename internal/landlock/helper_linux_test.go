@@ -138,7 +138,7 @@ func runConfined(t testing.TB, p Policy, k kernel, argv ...string) result {
 	cmd.Env = []string{helperEnv + "=1", "PATH=/usr/bin:/bin", "LC_ALL=C"}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	proc, err := start(cmd, p, k)
+	proc, err := start(cmd, p, Seccomp{}, k)
 	if err != nil {
 		t.Fatalf("Start %q: %v", argv, err)
 	}

@@ -162,7 +162,7 @@ func TestParentStaysUnconfined(t *testing.T) {
 	cmd := exec.Command("/bin/sh", "-c", "read line; exit 0")
 	stdin, err := cmd.StdinPipe()
 	must(t, err)
-	proc, err := start(cmd, f.policy(t), k)
+	proc, err := start(cmd, f.policy(t), Seccomp{}, k)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +310,7 @@ func TestExecOutsideGrantsFails(t *testing.T) {
 	prog := filepath.Join(dir, "prog")
 	must(t, os.WriteFile(prog, []byte("#!/bin/sh\nexit 0\n"), 0o755))
 	cmd := exec.Command(prog)
-	_, err := start(cmd, systemPolicy(t), k)
+	_, err := start(cmd, systemPolicy(t), Seccomp{}, k)
 	if err == nil {
 		t.Fatal("Start of a program outside every grant succeeded")
 	}
@@ -643,7 +643,7 @@ func TestTerminal(t *testing.T) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
 	p := systemPolicy(t)
 	p.ReadWrite = append(p.ReadWrite, "/dev/tty")
-	proc, err := start(cmd, p, k)
+	proc, err := start(cmd, p, Seccomp{}, k)
 	tty.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -677,7 +677,7 @@ func TestTerminalInjection(t *testing.T) {
 			return out.String(), err
 		}
 		p := systemPolicy(t)
-		proc, err := start(cmd, p, k)
+		proc, err := start(cmd, p, Seccomp{}, k)
 		tty.Close()
 		if err != nil {
 			t.Fatal(err)

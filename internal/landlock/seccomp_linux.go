@@ -150,5 +150,3 @@ func installSeccomp(o Seccomp) error {
 	return nil
 }
 
-// denyTerminalInjection installs the filter without optional parts.
-func denyTerminalInjection() error { return installSeccomp(Seccomp{}) }

@@ -32,10 +32,16 @@ import (
 //
 // Call the returned Process's Wait instead of cmd.Wait.
 func Start(cmd *exec.Cmd, p Policy) (*Process, error) {
-	return start(cmd, p, hostKernel(p))
+	return start(cmd, p, Seccomp{}, hostKernel(p))
 }
 
-func start(cmd *exec.Cmd, p Policy, k kernel) (*Process, error) {
+// StartWith is [Start] with the optional parts of the seccomp filter that
+// sc selects (the terminal-injection part is always there).
+func StartWith(cmd *exec.Cmd, p Policy, sc Seccomp) (*Process, error) {
+	return start(cmd, p, sc, hostKernel(p))
+}
+
+func start(cmd *exec.Cmd, p Policy, sc Seccomp, k kernel) (*Process, error) {
 	if cmd.Process != nil {
 		return nil, errors.New("landlock: command already started")
 	}
@@ -77,7 +83,7 @@ func start(cmd *exec.Cmd, p Policy, k kernel) (*Process, error) {
 
 	proc := &Process{Enforcement: e, done: make(chan struct{})}
 	started := make(chan error, 1)
-	go proc.run(cmd, rulesetFd, e.NetNamespace, started)
+	go proc.run(cmd, rulesetFd, sc, e.NetNamespace, started)
 	if err := <-started; err != nil {
 		return nil, err
 	}
@@ -110,7 +116,7 @@ func childAttr(orig *syscall.SysProcAttr, e Enforcement) (*syscall.SysProcAttr, 
 
 // run confines its thread, starts cmd from it, reports the outcome on
 // started and then waits for the child, keeping the thread alive.
-func (proc *Process) run(cmd *exec.Cmd, rulesetFd int, userns bool, started chan<- error) {
+func (proc *Process) run(cmd *exec.Cmd, rulesetFd int, sc Seccomp, userns bool, started chan<- error) {
 	// The thread gets the Landlock domain, no_new_privs and reduced
 	// capabilities (see dropCapabilities). It stays locked to this
 	// goroutine for good, so it never runs other Go code, and the runtime
@@ -130,7 +136,7 @@ func (proc *Process) run(cmd *exec.Cmd, rulesetFd int, userns bool, started chan
 		started <- err
 		return
 	}
-	if err := denyTerminalInjection(); err != nil {
+	if err := installSeccomp(sc); err != nil {
 		started <- err
 		return
 	}

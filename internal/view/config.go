@@ -35,6 +35,11 @@ const (
 	// read-only file over a file, an empty read-only directory over a
 	// directory.
 	Mask Kind = "mask"
+	// Terminal binds the host's pty Source (or Path) at Path, a
+	// /dev/pts/N below a Devpts mount: init allocates ptys in the
+	// sandbox's instance until number N exists and binds the host's
+	// node over it, so that the agent's terminal keeps its name.
+	Terminal Kind = "terminal"
 	// Dir creates an empty directory (a mount point for nothing, such as
 	// $HOME when only parts of it are granted).
 	Dir Kind = "dir"
@@ -119,7 +124,7 @@ func (c Config) Validate() error {
 			return fmt.Errorf("view: mount path %q is not an absolute clean path below /", m.Path)
 		}
 		switch m.Kind {
-		case ReadOnly, ReadWrite:
+		case ReadOnly, ReadWrite, Terminal:
 			if m.Source != "" && !clean(m.Source) {
 				return fmt.Errorf("view: mount source %q is not an absolute clean path", m.Source)
 			}

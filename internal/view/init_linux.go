@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -26,6 +28,9 @@ const (
 
 // report is what init tells the parent, once.
 type report struct {
+	// Ready says that the view is built and the agent is about to
+	// start; init sends it first, then the final report.
+	Ready bool `json:"ready,omitempty"`
 	// Status is the agent's wait status, when it ran.
 	Status *int `json:"status,omitempty"`
 	// Error says why the agent did not run; Code is the exit status
@@ -33,6 +38,10 @@ type report struct {
 	// itself could not be executed).
 	Error string `json:"error,omitempty"`
 	Code  int    `json:"code,omitempty"`
+	// Unavailable says that the namespaces exist but give init no
+	// power over its mounts (a kernel or LSM restriction of user
+	// namespaces, such as Ubuntu's AppArmor one): nothing ran.
+	Unavailable bool `json:"unavailable,omitempty"`
 }
 
 // Init is the sandbox init: it reads the Config from its parent, builds the
@@ -66,8 +75,9 @@ func Init() int {
 		return say(report{Error: fmt.Sprintf("reading the sandbox configuration: %v", err), Code: 125})
 	}
 	if err := setUp(c); err != nil {
-		return say(report{Error: err.Error(), Code: 125})
+		return say(report{Error: err.Error(), Code: 125, Unavailable: errors.Is(err, errRestricted)})
 	}
+	say(report{Ready: true})
 	return say(runAgent(c))
 }
 
@@ -213,6 +223,9 @@ func terminalSignal(s os.Signal) bool {
 // buildRoot assembles the new root on a tmpfs and pivots into it.
 func buildRoot(mounts []Mount) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+			return fmt.Errorf("making the mounts private: %w (%w)", err, errRestricted)
+		}
 		return fmt.Errorf("making the mounts private: %w", err)
 	}
 	ms := ordered(mounts)
@@ -232,7 +245,7 @@ func buildRoot(mounts []Mount) error {
 	}()
 	for i, m := range ms {
 		switch m.Kind {
-		case ReadOnly, ReadWrite:
+		case ReadOnly, ReadWrite, Terminal:
 			fd, err := openNoSymlinks(m.source())
 			if err != nil {
 				if m.Optional && (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR)) {
@@ -261,6 +274,14 @@ func buildRoot(mounts []Mount) error {
 			return fmt.Errorf("%s %s: %w", m.Kind, m.Path, err)
 		}
 	}
+	// Directories init created on a writable tmpfs only to hold the mount
+	// points below them (a workdir or home under /tmp) are read-only, as
+	// the root's skeleton is: writes there would vanish with the run.
+	for _, top := range skeletonTops(ms) {
+		if err := readOnlySelfBind(stage + top); err != nil {
+			return fmt.Errorf("making %s read-only: %w", top, err)
+		}
+	}
 	if err := unix.Chdir(stage); err != nil {
 		return err
 	}
@@ -281,6 +302,63 @@ func buildRoot(mounts []Mount) error {
 	return nil
 }
 
+// errRestricted marks a set-up failure that means the user namespace gives
+// no power over mounts (see report.Unavailable).
+var errRestricted = errors.New("user namespaces are restricted on this host")
+
+// skeletonTops returns, for every writable tmpfs mount with other mounts
+// below it, the first-level entries under it that init created as mere
+// parents of those mounts (not mounts themselves).
+func skeletonTops(ms []Mount) []string {
+	at := map[string]bool{}
+	for _, m := range ms {
+		at[m.Path] = true
+	}
+	seen := map[string]bool{}
+	var tops []string
+	for _, t := range ms {
+		if t.Kind != Tmpfs {
+			continue
+		}
+		for _, m := range ms {
+			rest, ok := strings.CutPrefix(m.Path, t.Path+"/")
+			if !ok {
+				continue
+			}
+			top := t.Path + "/" + strings.SplitN(rest, "/", 2)[0]
+			if !at[top] && !seen[top] {
+				seen[top] = true
+				tops = append(tops, top)
+			}
+		}
+	}
+	return tops
+}
+
+// readOnlySelfBind binds path onto itself with the new mount read-only;
+// the mounts below it keep their own flags.
+func readOnlySelfBind(path string) error {
+	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
+		Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS,
+	})
+	if errors.Is(err, unix.ENOENT) {
+		return nil // only optional mounts were to go below it
+	}
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	tree, err := unix.OpenTree(fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
+	if err != nil {
+		return fmt.Errorf("open_tree: %w", err)
+	}
+	defer unix.Close(tree)
+	if err := remountReadOnly(tree); err != nil {
+		return fmt.Errorf("mount_setattr: %w", err)
+	}
+	return unix.MoveMount(tree, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
+}
+
 // place puts one mount into the staged root.
 func place(stage string, m Mount, srcFd, devNull int) error {
 	switch m.Kind {
@@ -298,6 +376,21 @@ func place(stage string, m Mount, srcFd, devNull int) error {
 		}
 		defer unix.Close(t)
 		return bindAt(srcFd, t, m.Kind == ReadOnly)
+	case Terminal:
+		if srcFd <= 0 {
+			return nil
+		}
+		if err := allocatePty(stage+parentOf(m.Path), baseOf(m.Path)); err != nil {
+			return err
+		}
+		t, err := unix.Openat2(unix.AT_FDCWD, stage+m.Path, &unix.OpenHow{
+			Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS,
+		})
+		if err != nil {
+			return err
+		}
+		defer unix.Close(t)
+		return bindAt(srcFd, t, false)
 	case Mask:
 		t, err := unix.Openat2(unix.AT_FDCWD, stage+m.Path, &unix.OpenHow{
 			Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS,
@@ -359,6 +452,39 @@ func baseOf(p string) string {
 		}
 	}
 	return p
+}
+
+// heldPtys are the masters init opened to make pty numbers exist in the
+// sandbox's devpts instance; init keeps them open for the whole run.
+var heldPtys []int
+
+// maxHeldPty bounds how many ptys init allocates for one terminal name.
+const maxHeldPty = 512
+
+// allocatePty opens ptys in the devpts instance at dir until the one
+// named name (a number) exists.
+func allocatePty(dir, name string) error {
+	want, err := strconv.Atoi(name)
+	if err != nil || want < 0 || want > maxHeldPty {
+		return fmt.Errorf("terminal %s/%s: not a pty number up to %d", dir, name, maxHeldPty)
+	}
+	for {
+		if _, err := os.Lstat(dir + "/" + name); err == nil {
+			return nil
+		}
+		fd, err := unix.Open(dir+"/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("allocating a pty in the sandbox: %w", err)
+		}
+		heldPtys = append(heldPtys, fd)
+		n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
+		if err != nil {
+			return fmt.Errorf("allocating a pty in the sandbox: %w", err)
+		}
+		if n > want {
+			return fmt.Errorf("terminal %s/%s: the sandbox's pty numbers went past it", dir, name)
+		}
+	}
 }
 
 // loopbackUp sets the loopback interface of the new network namespace up.

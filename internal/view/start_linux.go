@@ -24,6 +24,7 @@ type Process struct {
 	cmd *exec.Cmd
 
 	status   *os.File
+	dec      *json.Decoder
 	listener net.Listener
 }
 
@@ -51,7 +52,20 @@ func (e *ExitError) WaitStatus() syscall.WaitStatus { return e.Status }
 type SetupError struct {
 	Msg  string
 	Code int
+	// Unavailable says that this host does not let agent-sandbox build a
+	// view (user namespaces missing or restricted) and that nothing ran:
+	// errors.Is(err, ErrUnavailable) holds.
+	Unavailable bool
 }
+
+// ErrUnavailable is matched (errors.Is) by the errors of [Start] and
+// [Process.Wait] that mean this host does not let an ordinary user build
+// a view: user namespaces are disabled, exhausted or restricted. Nothing
+// of the agent ran.
+var ErrUnavailable = errors.New("unprivileged user namespaces are not available here")
+
+// Is makes errors.Is(err, ErrUnavailable) hold for an unavailable view.
+func (e *SetupError) Is(target error) bool { return target == ErrUnavailable && e.Unavailable }
 
 func (e *SetupError) Error() string { return e.Msg }
 
@@ -143,6 +157,9 @@ func Start(cmd *exec.Cmd, c Config) (*Process, error) {
 		if ctlParent != nil {
 			ctlParent.Close()
 		}
+		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EUSERS) {
+			return nil, fmt.Errorf("starting the sandbox (new user, mount, PID and network namespaces): %w (%w)", err, ErrUnavailable)
+		}
 		return nil, fmt.Errorf("starting the sandbox (new user, mount, PID and network namespaces): %w", err)
 	}
 	// The parent keeps no copy of the child's ends: a failing init must
@@ -155,16 +172,23 @@ func Start(cmd *exec.Cmd, c Config) (*Process, error) {
 		_, _ = cfgW.Write(b)
 		cfgW.Close()
 	}()
-	p := &Process{Pid: cmd.Process.Pid, cmd: cmd, status: statR}
+	p := &Process{Pid: cmd.Process.Pid, cmd: cmd, status: statR, dec: json.NewDecoder(statR)}
+	// init says "ready" once the view is built, or why it could not be:
+	// a host that does not let init build it is known here, before the
+	// agent started, so the caller can decide what to do instead.
+	var r report
+	if err := p.dec.Decode(&r); err != nil || !r.Ready {
+		if ctlParent != nil {
+			ctlParent.Close()
+		}
+		return nil, p.finish(r, err)
+	}
 	if ctlParent != nil {
 		l, err := receiveListener(ctlParent)
 		ctlParent.Close()
 		if err != nil {
-			// init failed before it got there: its report says why.
-			werr := p.Wait()
-			if se := (*SetupError)(nil); errors.As(werr, &se) {
-				return nil, se
-			}
+			_ = p.Signal(syscall.SIGKILL)
+			_ = p.Wait()
 			return nil, fmt.Errorf("receiving the egress proxy's socket from the sandbox: %w", err)
 		}
 		p.listener = l
@@ -206,10 +230,15 @@ func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig)
 // with status 0, an [*ExitError] when it exited otherwise or was killed,
 // and a [*SetupError] when it never ran.
 func (p *Process) Wait() error {
-	werr := p.cmd.Wait()
 	var r report
-	dec := json.NewDecoder(p.status)
-	derr := dec.Decode(&r)
+	derr := p.dec.Decode(&r)
+	return p.finish(r, derr)
+}
+
+// finish waits for init and turns its last report r (decoded with error
+// derr) into Wait's result.
+func (p *Process) finish(r report, derr error) error {
+	werr := p.cmd.Wait()
 	p.status.Close()
 	switch {
 	case derr == nil && r.Status != nil:
@@ -219,10 +248,55 @@ func (p *Process) Wait() error {
 		}
 		return &ExitError{Status: ws}
 	case derr == nil && r.Error != "":
-		return &SetupError{Msg: r.Error, Code: r.Code}
+		return &SetupError{Msg: r.Error, Code: r.Code, Unavailable: r.Unavailable}
 	}
 	if werr == nil {
 		werr = errors.New("it exited without a report")
 	}
 	return &SetupError{Msg: fmt.Sprintf("the sandbox ended before the agent's status was known: %v", werr), Code: 125}
+}
+
+// Expected reports whether this host's settings let an ordinary user build
+// a view, from the kernel's sysctls alone (no process is started): false,
+// with the reason, when user namespaces are switched off or restricted.
+// A true answer can still meet a refusal at [Start] (a container's seccomp
+// filter, say), which then fails with [ErrUnavailable].
+func Expected() (bool, string) {
+	read := func(name string) string {
+		b, err := os.ReadFile("/proc/sys/" + name)
+		if err != nil {
+			return ""
+		}
+		return string(bytesTrim(b))
+	}
+	switch {
+	case read("user/max_user_namespaces") == "0":
+		return false, "user.max_user_namespaces is 0"
+	case read("kernel/unprivileged_userns_clone") == "0" && os.Geteuid() != 0:
+		return false, "kernel.unprivileged_userns_clone is 0"
+	case read("kernel/apparmor_restrict_unprivileged_userns") == "1" && os.Geteuid() != 0 && !apparmorProfiled():
+		return false, "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns is 1) and agent-sandbox runs without an AppArmor profile that allows them"
+	}
+	return true, ""
+}
+
+// apparmorProfiled reports whether this process runs under an AppArmor
+// profile (which may grant the `userns,` rule) rather than unconfined.
+func apparmorProfiled() bool {
+	for _, p := range []string{"/proc/self/attr/apparmor/current", "/proc/self/attr/current"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		label := string(bytesTrim(b))
+		return label != "" && label != "unconfined"
+	}
+	return false
+}
+
+func bytesTrim(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == ' ') {
+		b = b[:len(b)-1]
+	}
+	return b
 }

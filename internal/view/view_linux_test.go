@@ -70,13 +70,15 @@ func runView(t *testing.T, c Config) result {
 	var out bytes.Buffer
 	cmd := &exec.Cmd{Stdout: &out, Stderr: &out}
 	p, err := Start(cmd, c)
-	if err != nil {
+	var se *SetupError
+	if err != nil && !errors.As(err, &se) {
 		t.Fatalf("Start: %v", err)
 	}
-	err = p.Wait()
+	if err == nil {
+		err = p.Wait()
+	}
 	code := 0
 	var ee *ExitError
-	var se *SetupError
 	switch {
 	case errors.As(err, &ee):
 		code = ee.Status.ExitStatus()
@@ -188,5 +190,40 @@ func TestViewLoopbackAndProxySocket(t *testing.T) {
 	l.Close()
 	if !strings.Contains(out.String(), "pong") {
 		t.Fatalf("no answer through the handed-over socket: %q", out.String())
+	}
+}
+
+// TestViewSkeletonUnderTmpIsReadOnly: a workdir under /tmp is bound into
+// the private /tmp; the directories init creates above it are read-only
+// (a write there would vanish with the run), while the workdir and the
+// rest of /tmp stay writable.
+func TestViewSkeletonUnderTmpIsReadOnly(t *testing.T) {
+	work, _ := filepath.EvalSymlinks(t.TempDir())
+	if !strings.HasPrefix(work, "/tmp/") {
+		t.Skipf("the test's temporary directory %s is not under /tmp (set TMPDIR=/tmp)", work)
+	}
+	parent := filepath.Dir(work)
+	r := runView(t, testConfig(t, work, `
+touch `+parent+`/planted 2>/dev/null && echo skeleton-writable
+touch `+work+`/ok && echo work-writable
+touch /tmp/free && echo tmp-writable`))
+	if r.code != 0 || strings.Contains(r.out, "skeleton-writable") || !strings.Contains(r.out, "work-writable") || !strings.Contains(r.out, "tmp-writable") {
+		t.Fatalf("code %d: %q", r.code, r.out)
+	}
+}
+
+// TestViewDevpts: the sandbox has its own pty instance: a pty can be
+// opened through /dev/ptmx and its peer appears in /dev/pts.
+func TestViewDevpts(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("needs /usr/bin/python3 to open a pty")
+	}
+	work, _ := filepath.EvalSymlinks(t.TempDir())
+	c := testConfig(t, work, `python3 -c 'import os, pty; m, s = pty.openpty(); print(os.ttyname(s))'`)
+	c.Mounts = append(c.Mounts, Mount{Kind: Devpts, Path: "/dev/pts"}, Mount{Kind: Symlink, Path: "/dev/ptmx", Target: "pts/ptmx"})
+	c.Landlock.ReadWrite = append(c.Landlock.ReadWrite, "/dev/pts")
+	r := runView(t, c)
+	if r.code != 0 || !strings.HasPrefix(r.out, "/dev/pts/0") {
+		t.Fatalf("code %d: %q", r.code, r.out)
 	}
 }

@@ -22,6 +22,12 @@ type Backend struct {
 	PolicyFile string
 	// ABI reports the kernel's Landlock ABI; nil is ll.ABI.
 	ABI func() (int, error)
+	// View reports whether this host is expected to let agent-sandbox
+	// build a namespace view, and why not; nil is view.Expected.
+	View func() (bool, string)
+	// Weaker says the user accepted the weaker sandbox where no view can
+	// be built (WeakerSandboxEnv); nil is WeakerSandboxAllowed.
+	Weaker func() bool
 }
 
 // Prepared is a run under the built-in engine: the policy it enforces and
@@ -34,14 +40,27 @@ type Prepared struct {
 	Policy ll.Policy
 	// Verbose is Backend.Verbose.
 	Verbose bool
+	// Engine is EngineView, or EngineWeaker where this host allows no
+	// view and the user accepted the weaker sandbox.
+	Engine string
 	// Warnings are the kernel's shortfalls (KernelWarnings).
 	Warnings []string
 	// Refusal, when not empty, is why a real run must not start.
 	Refusal string
 }
 
+// The engines of the built-in backend.
+const (
+	// EngineView is the namespace view with Landlock, seccomp and
+	// no_new_privs inside it.
+	EngineView = "view"
+	// EngineWeaker is Landlock, seccomp and no_new_privs without a view.
+	EngineWeaker = "landlock-only"
+)
+
 // PrintedPolicy is the policy as the JSON plan prints it (key "landlock").
 type PrintedPolicy struct {
+	Engine    string   `json:"engine"`
 	ReadExec  []string `json:"read_exec"`
 	ReadOnly  []string `json:"read_only"`
 	ReadWrite []string `json:"read_write"`
@@ -69,7 +88,24 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 	if abiErr != nil {
 		p.Refusal = fmt.Sprintf("the landlock backend cannot run here: %v", abiErr)
 	}
-	p.Warnings = KernelWarnings(p.Policy, abi)
+	expected, why := viewExpectedOr(b.View)
+	weaker := WeakerSandboxAllowed
+	if b.Weaker != nil {
+		weaker = b.Weaker
+	}
+	switch {
+	case expected:
+		p.Engine = EngineView
+		p.Warnings = ViewWarnings(p.Policy, abi)
+	case weaker():
+		p.Engine = EngineWeaker
+		p.Warnings = append([]string{weakerWarning(why)}, KernelWarnings(p.Policy, abi)...)
+	default:
+		p.Engine = EngineView
+		if p.Refusal == "" {
+			p.Refusal = noViewRefusal(why)
+		}
+	}
 	if s.Network.Mode == posture.NetAllowlist && p.Refusal == "" {
 		p.Refusal = "an allow-list network (allow_domain or --allow-host) under the built-in landlock backend needs the egress broker, which is not built yet: install nono, or run with --offline or an open network"
 	}
@@ -87,9 +123,16 @@ func (p *Prepared) Describe() backend.Description {
 		Warnings: p.Warnings,
 		Refusal:  p.Refusal,
 		JSON: map[string]any{"landlock": &PrintedPolicy{
-			ReadExec: pol.ReadExec, ReadOnly: pol.ReadOnly, ReadWrite: pol.ReadWrite, WriteOnly: pol.WriteOnly, Network: pol.Network.String(),
+			Engine: p.Engine, ReadExec: pol.ReadExec, ReadOnly: pol.ReadOnly, ReadWrite: pol.ReadWrite, WriteOnly: pol.WriteOnly, Network: pol.Network.String(),
 		}},
 	}
+}
+
+func viewExpectedOr(f func() (bool, string)) (bool, string) {
+	if f != nil {
+		return f()
+	}
+	return viewExpected()
 }
 
 // Execute is Execute(p.Spec, p.Policy, stdio, p.Verbose).

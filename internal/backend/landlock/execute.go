@@ -21,15 +21,10 @@ import (
 // Execute runs the agent of s confined by p and returns the exit status. It
 // refuses (exit 125, one error line) when the kernel cannot enforce p.
 func Execute(s spec.Spec, p ll.Policy, stdio launch.Stdio, verbose bool) int {
-	e, err := ll.Plan(p)
-	if err != nil {
-		return refuse(stdio.Err, err)
-	}
-	for _, w := range namespaceWarnings(e, p) {
-		diag.Warnf(stdio.Err, "%s", w)
-	}
 	if verbose {
-		describe(stdio.Err, e)
+		abi, _ := ll.ABI()
+		diag.Notef(stdio.Err, "namespace view (new user, mount, PID, IPC, UTS%s namespaces), then Landlock ABI %d, seccomp and no_new_privs",
+			map[bool]string{true: ", network", false: ""}[p.Network == ll.NetBlocked], abi)
 	}
 	for _, d := range append([]string{s.StateDir}, s.AgentStateDirs()...) {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -63,29 +58,49 @@ func Execute(s spec.Spec, p ll.Policy, stdio launch.Stdio, verbose bool) int {
 			env[i] = "TMPDIR=" + runTmp
 		}
 	}
-	self, err := backend.Self()
-	if err != nil {
-		return refuse(stdio.Err, err)
-	}
-	roots, err := ll.RootEntries()
-	if err != nil {
-		return refuse(stdio.Err, err)
-	}
-	start := func(cmd *exec.Cmd) (func() error, error) {
-		// The sandbox runs agent-sandbox first, as the trampoline that
-		// narrows /proc, and the trampoline execs the agent.
+	weak := func(cmd *exec.Cmd) (func() error, error) {
+		// The weaker sandbox: Landlock, seccomp (no Unix sockets, no
+		// keyrings), no_new_privs, and agent-sandbox first, as the
+		// trampoline that narrows /proc, which then execs the agent.
+		e, err := ll.Plan(p)
+		if err != nil {
+			return nil, &launch.SetupError{Err: fmt.Errorf("the landlock backend cannot enforce this policy here: %s", strings.TrimPrefix(err.Error(), "landlock: "))}
+		}
+		for _, w := range namespaceWarnings(e, p) {
+			diag.Warnf(stdio.Err, "%s", w)
+		}
+		if verbose {
+			describe(stdio.Err, e)
+		}
+		self, err := backend.Self()
+		if err != nil {
+			return nil, &launch.SetupError{Err: err}
+		}
+		roots, err := ll.RootEntries()
+		if err != nil {
+			return nil, &launch.SetupError{Err: err}
+		}
 		cmd.Path = self
 		cmd.Args = append(append(append([]string{"agent-sandbox", TrampolineArg}, roots...), "--"), cmd.Args...)
-		proc, err := ll.Start(cmd, p)
+		proc, err := ll.StartWith(cmd, p, ll.Seccomp{DenyKeyrings: true, DenyUnixSockets: true})
 		if err != nil {
 			return nil, &launch.SetupError{Err: fmt.Errorf("the landlock backend cannot start the agent: %w", err)}
 		}
 		return proc.Wait, nil
 	}
-	if viewEngine() {
-		start = startInView(p, stdio.Err)
-	}
+	start := startInView(p, s.Home, stdio.Err, weak)
 	return launch.Run(s.Argv, env, s.Workdir, stdio, start)
+}
+
+// ViewWarnings are KernelWarnings for a run in the namespace view: the view
+// holds no host socket path and the PID namespace no host process, so
+// only abstract Unix sockets with an open (shared) network namespace need
+// the kernel's scoping.
+func ViewWarnings(p ll.Policy, abi int) []string {
+	if abi < ll.ABIScope && p.Network != ll.NetBlocked {
+		return []string{abstractUnixWarning(abi)}
+	}
+	return nil
 }
 
 // KernelWarnings are the protections p asks for that a kernel with Landlock

@@ -10,20 +10,19 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	ll "github.com/agent-sandbox/agent-sandbox/internal/landlock"
+	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 	"github.com/agent-sandbox/agent-sandbox/internal/view"
 )
 
-// viewEngine says whether runs use the namespace view (package view). It
-// is opt-in (AGENT_SANDBOX_ENGINE=view) until the view carries every rule
-// of the Landlock-only start; see docs/ARCHITECTURE.md.
-func viewEngine() bool { return os.Getenv("AGENT_SANDBOX_ENGINE") == "view" }
-
 // viewConfig turns the Landlock policy p into a namespace view holding
-// exactly p's paths, with the same ruleset enforced inside it.
-func viewConfig(p ll.Policy, argv, env []string, workdir string) view.Config {
-	c := view.Config{Workdir: workdir, Argv: argv, Env: env, Network: view.NetHost}
+// exactly p's paths (plus /etc without its secrets), with the same ruleset
+// enforced inside it.
+func viewConfig(p ll.Policy, home string, argv, env []string, workdir string) view.Config {
+	c := view.Config{Workdir: workdir, Argv: argv, Env: env, Network: view.NetHost, Rlimits: defaultRlimits()}
 	if p.Network == ll.NetBlocked {
 		c.Network = view.NetLoopback
 	}
@@ -31,6 +30,11 @@ func viewConfig(p ll.Policy, argv, env []string, workdir string) view.Config {
 	var order []string
 	add := func(path string, k view.Kind) {
 		if path == "/proc" || strings.HasPrefix(path, "/proc/") || path == "/" {
+			return
+		}
+		// The sandbox has its own ptys (a devpts instance): the host's
+		// /dev/pts nodes and /dev/ptmx stay out of the view.
+		if path == "/dev/ptmx" || path == "/dev/pts" {
 			return
 		}
 		if old, ok := kind[path]; ok {
@@ -45,46 +49,134 @@ func viewConfig(p ll.Policy, argv, env []string, workdir string) view.Config {
 	for _, path := range append(append([]string{}, p.ReadExec...), p.ReadOnly...) {
 		add(path, view.ReadOnly)
 	}
+	for _, path := range viewMounted {
+		add(path, view.ReadOnly)
+	}
 	for _, path := range append(append([]string{}, p.ReadWrite...), p.WriteOnly...) {
 		add(path, view.ReadWrite)
 	}
+	system := systemPaths(home)
 	for _, path := range order {
 		m := view.Mount{Kind: kind[path], Path: filepath.Clean(path), Optional: true}
-		if target, err := os.Readlink(path); err == nil && filepath.Dir(path) == "/" {
+		if strings.HasPrefix(path, "/dev/pts/") {
+			// The agent's own terminal, over its number in the
+			// sandbox's devpts instance (so that ttyname finds it).
+			m.Kind = view.Terminal
+			c.Mounts = append(c.Mounts, m)
+			continue
+		}
+		if !system[path] {
+			// A grant is never resolved again: the plan checked its
+			// canonical path, and the agent (of this run or another)
+			// could have swapped a component for a symlink since. The
+			// view refuses to follow one.
+		} else if target, err := os.Readlink(path); err == nil && filepath.Dir(path) == "/" {
 			m = view.Mount{Kind: view.Symlink, Path: path, Target: target}
 		} else if real, err := filepath.EvalSymlinks(path); err == nil && real != path {
-			// The view mirrors the host's layout: a path reached through
-			// a symlink is placed where the link leads, and the link
-			// itself is in the view (as a root entry or inside a bind).
+			// The view mirrors the host's layout: a system path reached
+			// through a symlink is placed where the link leads, and the
+			// link itself is in the view (as a root entry or inside a
+			// bind).
 			m.Path = real
 		}
 		c.Mounts = append(c.Mounts, m)
+	}
+	for _, path := range etcSecrets {
+		c.Mounts = append(c.Mounts, view.Mount{Kind: view.Mask, Path: path})
 	}
 	c.Mounts = append(c.Mounts,
 		view.Mount{Kind: view.Tmpfs, Path: "/tmp"},
 		view.Mount{Kind: view.Tmpfs, Path: "/dev/shm"},
 		view.Mount{Kind: view.Dir, Path: "/dev"},
+		view.Mount{Kind: view.Devpts, Path: "/dev/pts"},
+		view.Mount{Kind: view.Symlink, Path: "/dev/ptmx", Target: "pts/ptmx"},
 		view.Mount{Kind: view.Proc, Path: "/proc"},
 		view.Mount{Kind: view.Mask, Path: "/proc/sysrq-trigger"},
 	)
 	lp := p
 	lp.Network = ll.NetOpen
 	lp.AllowTCPConnect = nil
-	lp.ReadWrite = append(append([]string{}, p.ReadWrite...), "/tmp", "/dev/shm")
+	lp.ReadOnly = append(append(append([]string{}, p.ReadOnly...), viewMounted...), "/dev")
+	lp.ReadWrite = append(append([]string{}, p.ReadWrite...), "/tmp", "/dev/shm", "/dev/pts")
 	c.Landlock = lp
 	c.Seccomp = ll.Seccomp{DenyKeyrings: true}
 	return c
 }
 
-// startInView is a launch.Starter for the namespace view.
-func startInView(p ll.Policy, stderr io.Writer) func(cmd *exec.Cmd) (func() error, error) {
+// systemPaths are the paths of the policy that come from the engine's own
+// lists (owned by the system, not by the agent): the only ones the view
+// resolves through symlinks.
+func systemPaths(home string) map[string]bool {
+	m := map[string]bool{}
+	for _, l := range [][]string{systemReadExec, systemReadOnly, devices, nixReadExec(home), viewMounted} {
+		for _, p := range l {
+			m[p] = true
+		}
+	}
+	return m
+}
+
+// viewMounted are read-only in the view only: there the secret files below
+// them (etcSecrets) are masked, which Landlock alone cannot do. (In the
+// view, /dev holds only the nodes the policy names and the sandbox's own
+// ptys, so Landlock lets the agent list and read it.)
+var viewMounted = []string{"/etc"}
+
+// etcSecrets are the files of /etc that hold secrets or say how the host
+// authenticates: masked in the view (an empty file or directory). nono's
+// system deny list is the floor.
+var etcSecrets = []string{
+	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
+	"/etc/sudoers", "/etc/sudoers.d", "/etc/doas.conf",
+	"/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_ecdsa_key", "/etc/ssh/ssh_host_ed25519_key", "/etc/ssh/ssh_host_dsa_key",
+	"/etc/ssl/private", "/etc/pki/tls/private", "/etc/security/opasswd",
+	"/etc/krb5.keytab", "/etc/libvirt/secrets", "/etc/NetworkManager/system-connections",
+	"/etc/wireguard", "/etc/ipsec.secrets", "/etc/ppp/chap-secrets", "/etc/ppp/pap-secrets",
+	"/etc/docker/key.json", "/etc/machine-id.secret", "/etc/cups/ssl",
+}
+
+// The default resource limits of the agent: process (thread) count and
+// open files. They never raise a limit the caller already has lower.
+const (
+	defaultMaxProcesses = 8192
+	defaultMaxOpenFiles = 16384
+)
+
+func defaultRlimits() []view.Rlimit {
+	return []view.Rlimit{
+		{Resource: unix.RLIMIT_NPROC, Name: "process count", Soft: defaultMaxProcesses, Hard: defaultMaxProcesses},
+		{Resource: unix.RLIMIT_NOFILE, Name: "open files", Soft: defaultMaxOpenFiles, Hard: defaultMaxOpenFiles},
+	}
+}
+
+// startInView is a launch.Starter for the namespace view. When this host
+// turns out not to allow a view (user namespaces restricted), and the
+// user opted into the weaker sandbox, fallback starts the agent instead;
+// without the opt-in the run is refused.
+func startInView(p ll.Policy, home string, stderr io.Writer, fallback func(cmd *exec.Cmd) (func() error, error)) func(cmd *exec.Cmd) (func() error, error) {
 	return func(cmd *exec.Cmd) (func() error, error) {
 		argv := append([]string{cmd.Path}, cmd.Args[1:]...)
-		c := viewConfig(p, argv, cmd.Env, cmd.Dir)
+		c := viewConfig(p, home, argv, cmd.Env, cmd.Dir)
+		c.TerminalSignals = launch.IsTerminal(cmd.Stdin)
+		path, args, env, dir := cmd.Path, cmd.Args, cmd.Env, cmd.Dir
+		in, out, errw := cmd.Stdin, cmd.Stdout, cmd.Stderr
 		proc, err := view.Start(cmd, c)
-		if err != nil {
-			return nil, err
+		if errors.Is(err, view.ErrUnavailable) {
+			if !WeakerSandboxAllowed() {
+				return nil, &launch.SetupError{Err: errors.New(noViewRefusal(err.Error()))}
+			}
+			diag.Warnf(stderr, "%s", weakerWarning(err.Error()))
+			// view.Start left cmd unstarted but rewritten: restore it.
+			cmd.Path, cmd.Args, cmd.Env, cmd.Dir = path, args, env, dir
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = in, out, errw
+			cmd.ExtraFiles, cmd.SysProcAttr = nil, nil
+			return fallback(cmd)
 		}
+		if err != nil {
+			return nil, &launch.SetupError{Err: err}
+		}
+		// launch.Run signals cmd.Process: that is init, which passes
+		// signals on to the agent.
 		return func() error {
 			err := proc.Wait()
 			var se *view.SetupError
@@ -95,3 +187,6 @@ func startInView(p ll.Policy, stderr io.Writer) func(cmd *exec.Cmd) (func() erro
 		}, nil
 	}
 }
+
+// viewExpected is view.Expected.
+func viewExpected() (bool, string) { return view.Expected() }

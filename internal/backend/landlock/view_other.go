@@ -10,10 +10,12 @@ import (
 	ll "github.com/agent-sandbox/agent-sandbox/internal/landlock"
 )
 
-func viewEngine() bool { return false }
-
-func startInView(ll.Policy, io.Writer) func(cmd *exec.Cmd) (func() error, error) {
+// startInView is Linux-only.
+func startInView(ll.Policy, string, io.Writer, func(*exec.Cmd) (func() error, error)) func(cmd *exec.Cmd) (func() error, error) {
 	return func(*exec.Cmd) (func() error, error) {
 		return nil, errors.New("the namespace view is Linux-only")
 	}
 }
+
+// viewExpected is false off Linux.
+func viewExpected() (bool, string) { return false, "namespace views exist only on Linux" }

@@ -1,0 +1,33 @@
+package landlock
+
+import (
+	"fmt"
+	"os"
+)
+
+// WeakerSandboxEnv is the environment variable by which a user accepts the
+// weaker sandbox on a host that does not let agent-sandbox build a
+// namespace view: Landlock, seccomp (no Unix sockets, no keyrings) and
+// no_new_privs only. Its value must be 1.
+const WeakerSandboxEnv = "AGENT_SANDBOX_WEAKER_SANDBOX"
+
+// WeakerSandboxAllowed reports whether the user set WeakerSandboxEnv=1.
+func WeakerSandboxAllowed() bool { return os.Getenv(WeakerSandboxEnv) == "1" }
+
+// What the weaker sandbox does not give, said in the refusal and in the
+// warning printed on every run that uses it.
+const weakerLacks = "without a view the agent sees the whole filesystem's names and metadata (only Landlock stops reads and writes), " +
+	"processes that outlive it are only swept, not contained, and an allow-list network cannot be enforced"
+
+// noViewRefusal is the refusal when the view is unavailable and the user
+// did not opt into the weaker sandbox.
+func noViewRefusal(why string) string {
+	return fmt.Sprintf("the built-in engine cannot build the agent's namespace view here (%s): refusing to run with Landlock alone. "+
+		"Allow unprivileged user namespaces for agent-sandbox (`agent-sandbox doctor` shows how, including the AppArmor profile), "+
+		"or accept the weaker sandbox with %s=1 (%s)", why, WeakerSandboxEnv, weakerLacks)
+}
+
+// weakerWarning is printed on every run under the weaker sandbox.
+func weakerWarning(why string) string {
+	return fmt.Sprintf("running in the WEAKER sandbox (%s=1): no namespace view here (%s); %s", WeakerSandboxEnv, why, weakerLacks)
+}
