@@ -149,4 +149,3 @@ func installSeccomp(o Seccomp) error {
 	}
 	return nil
 }
-
