@@ -1,8 +1,3 @@
-//go:build escapeview
-
-// Built only with -tags escapeview until the namespace view is the default
-// engine (issue 10): most rows fail on the Landlock-only start by design.
-
 package e2e
 
 // The view cases of the escape suite: the classes of issue 10 (an agent

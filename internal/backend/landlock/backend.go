@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/backend"
+	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	ll "github.com/agent-sandbox/agent-sandbox/internal/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
@@ -135,7 +136,11 @@ func viewExpectedOr(f func() (bool, string)) (bool, string) {
 	return viewExpected()
 }
 
-// Execute is Execute(p.Spec, p.Policy, stdio, p.Verbose).
+// Execute runs the agent (see the package function Execute).
 func (p *Prepared) Execute(stdio launch.Stdio) int {
-	return Execute(p.Spec, p.Policy, stdio, p.Verbose)
+	if p.Refusal != "" {
+		diag.Errorf(stdio.Err, "%s", p.Refusal)
+		return launch.ExitRefused
+	}
+	return Execute(p.Spec, p.Policy, stdio, p.Verbose, p.Engine == EngineWeaker)
 }

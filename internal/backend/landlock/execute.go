@@ -18,9 +18,11 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
 
-// Execute runs the agent of s confined by p and returns the exit status. It
-// refuses (exit 125, one error line) when the kernel cannot enforce p.
-func Execute(s spec.Spec, p ll.Policy, stdio launch.Stdio, verbose bool) int {
+// Execute runs the agent of s confined by p and returns the exit status:
+// in a namespace view, or with weaker set (the user accepted the weaker
+// sandbox and this host allows no view) under Landlock and seccomp alone.
+// It refuses (exit 125, one error line) when the kernel cannot enforce p.
+func Execute(s spec.Spec, p ll.Policy, stdio launch.Stdio, verbose, weaker bool) int {
 	if verbose {
 		abi, _ := ll.ABI()
 		diag.Notef(stdio.Err, "namespace view (new user, mount, PID, IPC, UTS%s namespaces), then Landlock ABI %d, seccomp and no_new_privs",
@@ -89,6 +91,9 @@ func Execute(s spec.Spec, p ll.Policy, stdio launch.Stdio, verbose bool) int {
 		return proc.Wait, nil
 	}
 	start := startInView(p, s.Home, stdio.Err, weak)
+	if weaker {
+		start = weak
+	}
 	return launch.Run(s.Argv, env, s.Workdir, stdio, start)
 }
 

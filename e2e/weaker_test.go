@@ -1,0 +1,124 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Hosts without user namespaces (issue 10, "Without user namespaces"): the
+// built-in engine refuses unless the user accepts the weaker sandbox, and
+// the weaker sandbox denies Unix sockets and keyrings with seccomp.
+//
+// The host is simulated with the real kernel: agent-sandbox runs in a user
+// namespace whose user.max_user_namespaces is 0, so it cannot create one
+// of its own (clone fails with ENOSPC), as on a host where they are off.
+
+// noUserns returns the argv prefix that runs a command where user
+// namespaces cannot be created, or skips saying why.
+func noUserns(t *testing.T) []string {
+	t.Helper()
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("needs unshare (util-linux) to simulate a host without user namespaces")
+	}
+	prefix := []string{unshare, "-U", "-r", "--", "/bin/sh", "-c", `echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"`, "sh"}
+	out, err := exec.Command(prefix[0], append(prefix[1:], unshare, "-U", "true")...).CombinedOutput()
+	if err == nil {
+		t.Skipf("could not simulate a host without user namespaces (a nested one was still created): %s", out)
+	}
+	if !strings.Contains(string(out), "No space left") {
+		t.Skipf("control: the simulation does not work here (user namespaces unavailable to this test itself?): %v: %s", err, out)
+	}
+	return prefix
+}
+
+func TestNoUserNamespaces(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real binary; skipped with -short")
+	}
+	bin := buildAgentSandbox(t)
+	prefix := noUserns(t)
+	work := t.TempDir()
+	home := t.TempDir()
+	run := func(weaker bool, args ...string) (string, int) {
+		cmd := exec.Command(prefix[0], append(append(prefix[1:], bin), args...)...)
+		cmd.Dir = work
+		cmd.Env = withCover([]string{"HOME=" + home, "PATH=/usr/bin:/bin", "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_STATE_HOME=" + filepath.Join(home, ".local", "state")})
+		if weaker {
+			cmd.Env = append(cmd.Env, "AGENT_SANDBOX_WEAKER_SANDBOX=1")
+		}
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), code
+	}
+	started := filepath.Join(work, "started")
+
+	t.Run("refused-by-default", func(t *testing.T) {
+		out, code := run(false, "--sandbox-backend", "landlock", "shell", "-c", "touch "+started)
+		if code != 125 || !strings.Contains(out, "AGENT_SANDBOX_WEAKER_SANDBOX=1") || !strings.Contains(out, "namespace view") {
+			t.Errorf("exit %d, want 125 naming the opt-in: %s", code, out)
+		}
+		if _, err := os.Stat(started); err == nil {
+			t.Errorf("the agent started although the run was refused")
+		}
+		out, code = run(false, "--sandbox-backend", "landlock", "--dry-run", "shell", "-c", "true")
+		if !strings.Contains(out, "AGENT_SANDBOX_WEAKER_SANDBOX") {
+			t.Errorf("--dry-run (exit %d) does not show the refusal: %s", code, out)
+		}
+	})
+
+	t.Run("weaker-opt-in", func(t *testing.T) {
+		if _, err := exec.LookPath("python3"); err != nil {
+			t.Skip("needs python3 for the socket and keyring probes")
+		}
+		probe := `python3 -c '
+import socket, ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+got = []
+try:
+    socket.socket(socket.AF_UNIX).close(); got.append("unix socket")
+except OSError:
+    pass
+a, b = socket.socketpair(); a.close(); b.close()
+nr = {"x86_64": 250, "aarch64": 219}[os.uname().machine]
+if libc.syscall(nr, ctypes.c_long(0), ctypes.c_long(-3), ctypes.c_long(0)) >= 0: got.append("keyctl")
+try:
+    open(os.environ["SECRET"]).read(); got.append("secret")
+except OSError:
+    pass
+print("GOT", got)
+sys.exit(1 if got else 0)'`
+		secret := filepath.Join(home, ".ssh", "id_ed25519")
+		if err := os.MkdirAll(filepath.Dir(secret), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(secret, []byte("key\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// Control: unsandboxed, every probe gets through.
+		if out, code := run(true, "--no-sandbox", "shell", "-c", "SECRET="+secret+" "+probe); code == 0 {
+			t.Fatalf("control: unsandboxed the probe got nothing (exit %d): %s", code, out)
+		}
+		out, code := run(true, "--sandbox-backend", "landlock", "shell", "-c", "SECRET="+secret+" "+probe)
+		if code != 0 {
+			t.Errorf("the weaker sandbox let through what it must deny (exit %d): %s", code, out)
+		}
+		if !strings.Contains(out, "WEAKER sandbox") {
+			t.Errorf("no warning that the sandbox is weaker: %s", out)
+		}
+		if out, code := run(true, "--sandbox-backend", "landlock", "shell", "-c", "touch "+started); code != 0 {
+			t.Errorf("neighbour: writing the workdir failed (exit %d): %s", code, out)
+		}
+		if _, err := os.Stat(started); err != nil {
+			t.Errorf("neighbour: the agent did not write its workdir")
+		}
+	})
+}
