@@ -112,3 +112,38 @@ func Self() (string, error) {
 	}
 	return real, nil
 }
+
+// CreateConfig creates the config paths of s that do not exist yet
+// (spec.ConfigToCreate): directories with mode 0700, files empty with mode
+// 0600 ("{}" for a .json file, so that the agent reads valid JSON). It
+// never replaces anything: a path that appeared meanwhile is left as is.
+func CreateConfig(s spec.Spec) error {
+	for _, p := range s.ConfigToCreate() {
+		if !spec.ConfigIsFile(p) {
+			if err := os.MkdirAll(p, 0o700); err != nil {
+				return fmt.Errorf("creating the config directory %s: %w", p, err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return fmt.Errorf("creating the directory of the config file %s: %w", p, err)
+		}
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if os.IsExist(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("creating the config file %s: %w", p, err)
+		}
+		if filepath.Ext(p) == ".json" {
+			_, err = f.WriteString("{}\n")
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("creating the config file %s: %w", p, err)
+		}
+	}
+	return nil
+}

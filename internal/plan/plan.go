@@ -411,6 +411,11 @@ func buildSpec(in Input, argv []string, found bool) (spec.Spec, []string, backen
 	closure, cwarns := execClosure(s.Exec, in.Getenv("PATH"), g.checker, s.Writable())
 	s.ExecClosure = closure
 	warns = append(warns, cwarns...)
+	if pst.Backend == posture.Landlock {
+		var notes []string
+		s.Toolchains, s.UserConfig, s.Links, notes = userTools(h, in.Getenv("PATH"), g.checker, s.Writable(), landlock.SystemCovers)
+		warns = append(warns, notes...)
+	}
 	s.Missing = []string{}
 	created := map[string]bool{} // the backend creates these
 	for _, d := range s.AgentStateDirs() {

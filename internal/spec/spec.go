@@ -8,6 +8,7 @@ package spec
 
 import (
 	"path/filepath"
+	"strings"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 )
@@ -47,6 +48,17 @@ type Spec struct {
 	ConfigPaths []string
 	// GitDirs are the linked git directories (also in Allow).
 	GitDirs []string
+	// Toolchains are the trees of the programs on the user's PATH, for
+	// the built-in engine (nono has its own runtime groups): readable and
+	// executable, never writable. Checked like read grants.
+	Toolchains []Toolchain
+	// UserConfig are the user's configuration files everyday tools read
+	// (git's), readable only, for the built-in engine.
+	UserConfig []string
+	// Links are symlinks in the user's home whose targets are granted
+	// (a ~/.gitconfig kept in a dotfiles repository): the built-in
+	// engine's view shows the link where the tools look for it.
+	Links []Link
 	// Missing are granted paths that do not exist (backends skip them).
 	Missing []string
 
@@ -57,6 +69,22 @@ type Spec struct {
 	EnvSet  map[string]string
 
 	GOOS string
+}
+
+// Toolchain is one tree granted for the programs on PATH.
+type Toolchain struct {
+	// Path is the tree granted (read and execute).
+	Path string `json:"path"`
+	// Dir is the PATH directory (or link target) it was found from.
+	Dir string `json:"dir"`
+	// Why says how it was found.
+	Why string `json:"why"`
+}
+
+// Link is a symlink at Path (not itself granted) to a granted Target.
+type Link struct {
+	Path   string `json:"path"`
+	Target string `json:"target"`
 }
 
 // Command is one step of a run, in execution order.
@@ -89,3 +117,26 @@ func (s Spec) TempDir() string { return filepath.Join(s.StateDir, "tmp") }
 // AgentStateDirs are the parts of the state dir the agent may write. The
 // backend creates them (mode 0700) before the agent starts.
 func (s Spec) AgentStateDirs() []string { return []string{s.MiseCacheDir(), s.TempDir()} }
+
+// ConfigIsFile says whether a config path that does not exist yet is
+// created as a file rather than a directory: its name, without a leading
+// dot, has an extension (~/.claude.json is a file, ~/.claude and
+// ~/.pi/agent are directories).
+func ConfigIsFile(p string) bool {
+	return filepath.Ext(strings.TrimPrefix(filepath.Base(p), ".")) != ""
+}
+
+// ConfigToCreate lists the config paths missing from the host that a run
+// creates before the agent starts, so that an agent's first run can save
+// its settings (see ConfigIsFile for which become files).
+func (s Spec) ConfigToCreate() []string {
+	var out []string
+	for _, m := range s.Missing {
+		for _, c := range s.ConfigPaths {
+			if m == c {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}

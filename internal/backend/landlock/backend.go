@@ -100,6 +100,9 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 		p.Warnings = ViewWarnings(p.Policy, abi)
 	case weaker():
 		p.Engine = EngineWeaker
+		narrowed := s
+		narrowed.Toolchains = narrowForWeaker(s.Toolchains, s.Home)
+		p.Spec, p.Policy = narrowed, PolicyFor(narrowed, b.NixStore, self)
 		p.Warnings = append([]string{weakerWarning(why)}, KernelWarnings(p.Policy, abi)...)
 	default:
 		p.Engine = EngineView

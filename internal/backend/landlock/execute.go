@@ -33,6 +33,9 @@ func Execute(s spec.Spec, p ll.Policy, stdio launch.Stdio, verbose, weaker bool)
 			return refuse(stdio.Err, fmt.Errorf("creating %s: %v", d, err))
 		}
 	}
+	if err := backend.CreateConfig(s); err != nil {
+		return refuse(stdio.Err, err)
+	}
 	if !s.CommandFound {
 		diag.Errorf(stdio.Err, "%s: command not found on PATH", s.Argv[0])
 		return launch.ExitNotFound
@@ -90,7 +93,7 @@ func Execute(s spec.Spec, p ll.Policy, stdio launch.Stdio, verbose, weaker bool)
 		}
 		return proc.Wait, nil
 	}
-	start := startInView(p, s.Home, stdio.Err, weak)
+	start := startInView(p, s, stdio.Err, weak)
 	if weaker {
 		start = weak
 	}

@@ -13,9 +13,12 @@
 package landlock
 
 import (
+	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	ll "github.com/agent-sandbox/agent-sandbox/internal/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
@@ -65,6 +68,45 @@ func nixReadExec(home string) []string {
 	}
 }
 
+// toolchainSecrets are files inside toolchain trees that hold credentials
+// (registry tokens): masked in the view; a tree holding one is narrowed to
+// its PATH directory under the weaker sandbox, which cannot mask.
+func toolchainSecrets(home string) []string {
+	var out []string
+	for _, r := range []string{".cargo/credentials.toml", ".cargo/credentials", ".local/share/uv/credentials", ".conda/.anaconda", ".bun/install/credentials"} {
+		out = append(out, filepath.Join(home, r))
+	}
+	return out
+}
+
+// narrowForWeaker replaces each toolchain tree that holds a credential
+// path which exists by the PATH directory it was found from.
+func narrowForWeaker(ts []spec.Toolchain, home string) []spec.Toolchain {
+	secrets := append(grant.Home{Dir: home, GOOS: "linux"}.CredentialPaths(), toolchainSecrets(home)...)
+	out := make([]spec.Toolchain, 0, len(ts))
+	for _, t := range ts {
+		for _, sec := range secrets {
+			if _, err := os.Lstat(sec); err == nil && sec != t.Path && strings.HasPrefix(sec, t.Path+"/") {
+				t = spec.Toolchain{Path: t.Dir, Dir: t.Dir, Why: t.Why + " (narrowed: the tree holds " + sec + ")"}
+				break
+			}
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// SystemCovers reports whether p lies in one of the system directories the
+// engine always grants read and execute.
+func SystemCovers(p string) bool {
+	for _, d := range systemReadExec {
+		if p == d || strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 // PolicyFor returns the policy for a spec. nixStore says whether /nix/store
 // exists on this host; self is the agent-sandbox executable, which runs
 // first in the sandbox as the trampoline.
@@ -80,12 +122,16 @@ func PolicyFor(s spec.Spec, nixStore bool, self string) ll.Policy {
 	// The closure is plan's, checked path by path; nothing else is derived
 	// here (a program's directory could be $HOME).
 	p.ReadExec = append(p.ReadExec, s.ExecClosure...)
+	for _, t := range s.Toolchains {
+		p.ReadExec = append(p.ReadExec, t.Path)
+	}
 
 	p.ReadOnly = append(p.ReadOnly, systemReadOnly...)
 	if s.AgentDir != "" {
 		p.ReadOnly = append(p.ReadOnly, s.AgentDir)
 	}
 	p.ReadOnly = append(p.ReadOnly, s.Read...)
+	p.ReadOnly = append(p.ReadOnly, s.UserConfig...)
 
 	p.ReadWrite = append(p.ReadWrite, devices...)
 	p.ReadWrite = append(p.ReadWrite, s.Allow...)

@@ -13,15 +13,18 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
+	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	ll "github.com/agent-sandbox/agent-sandbox/internal/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
+	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 	"github.com/agent-sandbox/agent-sandbox/internal/view"
 )
 
 // viewConfig turns the Landlock policy p into a namespace view holding
 // exactly p's paths (plus /etc without its secrets), with the same ruleset
 // enforced inside it.
-func viewConfig(p ll.Policy, home string, argv, env []string, workdir string) view.Config {
+func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string) view.Config {
+	home := s.Home
 	c := view.Config{Workdir: workdir, Argv: argv, Env: env, Network: view.NetHost, Rlimits: defaultRlimits()}
 	if p.Network == ll.NetBlocked {
 		c.Network = view.NetLoopback
@@ -84,6 +87,51 @@ func viewConfig(p ll.Policy, home string, argv, env []string, workdir string) vi
 	for _, path := range etcSecrets {
 		c.Mounts = append(c.Mounts, view.Mount{Kind: view.Mask, Path: path})
 	}
+	// Credential paths inside a granted tree (a toolchain's own secrets,
+	// such as ~/.cargo/credentials.toml) are masked: the tree is granted,
+	// they are not.
+	var bound []string
+	for _, m := range c.Mounts {
+		if m.Kind == view.ReadOnly || m.Kind == view.ReadWrite {
+			bound = append(bound, m.Path)
+		}
+	}
+	for _, cred := range append(grant.Home{Dir: home, GOOS: "linux"}.CredentialPaths(), toolchainSecrets(home)...) {
+		for _, b := range bound {
+			if cred != b && grant.Within(cred, b) {
+				c.Mounts = append(c.Mounts, view.Mount{Kind: view.Mask, Path: cred})
+				break
+			}
+		}
+	}
+	// A granted file reached through a symlink in the home (a dotfiles
+	// repository): the link is recreated where tools look for it, unless
+	// a bind shows the host's link there already.
+	for _, l := range s.Links {
+		if !insideBound(l.Path, bound) {
+			c.Mounts = append(c.Mounts, view.Mount{Kind: view.Symlink, Path: l.Path, Target: l.Target})
+		}
+	}
+	// An agent's config file (~/.claude.json) is replaced the way editors
+	// and agents save: a new file beside it, then rename. Its directory
+	// (the home) is not granted; in the view it becomes a private,
+	// writable tmpfs that holds the new file (rename onto the bound file
+	// fails with EBUSY, and the agent copies instead, writing through the
+	// bind), and that vanishes with the run. Not when a write-only grant
+	// lies below it: the Landlock rule on the directory would make it
+	// readable.
+	var scratch []string
+	for _, cp := range s.ConfigPaths {
+		dir := filepath.Dir(cp)
+		if !spec.ConfigIsFile(cp) || contains(scratch, dir) || insideBound(dir, bound) {
+			continue
+		}
+		if anyWithin(p.WriteOnly, dir) {
+			continue
+		}
+		scratch = append(scratch, dir)
+		c.Mounts = append(c.Mounts, view.Mount{Kind: view.Tmpfs, Path: dir})
+	}
 	c.Mounts = append(c.Mounts,
 		view.Mount{Kind: view.Tmpfs, Path: "/tmp"},
 		view.Mount{Kind: view.Tmpfs, Path: "/dev/shm"},
@@ -97,10 +145,39 @@ func viewConfig(p ll.Policy, home string, argv, env []string, workdir string) vi
 	lp.Network = ll.NetOpen
 	lp.AllowTCPConnect = nil
 	lp.ReadOnly = append(append(append([]string{}, p.ReadOnly...), viewMounted...), "/dev")
-	lp.ReadWrite = append(append([]string{}, p.ReadWrite...), "/tmp", "/dev/shm", "/dev/pts")
+	lp.ReadWrite = append(append(append([]string{}, p.ReadWrite...), "/tmp", "/dev/shm", "/dev/pts"), scratch...)
 	c.Landlock = lp
 	c.Seccomp = ll.Seccomp{DenyKeyrings: true}
 	return c
+}
+
+// insideBound reports whether p lies in (or is) one of the bound paths.
+func insideBound(p string, bound []string) bool {
+	for _, b := range bound {
+		if grant.Within(p, b) {
+			return true
+		}
+	}
+	return false
+}
+
+// anyWithin reports whether one of paths lies in (or is) dir.
+func anyWithin(paths []string, dir string) bool {
+	for _, p := range paths {
+		if grant.Within(p, dir) {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 // systemPaths are the paths of the policy that come from the engine's own
@@ -153,10 +230,10 @@ func defaultRlimits() []view.Rlimit {
 // turns out not to allow a view (user namespaces restricted), and the
 // user opted into the weaker sandbox, fallback starts the agent instead;
 // without the opt-in the run is refused.
-func startInView(p ll.Policy, home string, stderr io.Writer, fallback func(cmd *exec.Cmd) (func() error, error)) func(cmd *exec.Cmd) (func() error, error) {
+func startInView(p ll.Policy, s spec.Spec, stderr io.Writer, fallback func(cmd *exec.Cmd) (func() error, error)) func(cmd *exec.Cmd) (func() error, error) {
 	return func(cmd *exec.Cmd) (func() error, error) {
 		argv := append([]string{cmd.Path}, cmd.Args[1:]...)
-		c := viewConfig(p, home, argv, cmd.Env, cmd.Dir)
+		c := viewConfig(p, s, argv, cmd.Env, cmd.Dir)
 		c.TerminalSignals = launch.IsTerminal(cmd.Stdin)
 		path, args, env, dir := cmd.Path, cmd.Args, cmd.Env, cmd.Dir
 		in, out, errw := cmd.Stdin, cmd.Stdout, cmd.Stderr

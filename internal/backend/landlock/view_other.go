@@ -8,10 +8,11 @@ import (
 	"os/exec"
 
 	ll "github.com/agent-sandbox/agent-sandbox/internal/landlock"
+	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
 
 // startInView is Linux-only.
-func startInView(ll.Policy, string, io.Writer, func(*exec.Cmd) (func() error, error)) func(cmd *exec.Cmd) (func() error, error) {
+func startInView(ll.Policy, spec.Spec, io.Writer, func(*exec.Cmd) (func() error, error)) func(cmd *exec.Cmd) (func() error, error) {
 	return func(*exec.Cmd) (func() error, error) {
 		return nil, errors.New("the namespace view is Linux-only")
 	}

@@ -3,6 +3,7 @@ package nono
 import (
 	"errors"
 	"fmt"
+	"github.com/agent-sandbox/agent-sandbox/internal/backend"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,6 +49,9 @@ func Execute(p Prepared, s spec.Spec, stdio launch.Stdio) int {
 		return launch.ExitNotFound
 	}
 	if err := WriteProfile(p); err != nil {
+		return fail(err)
+	}
+	if err := backend.CreateConfig(s); err != nil {
 		return fail(err)
 	}
 	for _, d := range s.AgentStateDirs() {

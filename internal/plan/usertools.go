@@ -1,0 +1,167 @@
+package plan
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/grant"
+	"github.com/agent-sandbox/agent-sandbox/internal/spec"
+)
+
+// toolchainRoots are the trees a program found below them comes from
+// (nono 0.74's runtime groups: go_runtime, rust_runtime, python_runtime,
+// node_runtime, and a few managers of the same kind), relative to $HOME
+// unless absolute. A PATH entry inside one gets the whole tree.
+var toolchainRoots = []string{
+	"/usr/local/go", "go", "sdk",
+	".cargo", ".rustup",
+	".pyenv", ".local/share/uv", ".conda", "miniconda3", "anaconda3",
+	".nvm", ".fnm", ".local/share/fnm", ".local/share/pnpm", ".volta", ".bun", ".deno",
+	".local/share/mise", ".asdf", ".sdkman", ".rbenv", ".goenv", ".nodenv", ".local/share/nvim/mason",
+}
+
+// companions are trees a toolchain's programs need besides their own:
+// rustup's proxies in ~/.cargo/bin run the toolchains in ~/.rustup.
+var companions = map[string][]string{".cargo": {".rustup"}}
+
+// maxLinkScan bounds how many entries of one PATH directory in the home
+// are examined for symlinks into other trees (pipx, uv tool).
+const maxLinkScan = 512
+
+// userTools finds what the user's everyday tools need beyond the system
+// paths: the trees of the programs on PATH (toolchains) and git's own
+// configuration files, each checked like a read grant. A tree that holds
+// a credential path, or lies inside one, is refused; what lies inside a
+// path the agent can write is skipped (it is granted already, writable).
+func userTools(h grant.Home, path string, c grant.Checker, writable []string, system func(string) bool) (tools []spec.Toolchain, config []string, links []spec.Link, notes []string) {
+	home := grant.Canonical(h.Dir)
+	seen := map[string]bool{}
+	covered := func(p string) bool {
+		if system(p) {
+			return true
+		}
+		for _, w := range writable {
+			if grant.Within(p, w) {
+				return true
+			}
+		}
+		for _, t := range tools {
+			if grant.Within(p, t.Path) {
+				return true
+			}
+		}
+		return false
+	}
+	addTree := func(dir, why string) {
+		cand := treeOf(dir, home)
+		for _, p := range []string{cand, dir} {
+			if seen[p] {
+				return
+			}
+			if err := c.Check(p, false); err != nil {
+				notes = append(notes, fmt.Sprintf("toolchain %s (%s) %v; not granted", p, why, err))
+				continue
+			}
+			seen[p] = true
+			tools = append(tools, spec.Toolchain{Path: p, Dir: dir, Why: why})
+			if rel, err := filepath.Rel(home, p); err == nil {
+				for _, comp := range companions[rel] {
+					cp := filepath.Join(home, comp)
+					if _, err := os.Stat(cp); err == nil && !seen[cp] && c.Check(cp, false) == nil {
+						seen[cp] = true
+						tools = append(tools, spec.Toolchain{Path: cp, Dir: dir, Why: "needed by " + p})
+					}
+				}
+			}
+			return
+		}
+	}
+	for _, entry := range filepath.SplitList(path) {
+		if !filepath.IsAbs(entry) {
+			continue
+		}
+		fi, err := os.Stat(entry)
+		if err != nil || !fi.IsDir() {
+			continue
+		}
+		dir := grant.Canonical(entry)
+		if !covered(dir) {
+			addTree(dir, "on PATH as "+entry)
+		}
+		if system(dir) {
+			continue
+		}
+		// Programs linked in from elsewhere (pipx, uv tool install).
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for i, e := range ents {
+			if i == maxLinkScan {
+				break
+			}
+			if e.Type()&os.ModeSymlink == 0 {
+				continue
+			}
+			target, err := filepath.EvalSymlinks(filepath.Join(dir, e.Name()))
+			if err != nil || covered(target) {
+				continue
+			}
+			addTree(filepath.Dir(target), fmt.Sprintf("%s links to it", filepath.Join(dir, e.Name())))
+		}
+	}
+	// git's configuration: readable, never writable (it can run code).
+	for _, rel := range []string{".gitconfig", ".gitignore_global", ".config/git/config", ".config/git/ignore", ".config/git/attributes"} {
+		p := filepath.Join(h.Dir, rel)
+		if rel == ".config/git/config" || rel == ".config/git/ignore" || rel == ".config/git/attributes" {
+			p = filepath.Join(h.XDGConfig, strings.TrimPrefix(rel, ".config/"))
+		}
+		if _, err := os.Lstat(p); err != nil {
+			continue
+		}
+		canon := grant.Canonical(p)
+		if _, err := os.Stat(canon); err != nil {
+			continue
+		}
+		if err := c.Check(canon, false); err != nil {
+			notes = append(notes, fmt.Sprintf("git configuration %s %v; not granted", p, err))
+			continue
+		}
+		config = append(config, canon)
+		if canon != p {
+			links = append(links, spec.Link{Path: p, Target: canon})
+		}
+	}
+	return tools, config, links, notes
+}
+
+// treeOf returns the tree a PATH directory belongs to: a known toolchain
+// root containing it, else the parent of a bin directory (a prefix such as
+// /opt/foo), else dir itself. Never $HOME, a parent of it, or a system
+// prefix such as /usr.
+func treeOf(dir, home string) string {
+	for _, r := range toolchainRoots {
+		root := r
+		if !filepath.IsAbs(r) {
+			root = filepath.Join(home, r)
+		}
+		if grant.Within(dir, root) {
+			return root
+		}
+	}
+	if filepath.Base(dir) == ".bin" && filepath.Base(filepath.Dir(dir)) == "node_modules" {
+		return filepath.Dir(dir) // the packages its links lead into
+	}
+	if filepath.Base(dir) == "bin" || filepath.Base(dir) == "sbin" {
+		parent := filepath.Dir(dir)
+		switch {
+		case grant.Within(home, parent), parent == "/usr", parent == "/usr/local", parent == "/opt",
+			parent == filepath.Join(home, ".local"):
+			return dir
+		}
+		return parent
+	}
+	return dir
+}
