@@ -23,6 +23,10 @@ func Plan(p Policy) (Enforcement, error) { return Enforcement{}, errNeedsLinux }
 // Linux.
 func Start(cmd *exec.Cmd, p Policy) (*Process, error) { return nil, errNeedsLinux }
 
+// StartWith returns an error and starts nothing: the landlock backend needs
+// Linux.
+func StartWith(cmd *exec.Cmd, p Policy, sc Seccomp) (*Process, error) { return nil, errNeedsLinux }
+
 // ProcFiles are the host-wide /proc entries kept readable (Linux only).
 var ProcFiles []string
 

@@ -67,6 +67,12 @@ type PrintedPolicy struct {
 	ReadWrite []string `json:"read_write"`
 	WriteOnly []string `json:"write_only"`
 	Network   string   `json:"network"`
+	// Toolchains are the trees granted for the programs on PATH, and why.
+	Toolchains []spec.Toolchain `json:"toolchains"`
+	// Create are the config paths a run creates before the agent starts.
+	Create []string `json:"create"`
+	// Limits are the resource limits the agent gets.
+	Limits map[string]uint64 `json:"limits"`
 }
 
 // Prepare refuses what the engine cannot enforce (a nono network profile;
@@ -119,7 +125,33 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 // Describe is the in-process start and the policy: the plan's "landlock".
 func (p *Prepared) Describe() backend.Description {
 	pol := p.Policy
+	var comments []string
+	switch p.Engine {
+	case EngineWeaker:
+		comments = append(comments, "engine: landlock-only (the weaker sandbox: Landlock, seccomp, no_new_privs; no namespace view)")
+	default:
+		comments = append(comments, "engine: namespace view (new user, mount, PID, IPC, UTS namespaces; network namespace unless the network is open), then Landlock, seccomp, no_new_privs")
+	}
+	for _, t := range p.Spec.Toolchains {
+		comments = append(comments, fmt.Sprintf("toolchain %s: read and execute (%s)", t.Path, t.Why))
+	}
+	for _, c := range p.Spec.UserConfig {
+		comments = append(comments, fmt.Sprintf("git configuration %s: read-only", c))
+	}
+	create := p.Spec.ConfigToCreate()
+	for _, c := range create {
+		comments = append(comments, fmt.Sprintf("created before the run (missing): %s", c))
+	}
+	comments = append(comments, fmt.Sprintf("resource limits: %d processes, %d open files", defaultMaxProcesses, defaultMaxOpenFiles))
+	toolchains := p.Spec.Toolchains
+	if toolchains == nil {
+		toolchains = []spec.Toolchain{}
+	}
+	if create == nil {
+		create = []string{}
+	}
 	return backend.Description{
+		Comments: comments,
 		Commands: []spec.Command{{
 			Argv: p.Spec.Argv, Env: Env(p.Spec, func(string) (string, bool) { return "", false }), InProcess: true,
 			Note: "confined in-process by agent-sandbox's built-in landlock engine; pasting this line would run it unconfined",
@@ -127,7 +159,9 @@ func (p *Prepared) Describe() backend.Description {
 		Warnings: p.Warnings,
 		Refusal:  p.Refusal,
 		JSON: map[string]any{"landlock": &PrintedPolicy{
-			Engine: p.Engine, ReadExec: pol.ReadExec, ReadOnly: pol.ReadOnly, ReadWrite: pol.ReadWrite, WriteOnly: pol.WriteOnly, Network: pol.Network.String(),
+			Engine: p.Engine, Toolchains: toolchains, Create: create,
+			Limits:   map[string]uint64{"processes": defaultMaxProcesses, "open_files": defaultMaxOpenFiles},
+			ReadExec: pol.ReadExec, ReadOnly: pol.ReadOnly, ReadWrite: pol.ReadWrite, WriteOnly: pol.WriteOnly, Network: pol.Network.String(),
 		}},
 	}
 }

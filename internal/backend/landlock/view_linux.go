@@ -212,13 +212,6 @@ var etcSecrets = []string{
 	"/etc/docker/key.json", "/etc/machine-id.secret", "/etc/cups/ssl",
 }
 
-// The default resource limits of the agent: process (thread) count and
-// open files. They never raise a limit the caller already has lower.
-const (
-	defaultMaxProcesses = 8192
-	defaultMaxOpenFiles = 16384
-)
-
 func defaultRlimits() []view.Rlimit {
 	return []view.Rlimit{
 		{Resource: unix.RLIMIT_NPROC, Name: "process count", Soft: defaultMaxProcesses, Hard: defaultMaxProcesses},

@@ -31,3 +31,10 @@ func noViewRefusal(why string) string {
 func weakerWarning(why string) string {
 	return fmt.Sprintf("running in the WEAKER sandbox (%s=1): no namespace view here (%s); %s", WeakerSandboxEnv, why, weakerLacks)
 }
+
+// The default resource limits of the agent: process (thread) count and
+// open files. They never raise a limit the caller already has lower.
+const (
+	defaultMaxProcesses = 8192
+	defaultMaxOpenFiles = 16384
+)
