@@ -131,6 +131,7 @@ func (r *run) grants(check func(string) string, f *agent.Folder) (*nono.Profile,
 	}
 	var profile *nono.Profile
 	errs := map[string]bool{}
+	saidCreate := false
 	for _, u := range list {
 		name := check("grants (" + u.label + ")")
 		pst, err := posture.Resolve(posture.Input{
@@ -153,6 +154,10 @@ func (r *run) grants(check func(string) string, f *agent.Folder) (*nono.Profile,
 			u.backend, len(fsys.Read), len(fsys.Write), len(fsys.Allow), len(fsys.ExecClosure)), "")
 		if np, ok := p.Prepared.(*nono.Prepared); ok {
 			profile = &np.Profile
+		}
+		if create := p.Spec.ConfigToCreate(); len(create) > 0 && !saidCreate {
+			saidCreate = true
+			r.add(check("first run"), OK, "a run creates the missing config paths first: "+strings.Join(create, ", "), "")
 		}
 	}
 	return profile, errs

@@ -3,6 +3,7 @@ package doctor
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -162,8 +163,9 @@ func readSysctls() sysctls {
 // them for everybody else, is a warning too.
 func usernsResult(available bool, s sysctls, euid int) Result {
 	res := Result{Check: "user namespaces"}
-	const degraded = "a blocked network (--offline, network.block) falls back to Landlock TCP rules, so UDP (DNS included) is not confined"
-	aaFix := "let agent-sandbox create user namespaces: an AppArmor profile for it with the `userns,` rule, or `sysctl kernel.apparmor_restrict_unprivileged_userns=0`"
+	const degraded = "the built-in engine cannot build its namespace view, so it refuses to run unless AGENT_SANDBOX_WEAKER_SANDBOX=1 accepts Landlock and seccomp alone (names and metadata of the whole filesystem visible, no allow-list network)"
+	aaFix := "let agent-sandbox create user namespaces: install this AppArmor profile and load it with `sudo apparmor_parser -r /etc/apparmor.d/agent-sandbox`:\n" + AppArmorProfile(selfPath()) +
+		"\nor allow them for every program: `sysctl kernel.apparmor_restrict_unprivileged_userns=0`"
 	if available {
 		if s.apparmorRestrict == "1" && euid == 0 {
 			res.Status = Warn
@@ -172,7 +174,7 @@ func usernsResult(available bool, s sysctls, euid int) Result {
 			return res
 		}
 		res.Status = OK
-		res.Detail = "available: a blocked network gets a private network namespace (UDP and DNS included)"
+		res.Detail = "available: the built-in engine builds the agent's namespace view (a private network namespace for a blocked or allow-listed network, UDP and DNS included)"
 		if s.apparmorRestrict != "" {
 			res.Detail += "; kernel.apparmor_restrict_unprivileged_userns is " + s.apparmorRestrict
 		}
@@ -194,6 +196,30 @@ func usernsResult(available bool, s sysctls, euid int) Result {
 		res.Fix = "allow unprivileged user namespaces on this host (for a container: run it with a seccomp profile that permits clone(CLONE_NEWUSER))"
 	}
 	return res
+}
+
+// AppArmorProfile is the AppArmor profile that lets the agent-sandbox at
+// path create user namespaces on a host that restricts them (Ubuntu 23.10
+// and later), as profiles shipped for bwrap and browsers do.
+func AppArmorProfile(path string) string {
+	return "# /etc/apparmor.d/agent-sandbox\n" +
+		"abi <abi/4.0>,\n" +
+		"include <tunables/global>\n" +
+		"profile agent-sandbox " + path + " flags=(unconfined) {\n" +
+		"  userns,\n" +
+		"}\n"
+}
+
+// selfPath is this executable's path, for the AppArmor profile.
+func selfPath() string {
+	p, err := os.Executable()
+	if err != nil {
+		return "/usr/local/bin/agent-sandbox"
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
 }
 
 var versionRe = regexp.MustCompile(`(\d+)\.(\d+)(?:\.(\d+))?`)
