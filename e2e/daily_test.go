@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -189,6 +190,50 @@ func TestDailyUse(t *testing.T) {
 		}
 		if out, _ := d.run(true, "cat ~/.bashrc"); strings.Contains(out, "SECRET-BASHRC") {
 			t.Errorf("~/.bashrc (nono's credential list) was readable: %s", out)
+		}
+	})
+
+	t.Run("unix-socket-granted-by-path", func(t *testing.T) {
+		if _, err := exec.LookPath("python3"); err != nil {
+			t.Skip("needs python3 for the socket probe")
+		}
+		d := newDaily(t)
+		sock := filepath.Join(filepath.Dir(d.home), "agent.sock")
+		l, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				c.Write([]byte("pong"))
+				c.Close()
+			}
+		}()
+		folder := filepath.Join(filepath.Dir(d.home), "agents", "sock")
+		d.file(filepath.Join(folder, "agent.toml"), "command = \"/bin/sh\"\n", 0o644)
+		probe := `python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.connect("` + sock + `"); print(s.recv(4).decode())'`
+		run := func(policy string, extra ...string) (string, error) {
+			d.file(filepath.Join(folder, "sandbox", "nono.json"), policy, 0o644)
+			cmd := exec.Command(d.bin, append(append([]string{"--sandbox-backend", "landlock"}, extra...), folder, "-c", probe)...)
+			cmd.Dir = d.work
+			cmd.Env = withCover([]string{"HOME=" + d.home, "PATH=" + d.path})
+			out, err := cmd.CombinedOutput()
+			return string(out), err
+		}
+		if out, err := run(`{"network": {"block": true}}`); err == nil || strings.Contains(out, "pong") {
+			t.Errorf("an ungranted host socket was reachable (%v): %s", err, out)
+		}
+		granted := `{"network": {"block": true}, "filesystem": {"allow": ["` + sock + `"]}}`
+		if out, err := run(granted); err != nil || !strings.Contains(out, "pong") {
+			t.Errorf("the socket granted by path was not reachable (%v): %s", err, out)
+		}
+		if out, _ := run(granted, "--dry-run"); !strings.Contains(out, "unix socket reachable (granted by path): "+sock) {
+			t.Errorf("--dry-run does not show the granted socket: %s", out)
 		}
 	})
 

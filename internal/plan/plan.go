@@ -234,7 +234,7 @@ func newBackend(in Input, pst posture.Posture, o backendOptions) backend.Backend
 			Install: c.Sbx.Install, VersionCommand: c.Sbx.VersionCommand, Home: c.Sbx.Home, LoopbackEnv: c.LoopbackEnv,
 		}}
 	case posture.Landlock:
-		return landlock.Backend{NixStore: in.NixStore, Verbose: in.Verbose, PolicyFile: policyFile}
+		return landlock.Backend{NixStore: in.NixStore, Verbose: in.Verbose, PolicyFile: policyFile, UnixSocketDirs: o.unixSocketDirBind}
 	}
 	return unknownBackend(pst.Backend)
 }

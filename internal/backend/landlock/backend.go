@@ -2,6 +2,7 @@ package landlock
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/backend"
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
@@ -21,6 +22,10 @@ type Backend struct {
 	// PolicyFile is the sandbox policy file the network keys came from,
 	// named in refusals.
 	PolicyFile string
+	// UnixSocketDirs are nono.json's filesystem.unix_socket_dir_bind
+	// directories (checked as writable grants): read-write in the view,
+	// so the agent can bind and connect to sockets there.
+	UnixSocketDirs []string
 	// ABI reports the kernel's Landlock ABI; nil is ll.ABI.
 	ABI func() (int, error)
 	// View reports whether this host is expected to let agent-sandbox
@@ -86,6 +91,9 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(b.UnixSocketDirs) > 0 {
+		s.Allow = append(append([]string{}, s.Allow...), b.UnixSocketDirs...)
+	}
 	p := &Prepared{Spec: s, Policy: PolicyFor(s, b.NixStore, self), Verbose: b.Verbose}
 	abiOf := b.ABI
 	if abiOf == nil {
@@ -131,6 +139,11 @@ func (p *Prepared) Describe() backend.Description {
 		comments = append(comments, "engine: landlock-only (the weaker sandbox: Landlock, seccomp, no_new_privs; no namespace view)")
 	default:
 		comments = append(comments, "engine: namespace view (new user, mount, PID, IPC, UTS namespaces; network namespace unless the network is open), then Landlock, seccomp, no_new_privs")
+	}
+	for _, g := range append(append(append([]string{}, p.Spec.Read...), p.Spec.Allow...), p.Spec.Write...) {
+		if fi, err := os.Lstat(g); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			comments = append(comments, fmt.Sprintf("unix socket reachable (granted by path): %s", g))
+		}
 	}
 	for _, t := range p.Spec.Toolchains {
 		comments = append(comments, fmt.Sprintf("toolchain %s: read and execute (%s)", t.Path, t.Why))
