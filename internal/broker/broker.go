@@ -210,6 +210,12 @@ func ProxyEnv(url string) []string {
 // returns nil) or until Accept fails for good (then it returns that
 // error). Serve may be called for several listeners.
 func (p *Proxy) Serve(l net.Listener) error {
+	return p.serve(l, p.handle)
+}
+
+// serve accepts connections on l and runs handle for each, tracked so that
+// Close ends them.
+func (p *Proxy) serve(l net.Listener, handle func(net.Conn)) error {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -250,7 +256,7 @@ func (p *Proxy) Serve(l net.Listener) error {
 		go func() {
 			defer p.wg.Done()
 			defer p.untrack(c, true)
-			p.handle(c)
+			handle(c)
 		}()
 	}
 }

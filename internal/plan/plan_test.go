@@ -148,15 +148,24 @@ func TestRefusals(t *testing.T) {
 	}
 }
 
-func TestLandlockAllowlistIsRefusedNotDropped(t *testing.T) {
+// TestLandlockAllowlistRunsThroughTheBroker: an allow list under the
+// built-in engine is enforced (the broker), never refused or dropped.
+func TestLandlockAllowlistRunsThroughTheBroker(t *testing.T) {
 	f := newFixture(t)
 	fo := f.folder(t, `command = "/bin/sh"`, map[string]string{"sandbox/nono.json": `{"network": {"allow_domain": ["a.com"]}}`})
 	p, err := f.build(t, fo, posture.Flags{Backend: posture.Landlock})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Refusal == nil || !strings.Contains(*p.Refusal, "egress broker") {
-		t.Fatalf("refusal = %v", p.Refusal)
+	if p.Refusal != nil && strings.Contains(*p.Refusal, "broker") {
+		t.Fatalf("refusal = %v", *p.Refusal)
+	}
+	var text strings.Builder
+	if err := p.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "egress broker on 127.0.0.1:3128") || !strings.Contains(text.String(), "HTTPS_PROXY=") {
+		t.Errorf("the plan does not say the broker enforces the list:\n%s", text.String())
 	}
 }
 

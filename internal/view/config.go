@@ -103,6 +103,16 @@ type Config struct {
 	Network Network          `json:"network"`
 	// ProxyPort is the port of the proxy socket with NetProxy.
 	ProxyPort int `json:"proxy_port,omitempty"`
+	// ForwardPorts are ports of the sandbox's loopback (127.0.0.1 and
+	// ::1) on which init listens and hands the listening sockets to the
+	// parent, which forwards their connections (NetLoopback or NetProxy;
+	// see [Process.Forwards]).
+	ForwardPorts []int `json:"forward_ports,omitempty"`
+	// Inbound makes init create TCP sockets in the sandbox's network
+	// namespace when the parent asks ([Process.DialInside]), so the
+	// parent can connect host programs to servers the agent runs
+	// (NetLoopback or NetProxy).
+	Inbound bool `json:"inbound,omitempty"`
 	// Rlimits are applied to the agent (never raising a hard limit).
 	Rlimits []Rlimit `json:"rlimits,omitempty"`
 	// TerminalSignals says that the agent shares agent-sandbox's
@@ -145,6 +155,19 @@ func (c Config) Validate() error {
 		}
 	default:
 		return fmt.Errorf("view: unknown network %q", c.Network)
+	}
+	seen := map[int]bool{c.ProxyPort: c.Network == NetProxy}
+	for _, port := range c.ForwardPorts {
+		if port <= 0 || port > 65535 {
+			return fmt.Errorf("view: forwarded port %d out of range", port)
+		}
+		if seen[port] {
+			return fmt.Errorf("view: port %d is forwarded twice (or is the proxy's)", port)
+		}
+		seen[port] = true
+	}
+	if (len(c.ForwardPorts) > 0 || c.Inbound) && c.Network == NetHost {
+		return fmt.Errorf("view: forwarded ports need the sandbox's own network namespace, not the host's")
 	}
 	if c.Landlock.Network != landlock.NetOpen {
 		return fmt.Errorf("view: the Landlock policy's network must be open: the network namespace confines the network")

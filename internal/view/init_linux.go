@@ -23,7 +23,7 @@ import (
 const (
 	configFd  = 3 // the Config, JSON, read to end of file
 	statusFd  = 4 // init's report, one JSON object
-	controlFd = 5 // with NetProxy: the proxy's listening socket goes back here
+	controlFd = 5 // NetProxy, forwarded ports, Inbound: sockets go back here
 )
 
 // report is what init tells the parent, once.
@@ -91,9 +91,9 @@ func setUp(c Config) error {
 			return fmt.Errorf("bringing up loopback in the sandbox's network namespace: %w", err)
 		}
 	}
-	if c.Network == NetProxy {
-		if err := handOverProxySocket(c.ProxyPort); err != nil {
-			return fmt.Errorf("creating the egress proxy's socket in the sandbox: %w", err)
+	if c.Network == NetProxy || len(c.ForwardPorts) > 0 || c.Inbound {
+		if err := handOver(c); err != nil {
+			return fmt.Errorf("creating the sandbox's network sockets: %w", err)
 		}
 	}
 	// A fresh, empty session keyring: the caller's (into which
@@ -505,22 +505,102 @@ func loopbackUp() error {
 	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
 }
 
-// handOverProxySocket listens on 127.0.0.1:port inside the namespace and
-// sends the listening socket to the parent, which serves it.
-func handOverProxySocket(port int) error {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return err
+// handOver listens on the proxy port (NetProxy) and on every forwarded
+// port inside the namespace, and sends the listening sockets to the
+// parent, which serves them: one message each ("P" or "F", the port, the
+// address family), then "E". With c.Inbound init then keeps answering the
+// parent's requests for new TCP sockets in this namespace ("4" or "6"),
+// until the parent closes its end; otherwise it closes the control socket.
+func handOver(c Config) error {
+	send := func(kind byte, port int, v6 bool) error {
+		fd, err := listenLoopback(port, v6)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		msg := fmt.Sprintf("%c%d/%d", kind, port, map[bool]int{false: 4, true: 6}[v6])
+		if err := unix.Sendmsg(controlFd, []byte(msg), unix.UnixRights(fd), nil, 0); err != nil {
+			return fmt.Errorf("sending the socket of port %d to agent-sandbox: %w", port, err)
+		}
+		return nil
 	}
-	defer unix.Close(fd)
-	if err := unix.Bind(fd, &unix.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		return fmt.Errorf("binding 127.0.0.1:%d: %w", port, err)
+	if c.Network == NetProxy {
+		if err := send('P', c.ProxyPort, false); err != nil {
+			return fmt.Errorf("the egress proxy's socket: %w", err)
+		}
+	}
+	for _, port := range c.ForwardPorts {
+		if err := send('F', port, false); err != nil {
+			return fmt.Errorf("forwarded port %d: %w", port, err)
+		}
+		// ::1 as well (localhost may resolve to it first), where the
+		// namespace has IPv6.
+		if err := send('F', port, true); err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) && !errors.Is(err, unix.EAFNOSUPPORT) {
+			return fmt.Errorf("forwarded port %d: %w", port, err)
+		}
+	}
+	if err := unix.Sendmsg(controlFd, []byte("E"), nil, nil, 0); err != nil {
+		return fmt.Errorf("telling agent-sandbox the sockets are sent: %w", err)
+	}
+	if !c.Inbound {
+		return unix.Close(controlFd)
+	}
+	go serveSockets()
+	return nil
+}
+
+// listenLoopback returns a socket listening on 127.0.0.1:port (or
+// [::1]:port).
+func listenLoopback(port int, v6 bool) (int, error) {
+	family := unix.AF_INET
+	var sa unix.Sockaddr = &unix.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}
+	if v6 {
+		family = unix.AF_INET6
+		sa = &unix.SockaddrInet6{Port: port, Addr: [16]byte{15: 1}}
+	}
+	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	if v6 {
+		_ = unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 1)
+	}
+	if err := unix.Bind(fd, sa); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("binding port %d: %w", port, err)
 	}
 	if err := unix.Listen(fd, 512); err != nil {
-		return err
+		unix.Close(fd)
+		return -1, err
 	}
-	if err := unix.Sendmsg(controlFd, []byte{'L'}, unix.UnixRights(fd), nil, 0); err != nil {
-		return fmt.Errorf("sending it to agent-sandbox: %w", err)
+	return fd, nil
+}
+
+// serveSockets answers the parent's requests on the control socket: for
+// each "4" or "6" it sends back a new, unconnected TCP socket of this
+// network namespace, which the parent connects to a server the agent runs
+// (listen_port). It ends when the parent closes its end.
+func serveSockets() {
+	buf := make([]byte, 8)
+	for {
+		n, err := unix.Read(controlFd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n == 0 {
+			unix.Close(controlFd)
+			return
+		}
+		family := unix.AF_INET
+		if buf[0] == '6' {
+			family = unix.AF_INET6
+		}
+		fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			_, _ = unix.Write(controlFd, []byte("!"))
+			continue
+		}
+		_ = unix.Sendmsg(controlFd, []byte("S"), unix.UnixRights(fd), nil, 0)
+		unix.Close(fd)
 	}
-	return unix.Close(controlFd)
 }

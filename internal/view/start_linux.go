@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -26,6 +27,20 @@ type Process struct {
 	status   *os.File
 	dec      *json.Decoder
 	listener net.Listener
+	forwards []Forwarded
+
+	ctlMu sync.Mutex
+	ctl   *os.File // with Inbound: asks init for sockets
+}
+
+// Forwarded is a listening socket on the sandbox's loopback for one of
+// [Config.ForwardPorts]: the caller serves its connections.
+type Forwarded struct {
+	// Port is the forwarded port; IPv6 says the socket listens on ::1
+	// rather than 127.0.0.1.
+	Port int
+	IPv6 bool
+	net.Listener
 }
 
 // ExitError is how the agent ended when it did not exit with status 0.
@@ -100,7 +115,7 @@ func Start(cmd *exec.Cmd, c Config) (*Process, error) {
 	defer statW.Close()
 	extra := []*os.File{cfgR, statW}
 	var ctlParent, ctlChild *os.File
-	if c.Network == NetProxy {
+	if c.Network == NetProxy || len(c.ForwardPorts) > 0 || c.Inbound {
 		pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
 			cfgW.Close()
@@ -184,44 +199,140 @@ func Start(cmd *exec.Cmd, c Config) (*Process, error) {
 		return nil, p.finish(r, err)
 	}
 	if ctlParent != nil {
-		l, err := receiveListener(ctlParent)
-		ctlParent.Close()
-		if err != nil {
+		if err := p.receiveSockets(ctlParent); err != nil {
+			ctlParent.Close()
+			p.closeSockets()
 			_ = p.Signal(syscall.SIGKILL)
 			_ = p.Wait()
-			return nil, fmt.Errorf("receiving the egress proxy's socket from the sandbox: %w", err)
+			return nil, fmt.Errorf("receiving the network sockets from the sandbox: %w", err)
 		}
-		p.listener = l
+		if c.Inbound {
+			p.ctl = ctlParent
+		} else {
+			ctlParent.Close()
+		}
 	}
 	return p, nil
 }
 
-func receiveListener(ctl *os.File) (net.Listener, error) {
-	buf := make([]byte, 1)
+// receiveSockets reads init's listening sockets until its "E".
+func (p *Process) receiveSockets(ctl *os.File) error {
+	for {
+		msg, f, err := receiveFd(ctl)
+		if err != nil {
+			return err
+		}
+		if msg == "E" {
+			if f != nil {
+				f.Close()
+			}
+			return nil
+		}
+		var kind byte
+		var port, family int
+		if f == nil {
+			return fmt.Errorf("message %q without a socket", msg)
+		}
+		if _, err := fmt.Sscanf(msg, "%c%d/%d", &kind, &port, &family); err != nil || (kind != 'P' && kind != 'F') {
+			f.Close()
+			return fmt.Errorf("unexpected message %q", msg)
+		}
+		l, err := net.FileListener(f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+		if kind == 'P' {
+			p.listener = l
+		} else {
+			p.forwards = append(p.forwards, Forwarded{Port: port, IPv6: family == 6, Listener: l})
+		}
+	}
+}
+
+// receiveFd reads one message from ctl and the descriptor it carries, if
+// any.
+func receiveFd(ctl *os.File) (string, *os.File, error) {
+	buf := make([]byte, 64)
 	oob := make([]byte, unix.CmsgSpace(4))
 	n, oobn, _, _, err := unix.Recvmsg(int(ctl.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	if n == 0 {
-		return nil, io.EOF
+		return "", nil, io.EOF
+	}
+	if oobn == 0 {
+		return string(buf[:n]), nil, nil
 	}
 	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
 	if err != nil || len(msgs) != 1 {
-		return nil, fmt.Errorf("no socket in the message (%v)", err)
+		return "", nil, fmt.Errorf("no socket in the message (%v)", err)
 	}
 	fds, err := unix.ParseUnixRights(&msgs[0])
 	if err != nil || len(fds) != 1 {
-		return nil, fmt.Errorf("no socket in the message (%v)", err)
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return "", nil, fmt.Errorf("no socket in the message (%v)", err)
 	}
-	f := os.NewFile(uintptr(fds[0]), "proxy-listener")
-	defer f.Close()
-	return net.FileListener(f)
+	return string(buf[:n]), os.NewFile(uintptr(fds[0]), "sandbox-socket"), nil
+}
+
+func (p *Process) closeSockets() {
+	if p.listener != nil {
+		p.listener.Close()
+	}
+	for _, f := range p.forwards {
+		f.Close()
+	}
 }
 
 // Listener is the egress proxy's listening socket inside the sandbox's
 // network namespace (NetProxy only; nil otherwise).
 func (p *Process) Listener() net.Listener { return p.listener }
+
+// Forwards are the listening sockets of [Config.ForwardPorts], on the
+// sandbox's 127.0.0.1 and (where it has IPv6) ::1.
+func (p *Process) Forwards() []Forwarded { return p.forwards }
+
+// DialInside connects to port on the sandbox's own loopback (127.0.0.1,
+// or ::1 with ipv6): a server the agent runs there. It needs
+// [Config.Inbound]. The socket is made by init in the sandbox's network
+// namespace; the connection is made here.
+func (p *Process) DialInside(port int, ipv6 bool) (net.Conn, error) {
+	if p.ctl == nil {
+		return nil, errors.New("view: DialInside needs Config.Inbound")
+	}
+	p.ctlMu.Lock()
+	req := []byte("4")
+	if ipv6 {
+		req = []byte("6")
+	}
+	_, err := p.ctl.Write(req)
+	var f *os.File
+	var msg string
+	if err == nil {
+		msg, f, err = receiveFd(p.ctl)
+	}
+	p.ctlMu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("view: asking the sandbox for a socket: %w", err)
+	}
+	if f == nil {
+		return nil, fmt.Errorf("view: the sandbox could not make a socket (%q)", msg)
+	}
+	defer f.Close()
+	var sa unix.Sockaddr = &unix.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}
+	if ipv6 {
+		sa = &unix.SockaddrInet6{Port: port, Addr: [16]byte{15: 1}}
+	}
+	// Loopback connects complete (or are refused) at once.
+	if err := unix.Connect(int(f.Fd()), sa); err != nil {
+		return nil, err
+	}
+	return net.FileConn(f)
+}
 
 // Signal sends sig to the sandbox init, which passes it on to the agent.
 func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
@@ -240,6 +351,11 @@ func (p *Process) Wait() error {
 func (p *Process) finish(r report, derr error) error {
 	werr := p.cmd.Wait()
 	p.status.Close()
+	if p.ctl != nil {
+		p.ctlMu.Lock()
+		p.ctl.Close()
+		p.ctlMu.Unlock()
+	}
 	switch {
 	case derr == nil && r.Status != nil:
 		ws := syscall.WaitStatus(*r.Status)

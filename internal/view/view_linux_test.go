@@ -227,3 +227,84 @@ func TestViewDevpts(t *testing.T) {
 		t.Fatalf("code %d: %q", r.code, r.out)
 	}
 }
+
+// TestViewForwardAndInbound: a forwarded port's connections from inside
+// reach the parent on 127.0.0.1 and ::1, and the parent reaches a server
+// the agent runs on the sandbox's own loopback (listen_port); nothing else
+// of the sandbox's loopback is served.
+func TestViewForwardAndInbound(t *testing.T) {
+	work, _ := filepath.EvalSymlinks(t.TempDir())
+	script := `exec 3<>/dev/tcp/127.0.0.1/4711 && printf ping >&3 && head -c4 <&3 && echo
+if exec 4<>/dev/tcp/127.0.0.1/4712; then echo unforwarded-open; fi 2>/dev/null
+printf served > ` + work + `/answer
+# a server on the sandbox's loopback, for the parent to reach
+python3 -c 'import socket,sys
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1",4800)); s.listen(1)
+open(sys.argv[1]+"/listening","w").close()
+c,_=s.accept(); c.sendall(b"inside"); c.close()' ` + work
+	c := testConfig(t, work, script)
+	c.Argv = []string{"/bin/bash", "-c", script}
+	c.ForwardPorts = []int{4711}
+	c.Inbound = true
+	var out bytes.Buffer
+	cmd := &exec.Cmd{Stdout: &out, Stderr: &out}
+	p, err := Start(cmd, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw := p.Forwards()
+	if len(fw) == 0 || fw[0].Port != 4711 || fw[0].IPv6 {
+		t.Fatalf("forwards %+v, want 127.0.0.1:4711 first", fw)
+	}
+	go func() {
+		conn, err := fw[0].Accept()
+		if err != nil {
+			return
+		}
+		b := make([]byte, 4)
+		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := conn.Read(b); err == nil && string(b) == "ping" {
+			_, _ = conn.Write([]byte("pong"))
+		}
+		conn.Close()
+	}()
+	got := make(chan string, 1)
+	go func() {
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			if _, err := os.Stat(filepath.Join(work, "listening")); err == nil {
+				conn, err := p.DialInside(4800, false)
+				if err != nil {
+					got <- "dial: " + err.Error()
+					return
+				}
+				b := make([]byte, 6)
+				_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+				n, _ := conn.Read(b)
+				conn.Close()
+				got <- string(b[:n])
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		got <- "the agent's server never listened"
+	}()
+	if err := p.Wait(); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, f := range fw {
+		f.Close()
+	}
+	if !strings.Contains(out.String(), "pong") {
+		t.Errorf("no answer through the forwarded port: %q", out.String())
+	}
+	if strings.Contains(out.String(), "unforwarded-open") {
+		t.Errorf("a port that is not forwarded was reachable: %q", out.String())
+	}
+	if g := <-got; g != "inside" {
+		t.Errorf("the parent could not reach the agent's server: %q", g)
+	}
+	if _, err := p.DialInside(4800, false); err == nil {
+		t.Errorf("DialInside after the sandbox ended succeeded")
+	}
+}

@@ -53,6 +53,8 @@ type Prepared struct {
 	Warnings []string
 	// Refusal, when not empty, is why a real run must not start.
 	Refusal string
+	// Net is how the agent gets its network (NetFor).
+	Net Net
 }
 
 // The engines of the built-in backend.
@@ -72,6 +74,9 @@ type PrintedPolicy struct {
 	ReadWrite []string `json:"read_write"`
 	WriteOnly []string `json:"write_only"`
 	Network   string   `json:"network"`
+	// Net is how the network policy is carried out: the broker's port,
+	// the allow list it serves, the forwarded ports.
+	Net Net `json:"net"`
 	// Toolchains are the trees granted for the programs on PATH, and why.
 	Toolchains []spec.Toolchain `json:"toolchains"`
 	// Create are the config paths a run creates before the agent starts.
@@ -81,11 +86,15 @@ type PrintedPolicy struct {
 }
 
 // Prepare refuses what the engine cannot enforce (a nono network profile;
-// an allow-list network, which needs the egress broker; a kernel without
-// Landlock) and builds the policy with PolicyFor.
+// open_port 0; a kernel without Landlock; without a view, a listen_port)
+// and builds the policy with PolicyFor and the network with NetFor.
 func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 	if s.Network.Profile != "" {
 		return nil, fmt.Errorf("%s: network.network_profile %q cannot be enforced by the landlock backend (only nono knows network profiles); install nono or remove it", b.PolicyFile, s.Network.Profile)
+	}
+	netPlan, err := NetFor(s.Network, b.PolicyFile)
+	if err != nil {
+		return nil, err
 	}
 	self, err := backend.Self()
 	if err != nil {
@@ -94,7 +103,7 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 	if len(b.UnixSocketDirs) > 0 {
 		s.Allow = append(append([]string{}, s.Allow...), b.UnixSocketDirs...)
 	}
-	p := &Prepared{Spec: s, Policy: PolicyFor(s, b.NixStore, self), Verbose: b.Verbose}
+	p := &Prepared{Spec: s, Policy: PolicyFor(s, b.NixStore, self), Verbose: b.Verbose, Net: netPlan}
 	abiOf := b.ABI
 	if abiOf == nil {
 		abiOf = ll.ABI
@@ -118,14 +127,17 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 		narrowed.Toolchains = narrowForWeaker(s.Toolchains, s.Home)
 		p.Spec, p.Policy = narrowed, PolicyFor(narrowed, b.NixStore, self)
 		p.Warnings = append([]string{weakerWarning(why)}, KernelWarnings(p.Policy, abi)...)
+		if netPlan.Mode == posture.NetAllowlist {
+			p.Warnings = append(p.Warnings, weakerAllowlistWarning)
+		}
+		if len(netPlan.Listen) > 0 && p.Refusal == "" {
+			p.Refusal = weakerListenRefusal
+		}
 	default:
 		p.Engine = EngineView
 		if p.Refusal == "" {
 			p.Refusal = noViewRefusal(why)
 		}
-	}
-	if s.Network.Mode == posture.NetAllowlist && p.Refusal == "" {
-		p.Refusal = "an allow-list network (allow_domain or --allow-host) under the built-in landlock backend needs the egress broker, which is not built yet: install nono, or run with --offline or an open network"
 	}
 	return p, nil
 }
@@ -155,6 +167,7 @@ func (p *Prepared) Describe() backend.Description {
 	for _, c := range create {
 		comments = append(comments, fmt.Sprintf("created before the run (missing): %s", c))
 	}
+	comments = append(comments, p.Net.Comments()...)
 	comments = append(comments, fmt.Sprintf("resource limits: %d processes, %d open files", defaultMaxProcesses, defaultMaxOpenFiles))
 	toolchains := p.Spec.Toolchains
 	if toolchains == nil {
@@ -166,15 +179,15 @@ func (p *Prepared) Describe() backend.Description {
 	return backend.Description{
 		Comments: comments,
 		Commands: []spec.Command{{
-			Argv: p.Spec.Argv, Env: Env(p.Spec, func(string) (string, bool) { return "", false }), InProcess: true,
+			Argv: p.Spec.Argv, Env: withEnv(Env(p.Spec, func(string) (string, bool) { return "", false }), p.Net.proxyEnvShown()), InProcess: true,
 			Note: "confined in-process by agent-sandbox's built-in landlock engine; pasting this line would run it unconfined",
 		}},
 		Warnings: p.Warnings,
 		Refusal:  p.Refusal,
 		JSON: map[string]any{"landlock": &PrintedPolicy{
-			Engine: p.Engine, Toolchains: toolchains, Create: create,
+			Engine: p.Engine, Toolchains: toolchains, Create: create, Net: p.Net,
 			Limits:   map[string]uint64{"processes": defaultMaxProcesses, "open_files": defaultMaxOpenFiles},
-			ReadExec: pol.ReadExec, ReadOnly: pol.ReadOnly, ReadWrite: pol.ReadWrite, WriteOnly: pol.WriteOnly, Network: pol.Network.String(),
+			ReadExec: pol.ReadExec, ReadOnly: pol.ReadOnly, ReadWrite: pol.ReadWrite, WriteOnly: pol.WriteOnly, Network: string(p.Net.Mode),
 		}},
 	}
 }
@@ -192,5 +205,5 @@ func (p *Prepared) Execute(stdio launch.Stdio) int {
 		diag.Errorf(stdio.Err, "%s", p.Refusal)
 		return launch.ExitRefused
 	}
-	return Execute(p.Spec, p.Policy, stdio, p.Verbose, p.Engine == EngineWeaker)
+	return Execute(p.Spec, p.Policy, p.Net, stdio, p.Verbose, p.Engine == EngineWeaker)
 }

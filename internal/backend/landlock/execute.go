@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -15,14 +16,18 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	ll "github.com/agent-sandbox/agent-sandbox/internal/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
+	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
 
-// Execute runs the agent of s confined by p and returns the exit status:
-// in a namespace view, or with weaker set (the user accepted the weaker
-// sandbox and this host allows no view) under Landlock and seccomp alone.
-// It refuses (exit 125, one error line) when the kernel cannot enforce p.
-func Execute(s spec.Spec, p ll.Policy, stdio launch.Stdio, verbose, weaker bool) int {
+// Execute runs the agent of s confined by p, with the network n, and
+// returns the exit status: in a namespace view, or with weaker set (the
+// user accepted the weaker sandbox and this host allows no view) under
+// Landlock and seccomp alone. It refuses (exit 125, one error line) when
+// the kernel cannot enforce p. With an allow list it serves the egress
+// broker for the agent until the agent has ended, then prints the
+// broker's line about refused connections.
+func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weaker bool) int {
 	if verbose {
 		abi, _ := ll.ABI()
 		diag.Notef(stdio.Err, "namespace view (new user, mount, PID, IPC, UTS%s namespaces), then Landlock ABI %d, seccomp and no_new_privs",
@@ -63,7 +68,34 @@ func Execute(s spec.Spec, p ll.Policy, stdio launch.Stdio, verbose, weaker bool)
 			env[i] = "TMPDIR=" + runTmp
 		}
 	}
+	sess, err := newNetSession(n, s.AgentID, s.AuditDir(), stdio.Err)
+	if err != nil {
+		diag.Errorf(stdio.Err, "%v", err)
+		return launch.ExitRefused
+	}
+	defer sess.close(true)
+	env = withEnv(env, sess.env(n.ProxyPort))
 	weak := func(cmd *exec.Cmd) (func() error, error) {
+		if len(n.Listen) > 0 {
+			return nil, &launch.SetupError{Err: errors.New(weakerListenRefusal)}
+		}
+		// Without a network namespace the host's loopback is shared:
+		// Landlock's TCP rules let the agent reach the broker's port
+		// on it and the open ports, by port number alone.
+		p.AllowTCPConnect = nil
+		for _, port := range n.ForwardPorts() {
+			p.AllowTCPConnect = append(p.AllowTCPConnect, uint16(port))
+		}
+		if n.Mode == posture.NetAllowlist {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return nil, &launch.SetupError{Err: fmt.Errorf("the egress broker cannot listen on the host's loopback: %v", err)}
+			}
+			port := l.Addr().(*net.TCPAddr).Port
+			p.AllowTCPConnect = append(p.AllowTCPConnect, uint16(port))
+			cmd.Env = withEnv(cmd.Env, sess.env(port))
+			sess.serveProxy(l)
+		}
 		// The weaker sandbox: Landlock, seccomp (no Unix sockets, no
 		// keyrings), no_new_privs, and agent-sandbox first, as the
 		// trampoline that narrows /proc, which then execs the agent.
@@ -93,7 +125,7 @@ func Execute(s spec.Spec, p ll.Policy, stdio launch.Stdio, verbose, weaker bool)
 		}
 		return proc.Wait, nil
 	}
-	start := startInView(p, s, stdio.Err, weak)
+	start := startInView(p, s, n, sess, stdio.Err, weak)
 	if weaker {
 		start = weak
 	}

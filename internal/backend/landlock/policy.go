@@ -136,7 +136,9 @@ func PolicyFor(s spec.Spec, nixStore bool, self string) ll.Policy {
 	p.ReadWrite = append(p.ReadWrite, devices...)
 	p.ReadWrite = append(p.ReadWrite, s.Allow...)
 	p.WriteOnly = append(p.WriteOnly, s.Write...)
-	if s.Network.Mode == posture.NetBlocked {
+	// An allow list is a blocked network whose one door is the broker
+	// (Execute adds its port, without a view, as the one TCP rule).
+	if s.Network.Mode == posture.NetBlocked || s.Network.Mode == posture.NetAllowlist {
 		p.Network = ll.NetBlocked
 	}
 	for _, l := range []*[]string{&p.ReadExec, &p.ReadOnly, &p.ReadWrite, &p.WriteOnly} {

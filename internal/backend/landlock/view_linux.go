@@ -3,8 +3,10 @@
 package landlock
 
 import (
+	"context"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +18,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	ll "github.com/agent-sandbox/agent-sandbox/internal/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
+	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 	"github.com/agent-sandbox/agent-sandbox/internal/view"
 )
@@ -223,10 +226,11 @@ func defaultRlimits() []view.Rlimit {
 // turns out not to allow a view (user namespaces restricted), and the
 // user opted into the weaker sandbox, fallback starts the agent instead;
 // without the opt-in the run is refused.
-func startInView(p ll.Policy, s spec.Spec, stderr io.Writer, fallback func(cmd *exec.Cmd) (func() error, error)) func(cmd *exec.Cmd) (func() error, error) {
+func startInView(p ll.Policy, s spec.Spec, n Net, sess *netSession, stderr io.Writer, fallback func(cmd *exec.Cmd) (func() error, error)) func(cmd *exec.Cmd) (func() error, error) {
 	return func(cmd *exec.Cmd) (func() error, error) {
 		argv := append([]string{cmd.Path}, cmd.Args[1:]...)
 		c := viewConfig(p, s, argv, cmd.Env, cmd.Dir)
+		viewNetwork(&c, n)
 		c.TerminalSignals = launch.IsTerminal(cmd.Stdin)
 		path, args, env, dir := cmd.Path, cmd.Args, cmd.Env, cmd.Dir
 		in, out, errw := cmd.Stdin, cmd.Stdout, cmd.Stderr
@@ -245,6 +249,7 @@ func startInView(p ll.Policy, s spec.Spec, stderr io.Writer, fallback func(cmd *
 		if err != nil {
 			return nil, &launch.SetupError{Err: err}
 		}
+		serveView(proc, n, sess)
 		// launch.Run signals cmd.Process: that is init, which passes
 		// signals on to the agent.
 		return func() error {
@@ -256,6 +261,52 @@ func startInView(p ll.Policy, s spec.Spec, stderr io.Writer, fallback func(cmd *
 			return err
 		}, nil
 	}
+}
+
+// viewNetwork sets the view's network from n: a private namespace unless
+// the network is open, the broker's socket in it for an allow list, and
+// the forwarded ports.
+func viewNetwork(c *view.Config, n Net) {
+	switch n.Mode {
+	case posture.NetOpen:
+		c.Network = view.NetHost
+		return
+	case posture.NetAllowlist:
+		c.Network, c.ProxyPort = view.NetProxy, n.ProxyPort
+	default:
+		c.Network = view.NetLoopback
+	}
+	c.ForwardPorts = n.ForwardPorts()
+	c.Inbound = len(n.Listen) > 0
+}
+
+// serveView serves the sockets the view handed over: the broker, the
+// forwarded ports, and the host listeners of listen_port, which connect
+// into the sandbox.
+func serveView(proc *view.Process, n Net, sess *netSession) {
+	if sess == nil {
+		return
+	}
+	if l := proc.Listener(); l != nil {
+		sess.serveProxy(l)
+	}
+	why := map[int]Port{}
+	for _, p := range n.Forward {
+		why[p.Port] = p
+	}
+	for _, f := range proc.Forwards() {
+		sess.serveForward(f.Listener, why[f.Port])
+	}
+	sess.serveInbound(func(ctx context.Context, port int) (net.Conn, error) {
+		c, err := proc.DialInside(port, false)
+		if err == nil {
+			return c, nil
+		}
+		if c6, err6 := proc.DialInside(port, true); err6 == nil {
+			return c6, nil
+		}
+		return nil, err
+	})
 }
 
 // viewExpected is view.Expected.

@@ -12,7 +12,7 @@ import (
 )
 
 // startInView is Linux-only.
-func startInView(ll.Policy, spec.Spec, io.Writer, func(*exec.Cmd) (func() error, error)) func(cmd *exec.Cmd) (func() error, error) {
+func startInView(ll.Policy, spec.Spec, Net, *netSession, io.Writer, func(*exec.Cmd) (func() error, error)) func(cmd *exec.Cmd) (func() error, error) {
 	return func(*exec.Cmd) (func() error, error) {
 		return nil, errors.New("the namespace view is Linux-only")
 	}

@@ -17,7 +17,7 @@ func WeakerSandboxAllowed() bool { return os.Getenv(WeakerSandboxEnv) == "1" }
 // What the weaker sandbox does not give, said in the refusal and in the
 // warning printed on every run that uses it.
 const weakerLacks = "without a view the agent sees the whole filesystem's names and metadata (only Landlock stops reads and writes), " +
-	"processes that outlive it are only swept, not contained, and an allow-list network cannot be enforced"
+	"processes that outlive it are only swept, not contained, and an allow-list network is enforced by Landlock's TCP port rules alone"
 
 // noViewRefusal is the refusal when the view is unavailable and the user
 // did not opt into the weaker sandbox.
@@ -38,3 +38,10 @@ const (
 	defaultMaxProcesses = 8192
 	defaultMaxOpenFiles = 16384
 )
+
+// weakerAllowlistWarning is printed on every allow-list run under the
+// weaker sandbox: Landlock's TCP rules name a port, not an address.
+const weakerAllowlistWarning = "allow-list network in the WEAKER sandbox: without a network namespace Landlock can only allow TCP connections by port, so the egress broker's port (and every open_port) is open on every remote host too, and UDP and DNS are not confined; allow unprivileged user namespaces for agent-sandbox (`agent-sandbox doctor` shows how) to get the namespace whose only door is the broker"
+
+// weakerListenRefusal refuses listen_port where no view can be built.
+const weakerListenRefusal = "network.listen_port needs the built-in engine's network namespace, which this host does not allow (no user namespaces): allow unprivileged user namespaces for agent-sandbox (`agent-sandbox doctor` shows how), use nono, or remove listen_port"

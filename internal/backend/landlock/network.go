@@ -1,0 +1,272 @@
+package landlock
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strings"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/broker"
+	"github.com/agent-sandbox/agent-sandbox/internal/diag"
+	"github.com/agent-sandbox/agent-sandbox/internal/posture"
+)
+
+// Net is how the built-in engine gives the agent its network, decided
+// from the run's network policy alone (NetFor): a pure value that
+// --dry-run prints and Execute carries out.
+//
+//   - open: the host's network namespace, nothing forwarded (open_port and
+//     listen_port mean nothing there: every port is reachable already).
+//   - blocked: a private network namespace with only loopback, plus the
+//     policy file's open_port and listen_port forwards (--offline has
+//     none: it blocks everything).
+//   - allowlist: the same namespace, whose one door is the egress broker
+//     on 127.0.0.1:ProxyPort inside it, served by agent-sandbox (outside
+//     the sandbox) with the allow list; plus the forwards.
+type Net struct {
+	// Mode is the posture's network mode.
+	Mode posture.NetMode `json:"mode"`
+	// AllowDomains is the broker's allow list (allowlist only).
+	AllowDomains []string `json:"allow_domains"`
+	// ProxyPort is the broker's port on the sandbox's loopback
+	// (allowlist only; under the weaker sandbox the parent listens on
+	// an ephemeral port of the host's loopback instead).
+	ProxyPort int `json:"proxy_port,omitempty"`
+	// Forward are the ports of the sandbox's loopback whose connections
+	// reach the same port on the host's loopback.
+	Forward []Port `json:"forward"`
+	// Listen are the ports on the host's loopback whose connections
+	// reach a server the agent runs on that port of its own loopback.
+	Listen []Port `json:"listen"`
+}
+
+// Port is one forwarded port and the rule that asked for it.
+type Port struct {
+	Port int    `json:"port"`
+	Why  string `json:"why"`
+}
+
+// DefaultProxyPort is the broker's port on the sandbox's loopback, unless
+// a forwarded port takes it (then the next free one).
+const DefaultProxyPort = 3128
+
+// NetFor decides the engine's network for policy n. It refuses what the
+// engine cannot enforce: open_port 0 (nono's "any localhost port", a
+// macOS-only form) and an allow list the broker would not load.
+func NetFor(n posture.Network, policyFile string) (Net, error) {
+	out := Net{Mode: n.Mode, AllowDomains: []string{}, Forward: []Port{}, Listen: []Port{}}
+	if n.Mode == posture.NetOpen {
+		return out, nil
+	}
+	seen := map[int]bool{}
+	addForward := func(port int, why string) {
+		if !seen[port] {
+			seen[port] = true
+			out.Forward = append(out.Forward, Port{port, why})
+		}
+	}
+	for _, port := range n.OpenPorts {
+		if port == 0 {
+			return Net{}, fmt.Errorf("%s: network.open_port 0 (any localhost port) is macOS-only in nono; the built-in engine forwards named ports only: list the ports", policyFile)
+		}
+		addForward(port, fmt.Sprintf("open_port %d", port))
+	}
+	if n.Mode == posture.NetAllowlist {
+		out.AllowDomains = append(out.AllowDomains, n.AllowDomains...)
+		if err := broker.CheckAllowList(n.AllowDomains); err != nil {
+			return Net{}, fmt.Errorf("%s: %v", n.Source, strings.TrimPrefix(err.Error(), "broker: "))
+		}
+		for _, d := range n.AllowDomains {
+			if port, ok := broker.LoopbackPort(d); ok {
+				addForward(port, fmt.Sprintf("allow list names %s", d))
+			}
+		}
+	}
+	lseen := map[int]bool{}
+	for _, port := range n.ListenPorts {
+		if port == 0 {
+			return Net{}, fmt.Errorf("%s: network.listen_port 0 cannot be forwarded: list the ports", policyFile)
+		}
+		if seen[port] {
+			return Net{}, fmt.Errorf("%s: port %d is both an open_port (or a loopback host of the allow list) and a listen_port: the agent's loopback port would lead to the host and to the agent's own server at once; keep one", policyFile, port)
+		}
+		if !lseen[port] {
+			lseen[port] = true
+			out.Listen = append(out.Listen, Port{port, fmt.Sprintf("listen_port %d", port)})
+		}
+	}
+	if n.Mode == posture.NetAllowlist {
+		out.ProxyPort = DefaultProxyPort
+		for seen[out.ProxyPort] || lseen[out.ProxyPort] {
+			out.ProxyPort++
+		}
+	}
+	return out, nil
+}
+
+// ForwardPorts are the numbers of n.Forward.
+func (n Net) ForwardPorts() []int {
+	var out []int
+	for _, p := range n.Forward {
+		out = append(out, p.Port)
+	}
+	return out
+}
+
+// Comments are --dry-run's lines about the network.
+func (n Net) Comments() []string {
+	var c []string
+	switch n.Mode {
+	case posture.NetBlocked:
+		c = append(c, "network: a private network namespace with only loopback (no DNS, no route out)")
+	case posture.NetAllowlist:
+		if len(n.AllowDomains) == 0 {
+			c = append(c, "network: the allow list is empty: the egress broker refuses every host")
+		}
+		c = append(c, fmt.Sprintf("network: a private network namespace whose one door is agent-sandbox's egress broker on 127.0.0.1:%d inside it (HTTP(S)_PROXY set, a per-run token, allow list: %s; audit log: agent-sandbox log)",
+			n.ProxyPort, listOrNone(n.AllowDomains)))
+	}
+	for _, p := range n.Forward {
+		c = append(c, fmt.Sprintf("network: the agent's localhost:%d reaches the host's localhost:%d (%s)", p.Port, p.Port, p.Why))
+	}
+	for _, p := range n.Listen {
+		c = append(c, fmt.Sprintf("network: the host's 127.0.0.1:%d reaches the agent's server on its localhost:%d (%s)", p.Port, p.Port, p.Why))
+	}
+	return c
+}
+
+func listOrNone(l []string) string {
+	if len(l) == 0 {
+		return "(none)"
+	}
+	return strings.Join(l, ", ")
+}
+
+// proxyEnvShown is the proxy environment as --dry-run prints it: the
+// token is made per run, so the plan shows a placeholder.
+func (n Net) proxyEnvShown() []string {
+	if n.Mode != posture.NetAllowlist {
+		return nil
+	}
+	return broker.ProxyEnv(broker.ProxyURL("<per-run-token>", n.ProxyPort))
+}
+
+// withEnv replaces or adds the KEY=VALUE entries of add in env.
+func withEnv(env, add []string) []string {
+	out := slices.Clone(env)
+	for _, kv := range add {
+		k, _, _ := strings.Cut(kv, "=")
+		out = slices.DeleteFunc(out, func(e string) bool { return strings.HasPrefix(e, k+"=") })
+		out = append(out, kv)
+	}
+	return out
+}
+
+// netSession is the host side of one run's network: the egress broker
+// (allowlist) and the forwarded ports, all audited by one broker.Proxy.
+type netSession struct {
+	net   Net
+	proxy *broker.Proxy
+	token string
+	// listen are the host listeners of Net.Listen, opened before the
+	// start so that a port already taken refuses the run.
+	listen []net.Listener
+	warn   io.Writer
+}
+
+// newNetSession opens what the run's network needs on the host: nil when
+// the network is open or nothing is forwarded (blocked without ports).
+func newNetSession(n Net, agentID, auditDir string, warn io.Writer) (*netSession, error) {
+	if n.Mode == posture.NetOpen || n.Mode == posture.NetBlocked && len(n.Forward) == 0 && len(n.Listen) == 0 {
+		return nil, nil
+	}
+	token := broker.NewToken()
+	p, err := broker.New(broker.Config{
+		AgentID: agentID, Allow: n.AllowDomains, Token: token, AuditDir: auditDir,
+		Warn: func(msg string) { diag.Warnf(warn, "%s", msg) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	s := &netSession{net: n, proxy: p, token: token, warn: warn}
+	for _, port := range n.Listen {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port.Port))
+		if err != nil {
+			s.close(false)
+			return nil, fmt.Errorf("%s: cannot listen on the host's 127.0.0.1:%d for the agent's server: %v", port.Why, port.Port, err)
+		}
+		s.listen = append(s.listen, l)
+	}
+	return s, nil
+}
+
+// env is the proxy environment for a broker on 127.0.0.1:port.
+func (s *netSession) env(port int) []string {
+	if s == nil || s.net.Mode != posture.NetAllowlist {
+		return nil
+	}
+	return broker.ProxyEnv(broker.ProxyURL(s.token, port))
+}
+
+// serveProxy serves the broker on l.
+func (s *netSession) serveProxy(l net.Listener) {
+	go func() { _ = s.proxy.Serve(l) }()
+}
+
+// serveForward relays the connections of l (the agent's localhost:port)
+// to the host's loopback port.
+func (s *netSession) serveForward(l net.Listener, p Port) {
+	go func() {
+		_ = s.proxy.ServeForward(l, broker.Forward{
+			Method: broker.MethodForward, Host: "localhost", Port: p.Port, Reason: p.Why,
+			Dial: func(ctx context.Context) (net.Conn, error) { return dialLoopback(ctx, p.Port) },
+		})
+	}()
+}
+
+// serveInbound relays the connections of the host listeners to the
+// agent's servers, through dial (a connection inside the sandbox, or
+// the host's loopback when the sandbox shares it).
+func (s *netSession) serveInbound(dial func(ctx context.Context, port int) (net.Conn, error)) {
+	for i, l := range s.listen {
+		p := s.net.Listen[i]
+		go func() {
+			_ = s.proxy.ServeForward(l, broker.Forward{
+				Method: broker.MethodInbound, Host: "localhost", Port: p.Port, Reason: p.Why,
+				Dial: func(ctx context.Context) (net.Conn, error) { return dial(ctx, p.Port) },
+			})
+		}()
+	}
+}
+
+// close ends every connection, writes the last audit lines and, when
+// report is set, prints the broker's end-of-run line (connections it
+// refused, and how to allow them).
+func (s *netSession) close(report bool) {
+	if s == nil {
+		return
+	}
+	for _, l := range s.listen {
+		l.Close()
+	}
+	_ = s.proxy.Close()
+	if msg := s.proxy.Summary().Message(); report && msg != "" {
+		fmt.Fprintln(s.warn, msg)
+	}
+}
+
+// dialLoopback connects to the host's 127.0.0.1:port, or [::1]:port
+// when nothing answers on IPv4.
+func dialLoopback(ctx context.Context, port int) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err == nil {
+		return c, nil
+	}
+	if c6, err6 := d.DialContext(ctx, "tcp", fmt.Sprintf("[::1]:%d", port)); err6 == nil {
+		return c6, nil
+	}
+	return nil, err
+}

@@ -1,0 +1,92 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+)
+
+// The audit methods of the connections that are port forwards, not proxy
+// requests.
+const (
+	// MethodForward is a connection the agent opened to a loopback port
+	// of its own that the parent forwards to the host's loopback
+	// (nono's open_port, or an allow-list entry naming a loopback host
+	// with a port).
+	MethodForward = "FORWARD"
+	// MethodInbound is a connection a host program opened to a host
+	// loopback port that the parent forwards into the sandbox, to a
+	// server the agent runs there (nono's listen_port).
+	MethodInbound = "INBOUND"
+)
+
+// Forward describes one forwarded port for [Proxy.ServeForward].
+type Forward struct {
+	// Method is MethodForward or MethodInbound (the audit line's method).
+	Method string
+	// Host and Port name the destination in the audit line.
+	Host string
+	Port int
+	// Reason names the rule that opened the port ("open_port 11434").
+	Reason string
+	// Dial connects to the destination.
+	Dial func(ctx context.Context) (net.Conn, error)
+}
+
+// ServeForward accepts connections on l and relays each to a connection
+// made by f.Dial, until Close (then it returns nil) or until Accept fails
+// for good. Every connection is one audit line, with the bytes it moved.
+// The policy and the token play no part: the port itself is the grant, so
+// the caller only serves ports the policy names.
+func (p *Proxy) ServeForward(l net.Listener, f Forward) error {
+	return p.serve(l, func(c net.Conn) { p.forwardConn(c, f) })
+}
+
+func (p *Proxy) forwardConn(c net.Conn, f Forward) {
+	a := &attempt{start: time.Now(), method: f.Method, host: f.Host, port: f.Port}
+	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.DialTimeout)
+	up, err := f.Dial(ctx)
+	cancel()
+	if err != nil {
+		a.decision, a.reason = DecisionFailed, fmt.Sprintf("%s: cannot connect: %v", f.Reason, err)
+		p.record(a)
+		return
+	}
+	if ra := up.RemoteAddr(); ra != nil {
+		a.address = ra.String()
+	}
+	if !p.track(up) {
+		up.Close()
+		a.decision, a.reason = DecisionFailed, "proxy closing"
+		p.record(a)
+		return
+	}
+	defer p.untrack(up, true)
+	a.decision, a.reason = DecisionAllowed, f.Reason
+	a.up, a.down = p.tunnel(c, up)
+	p.record(a)
+}
+
+// LoopbackPort reports whether an allow-list entry names a loopback host
+// (localhost, 127.0.0.1, ::1) with a port, and that port. Under the
+// built-in engine such an entry also makes the port reachable on the
+// sandbox's own loopback: NO_PROXY sends clients there directly, so it is
+// forwarded to the host's loopback like nono's open_port.
+func LoopbackPort(raw string) (int, bool) {
+	e, err := parseEntry(raw)
+	if err != nil || e.port == 0 {
+		return 0, false
+	}
+	if e.ip.IsValid() {
+		return e.port, e.ip.IsLoopback()
+	}
+	return e.port, e.name == "localhost"
+}
+
+// CheckAllowList parses every entry of an allow list and returns the first
+// error, naming the entry; nil when the proxy would accept the list.
+func CheckAllowList(allow []string) error {
+	_, err := newPolicy(allow, nil)
+	return err
+}
