@@ -114,7 +114,9 @@ func (s Spec) MiseCacheDir() string { return filepath.Join(s.StateDir, "mise-cac
 // AuditDir is the egress broker's audit directory,
 // $XDG_STATE_HOME/agent-sandbox/audit: beside the agents' state dirs,
 // outside every grant.
-func (s Spec) AuditDir() string { return filepath.Join(filepath.Dir(filepath.Dir(s.StateDir)), "audit") }
+func (s Spec) AuditDir() string {
+	return filepath.Join(filepath.Dir(filepath.Dir(s.StateDir)), "audit")
+}
 
 // TempDir is the agent's private TMPDIR.
 func (s Spec) TempDir() string { return filepath.Join(s.StateDir, "tmp") }
