@@ -22,7 +22,6 @@ MUST_RUN = [
     "e2e TestEscapes/landlock",
     "e2e TestEscapeView/landlock",
     "e2e-user TestEscapeView/landlock",
-    "e2e-user TestEscapes/landlock",
     "e2e TestRealAgentsStartSandboxed",
     "e2e TestResolveRealPrograms",
     "e2e TestSbxPiExtensionRealPi",
