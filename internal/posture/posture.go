@@ -234,7 +234,10 @@ func network(f Flags, file *sandboxfile.File) Network {
 		n.Mode, n.Source = NetAllowlist, "--allow-host"
 		n.AllowDomains = uniq.Ordered(f.AllowHosts)
 	case file != nil && file.Network.Block:
-		return Network{Mode: NetBlocked, Source: file.Path}
+		// The file's own open_port and listen_port stay: loopback
+		// services the folder names on purpose (--offline blocks
+		// them too).
+		n.Mode, n.Source = NetBlocked, file.Path
 	case file != nil && (len(file.Network.AllowDomain) > 0 || file.Network.NetworkProfile != ""):
 		n.Mode, n.Source = NetAllowlist, file.Path
 		n.AllowDomains = uniq.Ordered(file.Network.AllowDomain)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
+	"github.com/agent-sandbox/agent-sandbox/internal/broker"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 	"github.com/agent-sandbox/agent-sandbox/internal/uniq"
@@ -325,17 +326,25 @@ func (b *builder) filesystem() Filesystem {
 	return fs
 }
 
-// network renders the resolved network policy. Ports are only meaningful
-// when not blocked; nono's block wins over everything else.
+// network renders the resolved network policy. A blocked network keeps
+// the policy file's open_port and listen_port (--offline has none), as
+// the file says them. An allow-list entry naming a loopback host with a
+// port also opens that port (open_port): NO_PROXY sends clients there
+// directly, past the proxy, so the entry would otherwise allow nothing;
+// the built-in engine gives the entry the same meaning.
 func network(s spec.Spec) (Network, error) {
 	n := s.Network
 	var out Network
 	switch n.Mode {
 	case posture.NetBlocked:
 		out.Block = true
-		return out, nil
 	case posture.NetAllowlist:
 		out.AllowDomain = uniq.Sorted(n.AllowDomains)
+		for _, d := range n.AllowDomains {
+			if port, ok := broker.LoopbackPort(d); ok {
+				n.OpenPorts = append(n.OpenPorts, port)
+			}
+		}
 		if n.Profile != "" {
 			if err := checkNetworkProfile(n.Profile, n.Source); err != nil {
 				return out, err
