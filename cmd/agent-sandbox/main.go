@@ -74,6 +74,8 @@ func Main(args []string, stdio launch.Stdio) int {
 		return listAgents(e)
 	case cli.CmdPrune:
 		return pruneSandboxes(e, inv.Prune)
+	case cli.CmdLog:
+		return showLog(e, inv.Log)
 	default:
 		return runAgent(e, inv.Run)
 	}

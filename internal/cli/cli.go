@@ -25,6 +25,7 @@ const Usage = `Usage:
   agent-sandbox doctor [--json] [--folders-only] [AGENT...]
                                                     check the host, agent folders and the launcher
   agent-sandbox resolve [--json] COMMAND            list the files COMMAND needs to start
+  agent-sandbox log [--json] [-n N] [AGENT]         recent egress decisions of the broker (all agents, or AGENT)
   agent-sandbox version                             print the version
 
 AGENT is an agent name (looked up in $AGENT_SANDBOX_PATH,
@@ -61,6 +62,7 @@ const (
 	CmdPrune   = "prune"
 	CmdDoctor  = "doctor"
 	CmdResolve = "resolve"
+	CmdLog     = "log"
 	CmdVersion = "version"
 	CmdHelp    = "help"
 )
@@ -100,6 +102,16 @@ type Resolve struct {
 	Command string
 }
 
+// Log holds the arguments of `agent-sandbox log`.
+type Log struct {
+	// JSON prints one audit entry (JSON object) per line.
+	JSON bool
+	// N is how many of the most recent entries to print (0: all).
+	N int
+	// Agent is an agent id; empty means every agent.
+	Agent string
+}
+
 // Invocation is a parsed command line.
 type Invocation struct {
 	Command string
@@ -107,6 +119,7 @@ type Invocation struct {
 	Prune   Prune
 	Doctor  Doctor
 	Resolve Resolve
+	Log     Log
 }
 
 // Parse parses the arguments after the program name.
@@ -126,6 +139,8 @@ func Parse(args []string) (Invocation, error) {
 			return parseDoctor(args[1:])
 		case CmdResolve:
 			return parseResolve(args[1:])
+		case CmdLog:
+			return parseLog(args[1:])
 		}
 	}
 	fs := pflag.NewFlagSet("agent-sandbox", pflag.ContinueOnError)
@@ -257,4 +272,31 @@ func parseResolve(args []string) (Invocation, error) {
 	}
 	r.Command = rest[0]
 	return Invocation{Command: CmdResolve, Resolve: r}, nil
+}
+
+// parseLog parses the arguments after `log`.
+func parseLog(args []string) (Invocation, error) {
+	const usage = "agent-sandbox log [--json] [-n N] [AGENT]"
+	l := Log{N: 50}
+	rest, help, err := subcommand(CmdLog, usage, args, func(fs *pflag.FlagSet) {
+		fs.BoolVar(&l.JSON, "json", false, "")
+		fs.IntVarP(&l.N, "lines", "n", 50, "")
+	})
+	switch {
+	case err != nil:
+		return Invocation{}, err
+	case help:
+		return Invocation{Command: CmdHelp}, nil
+	case len(rest) > 1:
+		return Invocation{}, fmt.Errorf("log takes at most one AGENT (got %d arguments); usage: %s", len(rest), usage)
+	case l.N < 0:
+		return Invocation{}, fmt.Errorf("log: -n %d: want 0 (every entry) or more; usage: %s", l.N, usage)
+	}
+	if len(rest) == 1 {
+		if strings.TrimSpace(rest[0]) == "" {
+			return Invocation{}, errors.New("log: empty AGENT argument; name an agent, or give none for every agent")
+		}
+		l.Agent = rest[0]
+	}
+	return Invocation{Command: CmdLog, Log: l}, nil
 }
