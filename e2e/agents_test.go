@@ -72,9 +72,9 @@ func runBuiltin(t *testing.T, bin string, flags []string, agent string, args ...
 var sandboxDenial = regexp.MustCompile(`(?i)EACCES|EPERM|permission denied|operation not permitted`)
 
 // TestRealAgentsStartSandboxed starts the real Claude Code and pi through the
-// built-in agent folders under the built-in landlock engine (--offline:
-// their allow-list network needs the egress broker, which this engine does
-// not have yet).
+// built-in agent folders under the built-in landlock engine, offline and,
+// with no flag at all (nono is absent here, so the engine takes over), with
+// their built-in allow lists served by the egress broker.
 func TestRealAgentsStartSandboxed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real agents; skipped with -short")
@@ -99,6 +99,22 @@ func TestRealAgentsStartSandboxed(t *testing.T) {
 			t.Fatalf("exit %d, want 0 and a version line: %s", code, out)
 		}
 	})
+	for _, agent := range []string{"claude", "pi"} {
+		t.Run(agent+" --version with its built-in allow list, no flags", func(t *testing.T) {
+			pkg := map[string]string{"claude": "@anthropic-ai/claude-code", "pi": "@mariozechner/pi-coding-agent@0.73.1"}[agent]
+			realAgent(t, agent, pkg)
+			if _, err := exec.LookPath("nono"); err == nil {
+				t.Skip("nono is on PATH: the default backend would be nono, not the built-in engine")
+			}
+			code, out := runBuiltin(t, bin, nil, agent, "--version")
+			if code != 0 || !regexp.MustCompile(`(?m)^\d+\.\d+\.\d+`).MatchString(out) {
+				t.Fatalf("exit %d, want 0 and a version line: %s", code, out)
+			}
+			if !strings.Contains(out, "enforcing the same policy with the built-in landlock engine") {
+				t.Errorf("no fallback notice (nono missing): %s", out)
+			}
+		})
+	}
 	t.Run("claude without credentials ends in its own auth error", func(t *testing.T) {
 		realAgent(t, "claude", "@anthropic-ai/claude-code")
 		code, out := runBuiltin(t, bin, flags, "claude", "-p", "hello")
