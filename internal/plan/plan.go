@@ -23,6 +23,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/gitdir"
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
+	"github.com/agent-sandbox/agent-sandbox/internal/optfile"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/sandboxfile"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
@@ -306,6 +307,15 @@ func buildSpec(in Input, argv []string, found bool) (spec.Spec, []string, backen
 		Argv: argv, CommandFound: found, Network: pst.Network, GOOS: h.GOOS,
 		Read: []string{}, Write: []string{}, Allow: []string{}, Exec: []string{},
 		ConfigPaths: []string{}, GitDirs: []string{},
+	}
+	// The state dir and its parts the agent gets are created when missing;
+	// a name there that exists but is not a directory (a dangling symlink, a
+	// file) is refused here, by name, rather than failing later or being
+	// taken for absent.
+	for _, d := range append([]string{h.StateRoot(), s.StateDir}, s.AgentStateDirs()...) {
+		if _, err := optfile.Dir(d); err != nil {
+			return s, nil, opts, fmt.Errorf("agent-sandbox's state: %v", err)
+		}
 	}
 	protected := h.Protected(in.Protected...)
 	if !f.Builtin() {

@@ -15,13 +15,13 @@ package sandboxfile
 import (
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/optfile"
 	"github.com/tailscale/hujson"
 )
 
@@ -94,16 +94,19 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %s: %s", loc, e.KeyPath, e.Message)
 }
 
-// Load reads the file of kind k in folder dir. It returns nil, nil when the
-// file does not exist.
+// Load reads the file of kind k in folder dir. It returns nil, nil only when
+// the file does not exist as a name (nor its sandbox/ directory); a file
+// that exists but cannot be read (a dangling symlink, a directory, a file
+// without read permission) is an error, never "absent" (see package
+// optfile).
 func Load(dir string, k Kind) (*File, error) {
 	p := filepath.Join(dir, k.RelPath())
-	b, err := os.ReadFile(p)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
+	b, ok, err := optfile.ReadIn(dir, filepath.ToSlash(k.RelPath()))
 	if err != nil {
-		return nil, &Error{Path: p, Message: err.Error()}
+		return nil, err
+	}
+	if !ok {
+		return nil, nil
 	}
 	return Parse(p, k, b)
 }

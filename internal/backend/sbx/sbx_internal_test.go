@@ -502,6 +502,26 @@ func TestRecordsAndClassify(t *testing.T) {
 	}
 }
 
+// TestLoadRecordUnreadable: a record that exists but cannot be read is an
+// error, never "no record" (issue 15 item 1).
+func TestLoadRecordUnreadable(t *testing.T) {
+	root := t.TempDir()
+	name := "agent-sandbox-pi-12345678"
+	if r, err := LoadRecord(root, name); r != nil || err != nil {
+		t.Fatalf("absent record: %v, %v", r, err)
+	}
+	if err := os.MkdirAll(RecordDir(root), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("missing.json", recordPath(root, name)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := LoadRecord(root, name)
+	if r != nil || err == nil || !strings.Contains(err.Error(), "dangling symlink to missing.json") || !strings.Contains(err.Error(), "sbx rm -f "+name) {
+		t.Errorf("dangling record: %v, %v; want an error naming the link and the fix", r, err)
+	}
+}
+
 func contains(list []string, s string) bool {
 	for _, v := range list {
 		if v == s {
