@@ -1057,7 +1057,13 @@ func emptyAllowList(t *testing.T, bin string, b backend, flag bool) {
 				AllowDomains []string `json:"allow_domains"`
 			} `json:"network"`
 		}
-		if err := json.Unmarshal([]byte(r.out), &plan); err != nil {
+		// r.out holds stderr too (the warning that the list is empty):
+		// the plan is the JSON object from the first line opening one.
+		js := r.out
+		if i := strings.Index(js, "\n{"); i >= 0 && !strings.HasPrefix(js, "{") {
+			js = js[i+1:]
+		}
+		if err := json.Unmarshal([]byte(js), &plan); err != nil {
 			t.Errorf("--dry-run --json (exit %d) did not print a plan: %v: %s", r.code, err, r.out)
 		} else if (plan.Network.Mode != "blocked" && plan.Network.Mode != "allowlist") || len(plan.Network.AllowDomains) != 0 {
 			t.Errorf("--dry-run --json says network mode %q with allow_domains %q; want blocked or allowlist with an empty list", plan.Network.Mode, plan.Network.AllowDomains)

@@ -66,7 +66,11 @@ type Filesystem struct {
 
 // Network holds the declared network posture.
 type Network struct {
-	Block          bool
+	Block bool
+	// AllowList is true when the allow_domain key is present, even with an
+	// empty list: a present allow list means allow-list mode, and an empty
+	// one allows no host at all (never "no restriction").
+	AllowList      bool
 	AllowDomain    []string
 	OpenPort       []int
 	ListenPort     []int
@@ -376,6 +380,7 @@ func (r *reader) network(m member, f *File) error {
 		case "block":
 			n.Block, err = r.boolean(c)
 		case "allow_domain":
+			n.AllowList = true
 			n.AllowDomain, err = r.strings(c, CheckHost)
 		case "open_port":
 			n.OpenPort, err = r.ports(c, 0)
@@ -397,7 +402,7 @@ func (r *reader) network(m member, f *File) error {
 			return err
 		}
 	}
-	if n.Block && (len(n.AllowDomain) > 0 || n.NetworkProfile != "") {
+	if n.Block && (n.AllowList || n.NetworkProfile != "") {
 		return r.errAt(m.val, m.path, "block is true and an allow list is also given: block denies all traffic, so the allow list could never apply; keep one of them")
 	}
 	return nil
@@ -431,6 +436,9 @@ var hostRe = sync.OnceValue(func() *regexp.Regexp {
 // CheckHost accepts a host name as used in an allow list: a DNS name, an
 // optional leading "*." wildcard, an IPv4 address, and an optional ":port".
 func CheckHost(s string) error {
+	if strings.TrimSpace(s) == "" {
+		return fmt.Errorf("empty host name %q: name a host such as api.example.com (an empty entry never means \"no restriction\"; an empty list allows no host at all)", s)
+	}
 	if len(s) > 260 || !hostRe().MatchString(s) {
 		return fmt.Errorf("want a host name such as api.example.com, *.example.com or host:443, got %q", s)
 	}

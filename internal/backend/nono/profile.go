@@ -335,6 +335,17 @@ func network(s spec.Spec) (Network, error) {
 		out.Block = true
 		return out, nil
 	case posture.NetAllowlist:
+		if n.NoHost() {
+			// An empty allow_domain would leave nono's network open (an
+			// empty list does not start its proxy), so an allow list that
+			// names no host is nono's block. nono has no "block every host
+			// but open these localhost ports": refused rather than opened.
+			if len(n.OpenPorts) > 0 || len(n.ListenPorts) > 0 {
+				return out, fmt.Errorf("%s: network.allow_domain is empty (no host reachable) and network.open_port/listen_port %v/%v are set: nono cannot block every host while keeping these ports open (its block closes them, and an empty allow_domain would leave the network open); list the hosts the agent may reach in network.allow_domain, or drop the ports (an empty allow list alone blocks everything)", n.Source, n.OpenPorts, n.ListenPorts)
+			}
+			out.Block = true
+			return out, nil
+		}
 		out.AllowDomain = uniq.Sorted(n.AllowDomains)
 		if n.Profile != "" {
 			if err := checkNetworkProfile(n.Profile, n.Source); err != nil {

@@ -131,6 +131,11 @@ func checkHistory(rec *Record, attached bool, mode posture.NetMode, rule *Rule, 
 	if !attached {
 		return "", ""
 	}
+	if rule != nil && rule.Decision == "deny" {
+		// An allowlist that names no host is `deny '**'`, which beats every
+		// allow rule the sandbox carries: judged as a blocked run.
+		mode = posture.NetBlocked
+	}
 	fix := fmt.Sprintf("remove the sandbox with `sbx rm -f %s` and run again (it is recreated with this run's rules)", name)
 	if rec == nil || rec.UnknownRules {
 		if mode == posture.NetAllowlist {

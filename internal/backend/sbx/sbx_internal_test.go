@@ -427,6 +427,11 @@ func TestCheckHistory(t *testing.T) {
 		{"unknown history, blocked", nil, true, posture.NetBlocked, deny, false, false},
 		{"recorded after an unknown history, allowlist", &Record{UnknownRules: true}, true, posture.NetAllowlist, allow("a.com"), true, false},
 		{"recorded after an unknown history, fresh", &Record{UnknownRules: true}, false, posture.NetAllowlist, allow("a.com"), false, false},
+		// An empty allow list is deny '**': it beats whatever the sandbox
+		// allowed before, like a blocked run (issue 15 item 2).
+		{"empty allowlist beats leftover allows", rec, true, posture.NetAllowlist, deny, false, false},
+		{"empty allowlist, unknown history", nil, true, posture.NetAllowlist, deny, false, false},
+		{"empty allowlist, leftover deny", &Record{DenyAll: true}, true, posture.NetAllowlist, deny, false, false},
 	} {
 		refusal, warning := checkHistory(c.rec, c.attached, c.mode, c.rule, "agent-sandbox-x-00000000")
 		if (refusal != "") != c.refuse || (warning != "") != c.warn {
