@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	"github.com/agent-sandbox/agent-sandbox/internal/optfile"
 	"github.com/tailscale/hujson"
 )
@@ -414,14 +415,16 @@ var profileName = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
 })
 
-// checkPath accepts a grant that is absolute or starts with ~; the grant
-// package applies the full rules later.
+// checkPath accepts a grant that is absolute or starts with ~ and is not a
+// glob pattern; the grant package applies the full rules later.
 func checkPath(s string) error {
 	switch {
 	case s == "":
 		return fmt.Errorf("empty path")
 	case strings.ContainsRune(s, 0):
 		return fmt.Errorf("path contains a NUL byte")
+	case strings.ContainsAny(s, grant.GlobChars):
+		return grant.CheckNoGlob(s)
 	case s == "~" || strings.HasPrefix(s, "~/") || strings.HasPrefix(s, "/"):
 		return nil
 	}

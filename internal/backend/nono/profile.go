@@ -229,6 +229,9 @@ func (b *builder) build() (Profile, error) {
 		prof.Groups = &Groups{Include: []string{"nix_runtime"}}
 	}
 	prof.Filesystem = b.filesystem()
+	if err := noGlobs(prof.Filesystem); err != nil {
+		return Profile{}, err
+	}
 	net, err := network(s)
 	if err != nil {
 		return Profile{}, err
@@ -243,6 +246,22 @@ func (b *builder) build() (Profile, error) {
 		}
 	}
 	return prof, nil
+}
+
+// noGlobs refuses a profile path that nono would read as a pattern: it
+// expands * and ** in grant paths (and rejects ? and [...]). Grants as
+// written are refused earlier (grant.CheckNoGlob); this catches a literal
+// glob character in a path they resolve to, the workdir's state dirs or the
+// program closure, which nono would otherwise widen.
+func noGlobs(fs Filesystem) error {
+	for _, l := range [][]string{fs.Allow, fs.Read, fs.Write, fs.AllowFile, fs.ReadFile, fs.WriteFile, fs.UnixSocketDirBind} {
+		for _, p := range l {
+			if strings.ContainsAny(p, grant.GlobChars) {
+				return fmt.Errorf("%s contains one of %q, which nono reads as a glob pattern in profile paths (it would grant every path the pattern matches): rename the path, or use --sandbox-backend landlock, which takes paths literally", p, grant.GlobChars)
+			}
+		}
+	}
+	return nil
 }
 
 // add grants p (directory or file) after the defensive re-check; missing

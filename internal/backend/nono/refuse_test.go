@@ -85,6 +85,10 @@ func TestRefusals(t *testing.T) {
 		{"empty allow list with listen ports", func(tr *tree, s *spec.Spec, o *Options) {
 			s.Network = posture.Network{Mode: posture.NetAllowlist, ListenPorts: []int{8080}, Source: "/agents/x/sandbox/nono.json"}
 		}, []string{"network.allow_domain is empty", "[]/[8080]"}},
+		{"a grant resolving to a name with a glob character", func(tr *tree, s *spec.Spec, o *Options) {
+			// nono would expand it; grants as written are refused earlier.
+			s.Allow = append(s.Allow, tr.dir("home/odd*name"))
+		}, []string{"$ROOT/home/odd*name contains one of \"*?[\", which nono reads as a glob pattern", "--sandbox-backend landlock"}},
 		{"dangerous command", func(tr *tree, s *spec.Spec, o *Options) {
 			s.Argv = []string{tr.file("usr/bin/rm", 0o755), "-rf"}
 		}, []string{"builtin:t/agent.toml: command", "nono refuses to start a command named \"rm\"", "dangerous_commands"}},
