@@ -244,7 +244,7 @@ func Find(arg string, l Lookup) (*Folder, string, error) {
 			return nil, "", err
 		}
 		if l.Workdir != "" && within(real, l.Workdir) {
-			return nil, "", fmt.Errorf("agent folder %s (found through %s) is inside the working directory %s, where the agent can write; it is not trusted by name (pass its path explicitly if you mean it)", real, d.Source, l.Workdir)
+			return nil, "", fmt.Errorf("agent folder %s (found through %s) is inside the working directory %s, where the agent can write; it is not trusted by name (move it out of the working directory, or run from another directory with --workdir)", real, d.Source, l.Workdir)
 		}
 		f, err := LoadDir(cand, d.Source)
 		if err != nil {

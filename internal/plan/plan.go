@@ -325,6 +325,19 @@ func buildSpec(in Input, argv []string, found bool) (spec.Spec, []string, backen
 	g := &grantSet{checker: grant.Checker{Home: h, Protected: protected}, seen: map[string]bool{}}
 
 	wd := grant.Canonical(in.Workdir)
+	if s.AgentDir != "" {
+		// The workdir is granted read-write: an agent folder inside it (or
+		// holding it) would let the agent rewrite its own policy for the
+		// next run. A folder given by path is refused here, not only
+		// warned about (a folder found by name there is refused by lookup).
+		ad := grant.Canonical(s.AgentDir)
+		switch {
+		case grant.Within(ad, wd):
+			return s, nil, opts, fmt.Errorf("agent folder %s lies inside the working directory %s, which the sandboxed agent can write: it could rewrite its own policy for the next run; move the folder out of the working directory (e.g. to %s) or run from another directory (--workdir)", ad, wd, filepath.Join(h.ConfigRoot(), "agents", f.ID))
+		case grant.Within(wd, ad):
+			return s, nil, opts, fmt.Errorf("the working directory %s lies inside the agent folder %s, which the sandboxed agent would then write: it could rewrite its own policy for the next run; run from a project directory outside the folder (--workdir)", wd, ad)
+		}
+	}
 	if err := g.checker.Check(wd, true); err != nil {
 		return s, nil, opts, fmt.Errorf("working directory %s %s; run agent-sandbox from a project directory or pass --workdir", wd, err)
 	}
