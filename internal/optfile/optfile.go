@@ -82,13 +82,6 @@ func ReadIn(root, rel string) (data []byte, ok bool, err error) {
 	return nil, false, &Error{Path: root, Why: "has no file name to read (internal error)"}
 }
 
-// Read reads the file at path, checking only its last component: ok is
-// false when path does not exist as a name (os.Lstat), and every other
-// failure is an *Error as for ReadIn.
-func Read(path string) (data []byte, ok bool, err error) {
-	return ReadIn(filepath.Dir(path), filepath.Base(path))
-}
-
 // Dir reports whether the directory path exists. ok is false, with a nil
 // error, when path does not exist as a name (os.Lstat); a name that exists
 // but is not a directory after following symlinks (a dangling symlink, a
