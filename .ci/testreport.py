@@ -41,10 +41,13 @@ ALLOWED = {
     "e2e-user TestEscapes/nono": "nono is not installed on the CI machine",
     "e2e TestEscapeView/nono": "nono is not installed on the CI machine; the nono column runs under nix flake check",
     "e2e-user TestEscapeView/nono": "nono is not installed on the CI machine",
-    # root reads a mode-000 file anyway: these rows run (and must pass) in
-    # the ordinary user's run, where they are not allowed to skip.
-    "e2e TestEscapeView/landlock/policy-file-unreadable": "root reads a mode-000 file; the row runs as the ordinary user (e2e-user)",
-    "e2e TestEscapeView/default-backend/policy-file-unreadable": "root reads a mode-000 file; the row runs as the ordinary user (e2e-user)",
+    # A mode-000 policy file is readable by root: these rows prove their
+    # point in the ordinary user's run (e2e-user), where they must pass.
+    "e2e TestEscapeView/default-backend/policy-file-unreadable": "root reads a mode-000 file anyway (the row runs as agentsb)",
+    "e2e TestEscapeView/default-backend/policy-file-sbx-unreadable": "root reads a mode-000 file anyway (the row runs as agentsb)",
+    "e2e TestEscapeView/landlock/policy-file-unreadable": "root reads a mode-000 file anyway (the row runs as agentsb)",
+    "e2e TestEscapeView/landlock/policy-file-sbx-unreadable": "root reads a mode-000 file anyway (the row runs as agentsb)",
+    "optfile TestReadPermissionDenied": "root reads a mode-000 file anyway (the e2e policy-file-unreadable rows run as agentsb)",
 }
 
 

@@ -247,6 +247,9 @@ func (r *run) posture(check string, f *agent.Folder, installed bool, reported ma
 	if len(pst.Network.AllowDomains) > 0 {
 		detail += " (" + strings.Join(pst.Network.AllowDomains, ",") + ")"
 	}
+	if pst.Network.NoHost() {
+		detail += " (" + posture.NoHostNote + ")"
+	}
 	if pst.Network.Profile != "" {
 		detail += ", network profile " + pst.Network.Profile
 	}

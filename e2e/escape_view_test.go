@@ -927,10 +927,12 @@ func configPathCases(t *testing.T, bin string, b backend) {
 	}
 }
 
-// policyFileCases (issue 15 item 1): a sandbox/nono.json that exists as a
-// name but cannot be read (dangling symlink, a directory, mode 000) must
-// refuse the run with 125, and the agent never starts. Neighbour: a valid
-// {} runs the same command. b.flags nil means no --sandbox-backend.
+// policyFileCases (issue 15 item 1): a sandbox/nono.json or sandbox/sbx.json
+// that exists as a name but cannot be read (dangling symlink, a directory,
+// mode 000) must refuse the run with 125, and the agent never starts.
+// Neighbour: a valid {} runs the same command. Control: with no policy file
+// at all the same command runs (unsandboxed), so the refusal is what kept
+// the agent from starting. b.flags nil means no --sandbox-backend.
 func policyFileCases(t *testing.T, bin string, b backend) {
 	kinds := []struct {
 		name string
@@ -956,33 +958,53 @@ func policyFileCases(t *testing.T, bin string, b backend) {
 			}
 		}},
 	}
-	for _, k := range kinds {
-		t.Run("policy-file-"+k.name, func(t *testing.T) {
-			v := newView(t, bin, b, netMode{name: "open"})
-			started := filepath.Join(v.work, "agent-started")
-			policy := filepath.Join(v.folder, "sandbox", "nono.json")
-			if err := os.Remove(policy); err != nil {
-				t.Fatal(err)
+	for _, file := range []string{"nono.json", "sbx.json"} {
+		for _, k := range kinds {
+			name := "policy-file-" + k.name
+			if file != "nono.json" {
+				name = "policy-file-" + strings.TrimSuffix(file, ".json") + "-" + k.name
 			}
-			k.make(t, policy)
-			r := v.exec(append(v.sandboxFlags(), v.folder, "-c", "touch "+started), opts{})
-			if r.code != 125 {
-				t.Errorf("with %s as sandbox/nono.json: exit %d, want 125: %s", k.name, r.code, r.out)
-			}
-			if _, err := os.Stat(started); err == nil {
-				t.Errorf("the agent started although its policy file could not be read: %s", r.out)
-			}
-			if !strings.Contains(r.out, "nono.json") {
-				t.Errorf("the error does not name nono.json: %s", r.out)
-			}
+			t.Run(name, func(t *testing.T) {
+				v := newView(t, bin, b, netMode{name: "open"})
+				started := filepath.Join(v.work, "agent-started")
+				policy := filepath.Join(v.folder, "sandbox", file)
+				if file == "nono.json" {
+					// The folder then has no readable policy file: without
+					// the check it ran unsandboxed.
+					if err := os.Remove(policy); err != nil {
+						t.Fatal(err)
+					}
+				}
+				k.make(t, policy)
+				r := v.exec(append(v.sandboxFlags(), v.folder, "-c", "touch "+started), opts{})
+				if r.code != 125 {
+					t.Errorf("with %s as sandbox/%s: exit %d, want 125: %s", k.name, file, r.code, r.out)
+				}
+				if _, err := os.Stat(started); err == nil {
+					t.Errorf("the agent started although its policy file could not be read: %s", r.out)
+				}
+				if !strings.Contains(r.out, file) {
+					t.Errorf("the error does not name %s: %s", file, r.out)
+				}
 
-			n := newView(t, bin, b, netMode{name: "open"})
-			started = filepath.Join(n.work, "agent-started")
-			r = n.exec(append(n.sandboxFlags(), n.folder, "-c", "touch "+started), opts{})
-			if _, err := os.Stat(started); r.code != 0 || err != nil {
-				t.Errorf("neighbour: with a valid nono.json the agent did not run (exit %d): %s", r.code, r.out)
-			}
-		})
+				n := newView(t, bin, b, netMode{name: "open"})
+				started = filepath.Join(n.work, "agent-started")
+				r = n.exec(append(n.sandboxFlags(), n.folder, "-c", "touch "+started), opts{})
+				if _, err := os.Stat(started); r.code != 0 || err != nil {
+					t.Errorf("neighbour: with a valid nono.json the agent did not run (exit %d): %s", r.code, r.out)
+				}
+
+				c := newView(t, bin, b, netMode{name: "open"})
+				started = filepath.Join(c.work, "agent-started")
+				if err := os.Remove(filepath.Join(c.folder, "sandbox", "nono.json")); err != nil {
+					t.Fatal(err)
+				}
+				r = c.exec([]string{"--no-sandbox", c.folder, "-c", "touch " + started}, opts{})
+				if _, err := os.Stat(started); r.code != 0 || err != nil {
+					t.Errorf("control: with no policy file the agent did not run unsandboxed (exit %d): %s", r.code, r.out)
+				}
+			})
+		}
 	}
 }
 
@@ -1035,7 +1057,13 @@ func emptyAllowList(t *testing.T, bin string, b backend, flag bool) {
 				AllowDomains []string `json:"allow_domains"`
 			} `json:"network"`
 		}
-		if err := json.Unmarshal([]byte(r.out), &plan); err != nil {
+		// r.out holds stderr too (the warning that the list is empty):
+		// the plan is the JSON object from the first line opening one.
+		js := r.out
+		if i := strings.Index(js, "\n{"); i >= 0 && !strings.HasPrefix(js, "{") {
+			js = js[i+1:]
+		}
+		if err := json.Unmarshal([]byte(js), &plan); err != nil {
 			t.Errorf("--dry-run --json (exit %d) did not print a plan: %v: %s", r.code, err, r.out)
 		} else if (plan.Network.Mode != "blocked" && plan.Network.Mode != "allowlist") || len(plan.Network.AllowDomains) != 0 {
 			t.Errorf("--dry-run --json says network mode %q with allow_domains %q; want blocked or allowlist with an empty list", plan.Network.Mode, plan.Network.AllowDomains)

@@ -48,6 +48,9 @@ func describePosture(f *agent.Folder, host posture.Host) string {
 	if n := len(p.Network.AllowDomains); n > 0 {
 		s += fmt.Sprintf(" (%s)", strings.Join(p.Network.AllowDomains, ","))
 	}
+	if p.Network.NoHost() {
+		s += " (no host: the allow list is empty)"
+	}
 	if p.Fallback != "" {
 		s += " [nono not found]"
 	}

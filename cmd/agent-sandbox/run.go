@@ -80,6 +80,9 @@ func describe(e env, p *plan.Plan) {
 	if len(p.Network.AllowDomains) > 0 {
 		fmt.Fprintf(e.stdio.Err, " [%s]", strings.Join(p.Network.AllowDomains, " "))
 	}
+	if p.Posture.Network.NoHost() {
+		fmt.Fprintf(e.stdio.Err, " (%s)", posture.NoHostNote)
+	}
 	fmt.Fprintln(e.stdio.Err)
 	if p.Sandboxed {
 		fmt.Fprintf(e.stdio.Err, "agent-sandbox: read-write %s; read-only %s\n", strings.Join(p.Filesystem.Allow, " "), strings.Join(p.Filesystem.Read, " "))

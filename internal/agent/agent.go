@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/optfile"
 	"github.com/agent-sandbox/agent-sandbox/internal/sandboxfile"
 )
 
@@ -91,17 +92,39 @@ func LoadDir(dir string, src Source) (*Folder, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("agent folder %s: not a directory", abs)
 	}
-	return load(os.DirFS(abs), abs, id, src)
+	return load(diskReader(abs), abs, id, src)
 }
 
-func load(fsys fs.FS, dir, id string, src Source) (*Folder, error) {
-	tomlPath := filepath.Join(dir, "agent.toml")
-	b, err := fs.ReadFile(fsys, "agent.toml")
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%s: missing; every agent folder needs an agent.toml naming its command", tomlPath)
+// reader reads a file of an agent folder by its slash-separated relative
+// path. ok is false only when the file is absent; a file that exists but
+// cannot be read is an error (never "absent": a policy file that cannot be
+// read must not make the run unsandboxed or open).
+type reader func(rel string) (data []byte, ok bool, err error)
+
+// diskReader reads the files of the folder at dir (see package optfile).
+func diskReader(dir string) reader {
+	return func(rel string) ([]byte, bool, error) { return optfile.ReadIn(dir, rel) }
+}
+
+// fsReader reads the files of an embedded folder.
+func fsReader(fsys fs.FS) reader {
+	return func(rel string) ([]byte, bool, error) {
+		b, err := fs.ReadFile(fsys, rel)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, false, nil
+		}
+		return b, err == nil, err
 	}
+}
+
+func load(read reader, dir, id string, src Source) (*Folder, error) {
+	tomlPath := filepath.Join(dir, "agent.toml")
+	b, ok, err := read("agent.toml")
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", tomlPath, err)
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%s: missing; every agent folder needs an agent.toml naming its command", tomlPath)
 	}
 	cfg, err := ParseConfig(tomlPath, b)
 	if err != nil {
@@ -110,12 +133,12 @@ func load(fsys fs.FS, dir, id string, src Source) (*Folder, error) {
 	f := &Folder{ID: id, Dir: dir, Source: src, Config: cfg}
 	for _, k := range []sandboxfile.Kind{sandboxfile.Nono, sandboxfile.Sbx} {
 		p := filepath.Join(dir, k.RelPath())
-		b, err := fs.ReadFile(fsys, filepath.ToSlash(k.RelPath()))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
+		b, ok, err := read(filepath.ToSlash(k.RelPath()))
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
+			return nil, err
+		}
+		if !ok {
+			continue
 		}
 		sf, err := sandboxfile.Parse(p, k, b)
 		if err != nil {
@@ -202,9 +225,18 @@ func Find(arg string, l Lookup) (*Folder, string, error) {
 		if !filepath.IsAbs(d.Dir) {
 			return nil, "", fmt.Errorf("%s entry %q is relative: agent folders are looked up only in absolute directories, so that the working directory is never searched", d.Source, d.Dir)
 		}
+		// A lookup directory or folder that exists but cannot be used is an
+		// error, never a fall-through to the next directory or a built-in
+		// (which could be a weaker policy than the one the user wrote).
+		if ok, err := optfile.Dir(d.Dir); err != nil {
+			return nil, "", fmt.Errorf("%s directory: %w", d.Source, err)
+		} else if !ok {
+			continue
+		}
 		cand := filepath.Join(d.Dir, arg)
-		st, err := os.Stat(cand)
-		if err != nil || !st.IsDir() {
+		if ok, err := optfile.Dir(cand); err != nil {
+			return nil, "", fmt.Errorf("agent %q (found through %s): %w", arg, d.Source, err)
+		} else if !ok {
 			continue
 		}
 		real, err := filepath.EvalSymlinks(cand)
@@ -212,7 +244,7 @@ func Find(arg string, l Lookup) (*Folder, string, error) {
 			return nil, "", err
 		}
 		if l.Workdir != "" && within(real, l.Workdir) {
-			return nil, "", fmt.Errorf("agent folder %s (found through %s) is inside the working directory %s, where the agent can write; it is not trusted by name (pass its path explicitly if you mean it)", real, d.Source, l.Workdir)
+			return nil, "", fmt.Errorf("agent folder %s (found through %s) is inside the working directory %s, where the agent can write; it is not trusted by name (move it out of the working directory, or run from another directory with --workdir)", real, d.Source, l.Workdir)
 		}
 		f, err := LoadDir(cand, d.Source)
 		if err != nil {
@@ -250,8 +282,14 @@ func All(l Lookup) []Listed {
 	seen := map[string]bool{}
 	var out []Listed
 	for _, d := range l.Dirs() {
-		entries, err := os.ReadDir(d.Dir)
+		ok, err := optfile.Dir(d.Dir)
+		var entries []os.DirEntry
+		if ok {
+			entries, err = os.ReadDir(d.Dir)
+		}
 		if err != nil {
+			// Find refuses every name while this directory is unusable.
+			out = append(out, Listed{Name: d.Dir, Dir: d.Dir, Source: d.Source, Err: fmt.Errorf("%s directory: %w", d.Source, err)})
 			continue
 		}
 		for _, e := range entries {
@@ -259,10 +297,8 @@ func All(l Lookup) []Listed {
 			if seen[name] || CheckID(name) != nil {
 				continue
 			}
-			st, err := os.Stat(filepath.Join(d.Dir, name))
-			if err != nil || !st.IsDir() {
-				continue
-			}
+			// Every name a lookup would stop at is listed, including one
+			// that is not a usable folder (Find's error says why).
 			seen[name] = true
 			f, _, err := Find(name, l)
 			out = append(out, Listed{Name: name, Dir: filepath.Join(d.Dir, name), Source: d.Source, Folder: f, Err: err})

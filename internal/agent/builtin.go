@@ -37,7 +37,7 @@ func LoadBuiltin(name string) (*Folder, error) {
 	if _, err := fs.Stat(sub, "agent.toml"); err != nil {
 		return nil, fmt.Errorf("%w: %q", ErrNoBuiltin, name)
 	}
-	return load(sub, builtinPrefix+name, name, FromBuiltin)
+	return load(fsReader(sub), builtinPrefix+name, name, FromBuiltin)
 }
 
 // BuiltinFS exposes the built-in folders (for tests and for exporting a

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 )
 
 // Config is an agent folder's agent.toml.
@@ -95,11 +97,17 @@ func (c *Config) validate() error {
 			if p != "~" && !strings.HasPrefix(p, "~/") && !filepath.IsAbs(p) {
 				return fmt.Errorf("%s[%d]: %q is relative; write an absolute path or one starting with ~/", key, i, p)
 			}
+			if err := grant.CheckNoGlob(p); err != nil {
+				return fmt.Errorf("%s[%d]: %v", key, i, err)
+			}
 		}
 	}
 	for i, p := range c.ExecPaths {
 		if !filepath.IsAbs(p) {
 			return fmt.Errorf("exec_paths[%d]: %q must be an absolute path", i, p)
+		}
+		if err := grant.CheckNoGlob(p); err != nil {
+			return fmt.Errorf("exec_paths[%d]: %v", i, err)
 		}
 	}
 	for key, list := range map[string][]string{"env": c.Env, "loopback_env": c.LoopbackEnv} {

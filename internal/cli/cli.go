@@ -175,6 +175,9 @@ func Parse(args []string) (Invocation, error) {
 		return Invocation{}, fmt.Errorf("--sandbox-backend %q: want nono, sbx or landlock", backend)
 	}
 	for _, h := range r.Posture.AllowHosts {
+		if strings.TrimSpace(h) == "" {
+			return Invocation{}, fmt.Errorf("--allow-host %q: an empty host name is not a host and never means \"no restriction\": name a host such as api.example.com, or pass --offline to block every host", h)
+		}
 		if err := sandboxfile.CheckHost(h); err != nil {
 			return Invocation{}, fmt.Errorf("--allow-host: %v", err)
 		}

@@ -75,7 +75,7 @@ func (h Home) NonoStateRoots() []string {
 // Expand turns a grant as written in a folder file into an absolute, clean
 // path: "~" and "~/x" expand to the home directory. Relative paths, "~user"
 // forms and "$VAR" references are refused, because their meaning would depend
-// on where the agent is started.
+// on where the agent is started; so are globs (see CheckNoGlob).
 func (h Home) Expand(p string) (string, error) {
 	switch {
 	case p == "":
@@ -84,6 +84,8 @@ func (h Home) Expand(p string) (string, error) {
 		return "", fmt.Errorf("%q: variables are not expanded; write an absolute path or one starting with ~/", p)
 	case strings.ContainsRune(p, 0):
 		return "", fmt.Errorf("%q: path contains a NUL byte", p)
+	case strings.ContainsAny(p, GlobChars):
+		return "", CheckNoGlob(p)
 	case p == "~":
 		return h.Dir, nil
 	case strings.HasPrefix(p, "~/"):
@@ -94,6 +96,23 @@ func (h Home) Expand(p string) (string, error) {
 		return "", fmt.Errorf("%q: relative paths are refused; write an absolute path or one starting with ~/", p)
 	}
 	return filepath.Clean(p), nil
+}
+
+// GlobChars are the characters that make a path a pattern for nono (which
+// expands * and ** in grant paths and rejects ? and [...]) or for a shell.
+const GlobChars = "*?["
+
+// CheckNoGlob refuses a grant path that contains a glob character. nono
+// expands globs in grant paths while the built-in engine and sbx take them
+// literally, so one folder would mean two things under two backends; and a
+// pattern such as ~/* would expand, after the checks, to paths no check saw
+// (~/.ssh, agent-sandbox's own configuration). Grants are literal paths
+// under every backend.
+func CheckNoGlob(p string) error {
+	if i := strings.IndexAny(p, GlobChars); i >= 0 {
+		return fmt.Errorf("%q contains the glob character %q: grant paths are literal under every backend, and patterns are refused (nono would expand them, the built-in engine and sbx would not); list each path the agent needs", p, p[i:i+1])
+	}
+	return nil
 }
 
 // Canonical resolves symlinks in the longest existing prefix of an absolute

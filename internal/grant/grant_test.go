@@ -1,6 +1,7 @@
 package grant
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,6 +49,28 @@ func TestExpand(t *testing.T) {
 	for _, bad := range []string{"", "rel", "./x", "~root/x", "$HOME/x", "/a/$X"} {
 		if _, err := h.Expand(bad); err == nil {
 			t.Errorf("Expand(%q) accepted", bad)
+		}
+	}
+}
+
+// TestExpandRefusesGlobs: grant paths are literal under every backend
+// (issue 15 item 5): *, ? and [ are refused with a message naming the
+// path, the character and what to do.
+func TestExpandRefusesGlobs(t *testing.T) {
+	h := Home{Dir: "/h"}
+	for _, bad := range []string{"~/*", "~/projects/*/data", "/data/**", "~/file?.txt", "/srv/[ab]", "~/x[", "/a/b*"} {
+		_, err := h.Expand(bad)
+		if err == nil {
+			t.Errorf("Expand(%q) accepted a glob", bad)
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, fmt.Sprintf("%q contains the glob character", bad)) || !strings.Contains(msg, "list each path the agent needs") {
+			t.Errorf("Expand(%q): %q, want the path, the character and the fix named", bad, msg)
+		}
+	}
+	for _, ok := range []string{"~/a.b-c_d", "/x/y+z", "/a/{b}", "~/with space"} {
+		if _, err := h.Expand(ok); err != nil {
+			t.Errorf("Expand(%q): %v", ok, err)
 		}
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/gitdir"
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
+	"github.com/agent-sandbox/agent-sandbox/internal/optfile"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/sandboxfile"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
@@ -307,6 +308,15 @@ func buildSpec(in Input, argv []string, found bool) (spec.Spec, []string, backen
 		Read: []string{}, Write: []string{}, Allow: []string{}, Exec: []string{},
 		ConfigPaths: []string{}, GitDirs: []string{},
 	}
+	// The state dir and its parts the agent gets are created when missing;
+	// a name there that exists but is not a directory (a dangling symlink, a
+	// file) is refused here, by name, rather than failing later or being
+	// taken for absent.
+	for _, d := range append([]string{h.StateRoot(), s.StateDir}, s.AgentStateDirs()...) {
+		if _, err := optfile.Dir(d); err != nil {
+			return s, nil, opts, fmt.Errorf("agent-sandbox's state: %v", err)
+		}
+	}
 	protected := h.Protected(in.Protected...)
 	if !f.Builtin() {
 		s.AgentDir = f.Dir
@@ -315,6 +325,19 @@ func buildSpec(in Input, argv []string, found bool) (spec.Spec, []string, backen
 	g := &grantSet{checker: grant.Checker{Home: h, Protected: protected}, seen: map[string]bool{}}
 
 	wd := grant.Canonical(in.Workdir)
+	if s.AgentDir != "" {
+		// The workdir is granted read-write: an agent folder inside it (or
+		// holding it) would let the agent rewrite its own policy for the
+		// next run. A folder given by path is refused here, not only
+		// warned about (a folder found by name there is refused by lookup).
+		ad := grant.Canonical(s.AgentDir)
+		switch {
+		case grant.Within(ad, wd):
+			return s, nil, opts, fmt.Errorf("agent folder %s lies inside the working directory %s, which the sandboxed agent can write: it could rewrite its own policy for the next run; move the folder out of the working directory (e.g. to %s) or run from another directory (--workdir)", ad, wd, filepath.Join(h.ConfigRoot(), "agents", f.ID))
+		case grant.Within(wd, ad):
+			return s, nil, opts, fmt.Errorf("the working directory %s lies inside the agent folder %s, which the sandboxed agent would then write: it could rewrite its own policy for the next run; run from a project directory outside the folder (--workdir)", wd, ad)
+		}
+	}
 	if err := g.checker.Check(wd, true); err != nil {
 		return s, nil, opts, fmt.Errorf("working directory %s %s; run agent-sandbox from a project directory or pass --workdir", wd, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -51,6 +52,9 @@ func (p *Plan) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "# network: %s", p.Network.Mode)
 		if len(p.Network.AllowDomains) > 0 {
 			fmt.Fprintf(&b, " %s", strings.Join(p.Network.AllowDomains, ","))
+		}
+		if p.Posture.Network.NoHost() {
+			fmt.Fprintf(&b, " (%s)", posture.NoHostNote)
 		}
 		fmt.Fprintf(&b, " (from %s)\n", p.Network.Source)
 	}

@@ -76,7 +76,9 @@ const (
 	NetAllowlist NetMode = "allowlist"
 )
 
-// Network is the resolved network policy.
+// Network is the resolved network policy. In allow-list mode with neither
+// AllowDomains nor Profile (an empty allow_domain list) no host is
+// reachable: see NoHost.
 type Network struct {
 	Mode         NetMode
 	AllowDomains []string
@@ -87,6 +89,16 @@ type Network struct {
 	// Source says what decided: "--offline", "--allow-host", a file path, or "default".
 	Source string
 }
+
+// NoHost reports an allow-list network that lists no host and no network
+// profile: every backend must then reach no host at all (or refuse).
+func (n Network) NoHost() bool {
+	return n.Mode == NetAllowlist && len(n.AllowDomains) == 0 && n.Profile == ""
+}
+
+// NoHostNote says that an allow list is empty; it ends the warning of such a
+// run and the --dry-run network line.
+const NoHostNote = "the allow list is empty, so no host is reachable"
 
 // Posture is the decision.
 type Posture struct {
@@ -184,6 +196,9 @@ func Resolve(in Input) (Posture, error) {
 
 	p.Policy = policyFile(in, p.Backend)
 	p.Network = network(f, p.Policy)
+	if p.Network.NoHost() {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%s: network.allow_domain: %s (allow-list mode with no host; list the hosts %s needs, or set network.block to true to say so)", p.Network.Source, NoHostNote, in.Agent))
+	}
 	for _, s := range []*[]string{&p.Network.AllowDomains} {
 		if *s == nil {
 			*s = []string{}
@@ -238,7 +253,9 @@ func network(f Flags, file *sandboxfile.File) Network {
 		// services the folder names on purpose (--offline blocks
 		// them too).
 		n.Mode, n.Source = NetBlocked, file.Path
-	case file != nil && (len(file.Network.AllowDomain) > 0 || file.Network.NetworkProfile != ""):
+	case file != nil && (file.Network.AllowList || len(file.Network.AllowDomain) > 0 || file.Network.NetworkProfile != ""):
+		// A present allow_domain key is allow-list mode even when empty:
+		// an empty list allows no host (never "open").
 		n.Mode, n.Source = NetAllowlist, file.Path
 		n.AllowDomains = uniq.Ordered(file.Network.AllowDomain)
 		n.Profile = file.Network.NetworkProfile

@@ -15,13 +15,14 @@ package sandboxfile
 import (
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/grant"
+	"github.com/agent-sandbox/agent-sandbox/internal/optfile"
 	"github.com/tailscale/hujson"
 )
 
@@ -66,7 +67,11 @@ type Filesystem struct {
 
 // Network holds the declared network posture.
 type Network struct {
-	Block          bool
+	Block bool
+	// AllowList is true when the allow_domain key is present, even with an
+	// empty list: a present allow list means allow-list mode, and an empty
+	// one allows no host at all (never "no restriction").
+	AllowList      bool
 	AllowDomain    []string
 	OpenPort       []int
 	ListenPort     []int
@@ -94,16 +99,19 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %s: %s", loc, e.KeyPath, e.Message)
 }
 
-// Load reads the file of kind k in folder dir. It returns nil, nil when the
-// file does not exist.
+// Load reads the file of kind k in folder dir. It returns nil, nil only when
+// the file does not exist as a name (nor its sandbox/ directory); a file
+// that exists but cannot be read (a dangling symlink, a directory, a file
+// without read permission) is an error, never "absent" (see package
+// optfile).
 func Load(dir string, k Kind) (*File, error) {
 	p := filepath.Join(dir, k.RelPath())
-	b, err := os.ReadFile(p)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
+	b, ok, err := optfile.ReadIn(dir, filepath.ToSlash(k.RelPath()))
 	if err != nil {
-		return nil, &Error{Path: p, Message: err.Error()}
+		return nil, err
+	}
+	if !ok {
+		return nil, nil
 	}
 	return Parse(p, k, b)
 }
@@ -373,6 +381,7 @@ func (r *reader) network(m member, f *File) error {
 		case "block":
 			n.Block, err = r.boolean(c)
 		case "allow_domain":
+			n.AllowList = true
 			n.AllowDomain, err = r.strings(c, CheckHost)
 		case "open_port":
 			n.OpenPort, err = r.ports(c, 0)
@@ -394,7 +403,7 @@ func (r *reader) network(m member, f *File) error {
 			return err
 		}
 	}
-	if n.Block && (len(n.AllowDomain) > 0 || n.NetworkProfile != "") {
+	if n.Block && (n.AllowList || n.NetworkProfile != "") {
 		return r.errAt(m.val, m.path, "block is true and an allow list is also given: block denies all traffic, so the allow list could never apply; keep one of them")
 	}
 	return nil
@@ -406,14 +415,16 @@ var profileName = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
 })
 
-// checkPath accepts a grant that is absolute or starts with ~; the grant
-// package applies the full rules later.
+// checkPath accepts a grant that is absolute or starts with ~ and is not a
+// glob pattern; the grant package applies the full rules later.
 func checkPath(s string) error {
 	switch {
 	case s == "":
 		return fmt.Errorf("empty path")
 	case strings.ContainsRune(s, 0):
 		return fmt.Errorf("path contains a NUL byte")
+	case strings.ContainsAny(s, grant.GlobChars):
+		return grant.CheckNoGlob(s)
 	case s == "~" || strings.HasPrefix(s, "~/") || strings.HasPrefix(s, "/"):
 		return nil
 	}
@@ -428,6 +439,9 @@ var hostRe = sync.OnceValue(func() *regexp.Regexp {
 // CheckHost accepts a host name as used in an allow list: a DNS name, an
 // optional leading "*." wildcard, an IPv4 address, and an optional ":port".
 func CheckHost(s string) error {
+	if strings.TrimSpace(s) == "" {
+		return fmt.Errorf("empty host name %q: name a host such as api.example.com (an empty entry never means \"no restriction\"; an empty list allows no host at all)", s)
+	}
 	if len(s) > 260 || !hostRe().MatchString(s) {
 		return fmt.Errorf("want a host name such as api.example.com, *.example.com or host:443, got %q", s)
 	}

@@ -20,7 +20,7 @@ func TestParseNonoFull(t *testing.T) {
 	want := &File{
 		Kind: Nono, Path: "/a/sandbox/nono.json", Sandbox: true,
 		Filesystem:    Filesystem{Read: []string{"~/data"}, Write: []string{}, Allow: []string{"~/.agent-browser"}, UnixSocketDirBind: []string{"~/.agent-browser"}},
-		Network:       Network{AllowDomain: []string{"api.example.com", "localhost", "*.example.org", "10.0.0.1:8080"}, OpenPort: []int{11434}, ListenPort: []int{8080}},
+		Network:       Network{AllowList: true, AllowDomain: []string{"api.example.com", "localhost", "*.example.org", "10.0.0.1:8080"}, OpenPort: []int{11434}, ListenPort: []int{8080}},
 		SeatbeltRules: []string{"(allow mach-register)", "(allow iokit-open)"},
 	}
 	if !reflect.DeepEqual(f, want) {
@@ -56,12 +56,21 @@ func TestErrors(t *testing.T) {
 		{`{"filesystem": {"allow": [1]}}`, []string{"filesystem.allow[0]: want a string, got a number 1"}, true},
 		{`{"filesystem": {"write": ["data"]}}`, []string{`filesystem.write[0]: "data" is relative`}, true},
 		{`{"filesystem": {"read": [""]}}`, []string{`filesystem.read[0]: empty path`}, true},
+		{`{"filesystem": {"allow": ["~/projects/*"]}}`, []string{`:1:27: filesystem.allow[0]: "~/projects/*" contains the glob character "*"`, "list each path"}, true},
+		{`{"filesystem": {"read": ["/data/**"]}}`, []string{`filesystem.read[0]: "/data/**" contains the glob character "*"`}, true},
+		{`{"filesystem": {"write": ["/out/log?"]}}`, []string{`filesystem.write[0]: "/out/log?" contains the glob character "?"`}, true},
+		{`{"filesystem": {"unix_socket_dir_bind": ["/run/[ab]"]}}`, []string{`filesystem.unix_socket_dir_bind[0]: "/run/[ab]" contains the glob character "["`}, false},
 		{`{"filesystem": []}`, []string{"filesystem: this key must hold a JSON object"}, true},
 		{`{"network": {"block": 1}}`, []string{"network.block: want true or false, got 1"}, true},
 		{`{"network": {"allow_domain": ["http://x.com"]}}`, []string{`network.allow_domain[0]: want a host name`, `"http://x.com"`}, true},
 		{`{"network": {"allow_domain": ["a b"]}}`, []string{`network.allow_domain[0]`}, true},
 		{`{"network": {"allow_domain": ["x.com:99999"]}}`, []string{`port in "x.com:99999"`}, true},
 		{`{"network": {"block": true, "allow_domain": ["x.com"]}}`, []string{"network: block is true and an allow list is also given"}, true},
+		{`{"network": {"block": true, "allow_domain": []}}`, []string{"network: block is true and an allow list is also given"}, true},
+		{`{"network": {"allow_domain": [""]}}`, []string{`network.allow_domain[0]: empty host name ""`, "an empty list allows no host"}, true},
+		{`{"network": {"allow_domain": ["  "]}}`, []string{`network.allow_domain[0]: empty host name "  "`}, true},
+		{`{"network": {"allow_domain": ["a.com", "\t"]}}`, []string{`network.allow_domain[1]: empty host name`}, true},
+		{`{"network": {"allow_domain": [" a.com"]}}`, []string{`network.allow_domain[0]: want a host name`, `" a.com"`}, true},
 		{`{"network": {"open_port": [70000]}}`, []string{"network.open_port[0]: want a whole port number from 0 to 65535, got 70000"}, false},
 		{`{"network": {"open_port": [1.5]}}`, []string{"network.open_port[0]", "1.5"}, false},
 		{`{"network": {"listen_port": [0]}}`, []string{"network.listen_port[0]: want a whole port number from 1"}, false},
@@ -97,6 +106,28 @@ func TestErrors(t *testing.T) {
 				if !strings.Contains(msg, w) {
 					t.Errorf("%s %s: error %q lacks %q", k, tt.src, msg, w)
 				}
+			}
+		}
+	}
+}
+
+// TestAllowListPresence: a present allow_domain key is allow-list mode even
+// when the list is empty (issue 15 item 2); an absent key is not.
+func TestAllowListPresence(t *testing.T) {
+	for _, k := range []Kind{Nono, Sbx} {
+		for src, want := range map[string]bool{
+			`{"network": {"allow_domain": []}}`:        true,
+			`{"network": {"allow_domain": ["a.com"]}}`: true,
+			`{"network": {}}`:                          false,
+			`{}`:                                       false,
+			`{"network": {"block": false}}`:            false,
+		} {
+			f, err := Parse("/a/"+k.RelPath(), k, []byte(src))
+			if err != nil {
+				t.Fatalf("%s %s: %v", k, src, err)
+			}
+			if f.Network.AllowList != want {
+				t.Errorf("%s %s: AllowList = %v, want %v", k, src, f.Network.AllowList, want)
 			}
 		}
 	}

@@ -136,6 +136,13 @@ var goldenCases = []goldenCase{
 		s.Network = posture.Network{Mode: posture.NetAllowlist, AllowDomains: []string{"localhost", "api.example.com", "127.0.0.1"}, OpenPorts: []int{11434, 8080, 11434}, ListenPorts: []int{3000}, Source: "/agents/pi/sandbox/nono.json"}
 		return s, Options{Path: "/usr/bin/nono"}
 	}},
+	{"empty-allowlist", func(tr *tree) (spec.Spec, Options) {
+		// {"network": {"allow_domain": []}}: allow-list mode with no host
+		// is nono's block (an empty allow_domain would leave nono open).
+		s := baseSpec(tr, "pi")
+		s.Network = posture.Network{Mode: posture.NetAllowlist, AllowDomains: []string{}, OpenPorts: []int{}, ListenPorts: []int{}, Source: "/agents/pi/sandbox/nono.json"}
+		return s, Options{Path: "/usr/bin/nono"}
+	}},
 	{"ports-open", func(tr *tree) (spec.Spec, Options) {
 		s := baseSpec(tr, "pi")
 		s.Network = posture.Network{Mode: posture.NetOpen, AllowDomains: []string{}, OpenPorts: []int{9222}, ListenPorts: []int{8080}, Source: "/agents/pi/sandbox/nono.json"}

@@ -230,6 +230,9 @@ func (b *builder) build() (Profile, error) {
 		prof.Groups = &Groups{Include: []string{"nix_runtime"}}
 	}
 	prof.Filesystem = b.filesystem()
+	if err := noGlobs(prof.Filesystem); err != nil {
+		return Profile{}, err
+	}
 	net, err := network(s)
 	if err != nil {
 		return Profile{}, err
@@ -244,6 +247,22 @@ func (b *builder) build() (Profile, error) {
 		}
 	}
 	return prof, nil
+}
+
+// noGlobs refuses a profile path that nono would read as a pattern: it
+// expands * and ** in grant paths (and rejects ? and [...]). Grants as
+// written are refused earlier (grant.CheckNoGlob); this catches a literal
+// glob character in a path they resolve to, the workdir's state dirs or the
+// program closure, which nono would otherwise widen.
+func noGlobs(fs Filesystem) error {
+	for _, l := range [][]string{fs.Allow, fs.Read, fs.Write, fs.AllowFile, fs.ReadFile, fs.WriteFile, fs.UnixSocketDirBind} {
+		for _, p := range l {
+			if strings.ContainsAny(p, grant.GlobChars) {
+				return fmt.Errorf("%s contains one of %q, which nono reads as a glob pattern in profile paths (it would grant every path the pattern matches): rename the path, or use --sandbox-backend landlock, which takes paths literally", p, grant.GlobChars)
+			}
+		}
+	}
+	return nil
 }
 
 // add grants p (directory or file) after the defensive re-check; missing
@@ -339,6 +358,17 @@ func network(s spec.Spec) (Network, error) {
 	case posture.NetBlocked:
 		out.Block = true
 	case posture.NetAllowlist:
+		if n.NoHost() {
+			// An empty allow_domain would leave nono's network open (an
+			// empty list does not start its proxy), so an allow list that
+			// names no host is nono's block. nono has no "block every host
+			// but open these localhost ports": refused rather than opened.
+			if len(n.OpenPorts) > 0 || len(n.ListenPorts) > 0 {
+				return out, fmt.Errorf("%s: network.allow_domain is empty (no host reachable) and network.open_port/listen_port %v/%v are set: nono cannot block every host while keeping these ports open (its block closes them, and an empty allow_domain would leave the network open); list the hosts the agent may reach in network.allow_domain, or drop the ports (an empty allow list alone blocks everything)", n.Source, n.OpenPorts, n.ListenPorts)
+			}
+			out.Block = true
+			return out, nil
+		}
 		out.AllowDomain = uniq.Sorted(n.AllowDomains)
 		for _, d := range n.AllowDomains {
 			if port, ok := broker.LoopbackPort(d); ok {

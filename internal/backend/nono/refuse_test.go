@@ -78,6 +78,17 @@ func TestRefusals(t *testing.T) {
 		{"unknown network profile", func(tr *tree, s *spec.Spec, o *Options) {
 			s.Network = posture.Network{Mode: posture.NetAllowlist, Profile: "claude", Source: "/agents/x/sandbox/nono.json"}
 		}, []string{"/agents/x/sandbox/nono.json: network.network_profile \"claude\" is not a nono network profile", "claude-code", "minimal"}},
+		{"empty allow list with open ports", func(tr *tree, s *spec.Spec, o *Options) {
+			// nono cannot block every host but these ports: refused, not opened.
+			s.Network = posture.Network{Mode: posture.NetAllowlist, AllowDomains: []string{}, OpenPorts: []int{11434}, ListenPorts: []int{}, Source: "/agents/x/sandbox/nono.json"}
+		}, []string{"/agents/x/sandbox/nono.json: network.allow_domain is empty (no host reachable) and network.open_port/listen_port [11434]/[] are set", "nono cannot block every host", "list the hosts", "drop the ports"}},
+		{"empty allow list with listen ports", func(tr *tree, s *spec.Spec, o *Options) {
+			s.Network = posture.Network{Mode: posture.NetAllowlist, ListenPorts: []int{8080}, Source: "/agents/x/sandbox/nono.json"}
+		}, []string{"network.allow_domain is empty", "[]/[8080]"}},
+		{"a grant resolving to a name with a glob character", func(tr *tree, s *spec.Spec, o *Options) {
+			// nono would expand it; grants as written are refused earlier.
+			s.Allow = append(s.Allow, tr.dir("home/odd*name"))
+		}, []string{"$ROOT/home/odd*name contains one of \"*?[\", which nono reads as a glob pattern", "--sandbox-backend landlock"}},
 		{"dangerous command", func(tr *tree, s *spec.Spec, o *Options) {
 			s.Argv = []string{tr.file("usr/bin/rm", 0o755), "-rf"}
 		}, []string{"builtin:t/agent.toml: command", "nono refuses to start a command named \"rm\"", "dangerous_commands"}},

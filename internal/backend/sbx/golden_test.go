@@ -133,11 +133,17 @@ func TestNetworkSemanticsThroughPosture(t *testing.T) {
 		{"file allowlist", posture.Flags{Sandbox: true}, "allow network --sandbox NAME 'api.example.com,*.api.example.com,host.docker.internal,10.0.0.1'", true},
 		{"--allow-host beats the file", posture.Flags{AllowHosts: []string{"other.org", "127.0.0.1:8080"}}, "allow network --sandbox NAME 'other.org,*.other.org,host.docker.internal:8080'", true},
 		{"--offline beats --allow-host", posture.Flags{Offline: true, AllowHosts: []string{"other.org"}}, "deny network --sandbox NAME '**'", false},
+		// An empty allow_domain list: allow-list mode with no host, deny '**'.
+		{"empty allowlist", posture.Flags{}, "deny network --sandbox NAME '**'", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := file
-			if c.name == "open" {
+			switch c.name {
+			case "open":
 				f = nil
+			case "empty allowlist":
+				f = &sandboxfile.File{Kind: sandboxfile.Sbx, Path: "/agents/a/sandbox/sbx.json", Sandbox: true,
+					Network: sandboxfile.Network{AllowList: true, AllowDomain: []string{}}}
 			}
 			pst, err := posture.Resolve(posture.Input{Agent: "a", Flags: withBackend(c.flags), Sbx: f, Host: posture.Host{GOOS: "linux"}})
 			if err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/atomicfile"
+	"github.com/agent-sandbox/agent-sandbox/internal/optfile"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/uniq"
 )
@@ -47,7 +48,9 @@ type Record struct {
 }
 
 // RecordDir is the directory of the sandbox records.
-func RecordDir(stateRoot string) string { return filepath.Join(stateRoot, "sbx") }
+func RecordDir(stateRoot string) string { return filepath.Join(stateRoot, recordDirName) }
+
+const recordDirName = "sbx"
 
 var nameRe = regexp.MustCompile(`^agent-sandbox-[A-Za-z0-9][A-Za-z0-9.+-]*$`)
 
@@ -59,17 +62,19 @@ func recordPath(stateRoot, name string) string {
 	return filepath.Join(RecordDir(stateRoot), name+".json")
 }
 
-// LoadRecord reads the record of a sandbox; nil, nil when there is none.
+// LoadRecord reads the record of a sandbox; nil, nil when there is none. A
+// record that exists but cannot be read (a dangling symlink, a directory, no
+// read permission) is an error, never "no record".
 func LoadRecord(stateRoot, name string) (*Record, error) {
 	if !ValidName(name) {
 		return nil, nil
 	}
-	b, err := os.ReadFile(recordPath(stateRoot, name))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	b, ok, err := optfile.ReadIn(stateRoot, filepath.Join(recordDirName, name+".json"))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%v (or delete it and remove the sandbox with `sbx rm -f %s`)", err, name)
+	}
+	if !ok {
+		return nil, nil
 	}
 	var r Record
 	if err := json.Unmarshal(b, &r); err != nil {
@@ -125,6 +130,11 @@ func Records(stateRoot string) []string {
 func checkHistory(rec *Record, attached bool, mode posture.NetMode, rule *Rule, name string) (refusal, warning string) {
 	if !attached {
 		return "", ""
+	}
+	if rule != nil && rule.Decision == "deny" {
+		// An allowlist that names no host is `deny '**'`, which beats every
+		// allow rule the sandbox carries: judged as a blocked run.
+		mode = posture.NetBlocked
 	}
 	fix := fmt.Sprintf("remove the sandbox with `sbx rm -f %s` and run again (it is recreated with this run's rules)", name)
 	if rec == nil || rec.UnknownRules {

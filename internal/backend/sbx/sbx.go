@@ -116,8 +116,8 @@ func (r Rule) Argv(sbxPath, name string) []string {
 // NetworkRule turns the resolved network policy into at most one rule:
 // blocked is `deny '**'`, an allowlist one `allow` call with AllowResources,
 // open none (the machine's global sbx policy applies). An allowlist that
-// expands to nothing is refused to the whole network (deny '**'), never left
-// open.
+// expands to nothing (an empty allow_domain list) is refused to the whole
+// network (deny '**', which beats the global policy), never left open.
 func NetworkRule(n posture.Network) *Rule {
 	switch n.Mode {
 	case posture.NetBlocked:
@@ -327,7 +327,7 @@ func Prepare(s spec.Spec, o Options) (Prepared, error) {
 		p.Warnings = append(p.Warnings, AdditiveWarning)
 	}
 	p.Install = installFor(s, o)
-	if p.Install != nil && p.Mode == posture.NetBlocked {
+	if p.Install != nil && p.Rule != nil && p.Rule.Decision == "deny" {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("sbx: this run blocks the network, so it cannot install %s in the guest: it fails unless the sandbox already has the host's version (run once with network to provision it)", p.Install.Package))
 	}
 

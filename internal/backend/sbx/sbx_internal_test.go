@@ -427,6 +427,11 @@ func TestCheckHistory(t *testing.T) {
 		{"unknown history, blocked", nil, true, posture.NetBlocked, deny, false, false},
 		{"recorded after an unknown history, allowlist", &Record{UnknownRules: true}, true, posture.NetAllowlist, allow("a.com"), true, false},
 		{"recorded after an unknown history, fresh", &Record{UnknownRules: true}, false, posture.NetAllowlist, allow("a.com"), false, false},
+		// An empty allow list is deny '**': it beats whatever the sandbox
+		// allowed before, like a blocked run (issue 15 item 2).
+		{"empty allowlist beats leftover allows", rec, true, posture.NetAllowlist, deny, false, false},
+		{"empty allowlist, unknown history", nil, true, posture.NetAllowlist, deny, false, false},
+		{"empty allowlist, leftover deny", &Record{DenyAll: true}, true, posture.NetAllowlist, deny, false, false},
 	} {
 		refusal, warning := checkHistory(c.rec, c.attached, c.mode, c.rule, "agent-sandbox-x-00000000")
 		if (refusal != "") != c.refuse || (warning != "") != c.warn {
@@ -499,6 +504,26 @@ func TestRecordsAndClassify(t *testing.T) {
 	}
 	if r, _ := LoadRecord(root, "agent-sandbox-pi-22222222"); r != nil {
 		t.Error("record still there after DeleteRecord")
+	}
+}
+
+// TestLoadRecordUnreadable: a record that exists but cannot be read is an
+// error, never "no record" (issue 15 item 1).
+func TestLoadRecordUnreadable(t *testing.T) {
+	root := t.TempDir()
+	name := "agent-sandbox-pi-12345678"
+	if r, err := LoadRecord(root, name); r != nil || err != nil {
+		t.Fatalf("absent record: %v, %v", r, err)
+	}
+	if err := os.MkdirAll(RecordDir(root), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("missing.json", recordPath(root, name)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := LoadRecord(root, name)
+	if r != nil || err == nil || !strings.Contains(err.Error(), "dangling symlink to missing.json") || !strings.Contains(err.Error(), "sbx rm -f "+name) {
+		t.Errorf("dangling record: %v, %v; want an error naming the link and the fix", r, err)
 	}
 }
 
