@@ -376,3 +376,96 @@ func TestBrokerRealAgents(t *testing.T) {
 		}
 	})
 }
+
+// TestBrokerPorts: open_port and listen_port under the built-in engine,
+// with nono's meaning. With open_port the agent's localhost:PORT reaches
+// the host's loopback service on that port (in allow-list mode and with a
+// file's block: true), and no other host port; with listen_port a server
+// the agent starts on its own loopback is reachable from the host.
+func TestBrokerPorts(t *testing.T) {
+	skipWithoutLandlock(t)
+	svc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "local-model-ok") }))
+	defer svc.Close()
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "CANARY-other") }))
+	defer other.Close()
+	sp, op := svc.Listener.Addr().(*net.TCPAddr).Port, other.Listener.Addr().(*net.TCPAddr).Port
+	script := fmt.Sprintf(`curl -sS http://localhost:%d/; echo
+curl -sS --noproxy '*' --max-time 5 http://127.0.0.1:%d/ && echo LEAK-other
+true`, sp, op)
+	for name, policy := range map[string]string{
+		"allow list": fmt.Sprintf(`{"network": {"allow_domain": ["api.example.com"], "open_port": [%d]}}`, sp),
+		"block":      fmt.Sprintf(`{"network": {"block": true, "open_port": [%d]}}`, sp),
+	} {
+		t.Run("open_port with "+name, func(t *testing.T) {
+			r := newBrokerRun(t)
+			write(t, filepath.Join(r.folder(), "sandbox", "nono.json"), policy)
+			code, out := r.run(60*time.Second, nil, r.folder(), "-c", script)
+			if code != 0 || !strings.Contains(out, "local-model-ok") {
+				t.Errorf("exit %d, the open port did not reach the host's service:\n%s", code, out)
+			}
+			if strings.Contains(out, "LEAK") || strings.Contains(out, "CANARY") {
+				t.Errorf("a port that is not open reached the host:\n%s", out)
+			}
+			if !strings.Contains(r.audit("sh"), fmt.Sprintf(`"method":"FORWARD","host":"localhost","port":%d`, sp)) {
+				t.Errorf("the forwarded connection is not in the audit log:\n%s", r.audit("sh"))
+			}
+		})
+	}
+	t.Run("--offline blocks the open ports too", func(t *testing.T) {
+		r := newBrokerRun(t)
+		write(t, filepath.Join(r.folder(), "sandbox", "nono.json"), fmt.Sprintf(`{"network": {"block": true, "open_port": [%d]}}`, sp))
+		_, out := r.run(60*time.Second, nil, "--offline", r.folder(), "-c", fmt.Sprintf(`curl -sS --max-time 5 http://localhost:%d/ && echo LEAK`, sp))
+		if strings.Contains(out, "LEAK") || strings.Contains(out, "local-model-ok") {
+			t.Errorf("--offline let the open port through:\n%s", out)
+		}
+	})
+
+	t.Run("listen_port", func(t *testing.T) {
+		if _, err := exec.LookPath("python3"); err != nil {
+			t.Fatal("python3 is not installed: apt-get install python3 (.ci/run does)")
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lp := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		r := newBrokerRun(t)
+		write(t, filepath.Join(r.folder(), "sandbox", "nono.json"), fmt.Sprintf(`{"network": {"allow_domain": ["api.example.com"], "listen_port": [%d]}}`, lp))
+		write(t, filepath.Join(r.work, "index.html"), "served-from-the-sandbox")
+		done := filepath.Join(r.work, "done")
+		got := make(chan string, 1)
+		go func() {
+			deadline := time.Now().Add(30 * time.Second)
+			for time.Now().Before(deadline) {
+				resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/index.html", lp))
+				if err == nil {
+					b, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode == 200 {
+						got <- string(b)
+						os.WriteFile(done, nil, 0o644)
+						return
+					}
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			got <- "the agent's server never answered on the host's 127.0.0.1"
+			os.WriteFile(done, nil, 0o644)
+		}()
+		script := fmt.Sprintf(`python3 -m http.server %d --bind 127.0.0.1 >/dev/null 2>&1 &
+i=0; while [ ! -e %s ] && [ $i -lt 400 ]; do sleep 0.1; i=$((i+1)); done`, lp, done)
+		code, out := r.run(60*time.Second, nil, r.folder(), "-c", script)
+		if g := <-got; g != "served-from-the-sandbox" {
+			t.Errorf("exit %d: %s:\n%s", code, g, out)
+		}
+		if !strings.Contains(r.audit("sh"), fmt.Sprintf(`"method":"INBOUND","host":"localhost","port":%d`, lp)) {
+			t.Errorf("the inbound connection is not in the audit log:\n%s", r.audit("sh"))
+		}
+		// After the run the port is closed again.
+		if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", lp), time.Second); err == nil {
+			c.Close()
+			t.Errorf("the host's 127.0.0.1:%d is still listening after the run", lp)
+		}
+	})
+}

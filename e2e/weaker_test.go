@@ -1,6 +1,11 @@
 package e2e
 
 import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -119,6 +124,40 @@ sys.exit(1 if got else 0)'`
 		}
 		if _, err := os.Stat(started); err != nil {
 			t.Errorf("neighbour: the agent did not write its workdir")
+		}
+	})
+
+	t.Run("weaker-allowlist", func(t *testing.T) {
+		if _, err := exec.LookPath("curl"); err != nil {
+			t.Fatal("curl is not installed: apt-get install curl (.ci/run does)")
+		}
+		allowed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "allowed-ok") }))
+		defer allowed.Close()
+		other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "CANARY-other") }))
+		defer other.Close()
+		ap, op := allowed.Listener.Addr().(*net.TCPAddr).Port, other.Listener.Addr().(*net.TCPAddr).Port
+		script := fmt.Sprintf(`curl -sS --noproxy '' http://127.0.0.1:%d/; echo
+curl -sS --noproxy '' -o /dev/null -w 'proxied-other:%%{http_code}\n' http://127.0.0.1:%d/
+curl -sS --noproxy '*' --max-time 5 http://127.0.0.1:%d/ && echo LEAK-direct
+true`, ap, op, op)
+		flags := []string{"--sandbox-backend", "landlock", "--allow-host", fmt.Sprintf("127.0.0.1:%d", ap), "shell", "-c", script}
+		out, code := run(false, flags...)
+		if code != 125 || !strings.Contains(out, "AGENT_SANDBOX_WEAKER_SANDBOX=1") {
+			t.Errorf("without the opt-in: exit %d, want 125 naming it: %s", code, out)
+		}
+		// Control: unsandboxed, the other server answers directly.
+		if out, _ := run(true, "--no-sandbox", "shell", "-c", script); !strings.Contains(out, "LEAK-direct") {
+			t.Fatalf("control: unsandboxed the direct connection failed: %s", out)
+		}
+		out, code = run(true, flags...)
+		if code != 0 || !strings.Contains(out, "allowed-ok") || !strings.Contains(out, "proxied-other:403") {
+			t.Errorf("exit %d, want the allowed host through the broker and a 403 for the other: %s", code, out)
+		}
+		if strings.Contains(out, "LEAK") || strings.Contains(out, "CANARY") {
+			t.Errorf("a direct connection to a port that is not the broker's got out: %s", out)
+		}
+		if !strings.Contains(out, "allow-list network in the WEAKER sandbox") {
+			t.Errorf("no warning that the broker's port is open on every address: %s", out)
 		}
 	})
 }
