@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"time"
 )
 
@@ -36,7 +37,8 @@ type Forward struct {
 
 // ServeForward accepts connections on l and relays each to a connection
 // made by f.Dial, until Close (then it returns nil) or until Accept fails
-// for good. Every connection is one audit line, with the bytes it moved.
+// for good. Every connection is one audit line, with the bytes it moved;
+// Config.MaxConns bounds them together with the proxy's.
 // The policy and the token play no part: the port itself is the grant, so
 // the caller only serves ports the policy names.
 func (p *Proxy) ServeForward(l net.Listener, f Forward) error {
@@ -45,6 +47,20 @@ func (p *Proxy) ServeForward(l net.Listener, f Forward) error {
 
 func (p *Proxy) forwardConn(c net.Conn, f Forward) {
 	a := &attempt{start: time.Now(), method: f.Method, host: f.Host, port: f.Port}
+	p.mu.Lock()
+	p.active++
+	over := p.active > p.cfg.MaxConns
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.active--
+		p.mu.Unlock()
+	}()
+	if over {
+		a.decision, a.reason = DecisionRefused, fmt.Sprintf("too many concurrent connections (limit %d)", p.cfg.MaxConns)
+		p.record(a)
+		return
+	}
 	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.DialTimeout)
 	up, err := f.Dial(ctx)
 	cancel()
@@ -69,7 +85,7 @@ func (p *Proxy) forwardConn(c net.Conn, f Forward) {
 }
 
 // LoopbackPort reports whether an allow-list entry names a loopback host
-// (localhost, 127.0.0.1, ::1) with a port, and that port. Under the
+// (localhost, 127.0.0.1, ::1; not the rest of 127/8) with a port, and that port. Under the
 // built-in engine such an entry also makes the port reachable on the
 // sandbox's own loopback: NO_PROXY sends clients there directly, so it is
 // forwarded to the host's loopback like nono's open_port.
@@ -79,7 +95,7 @@ func LoopbackPort(raw string) (int, bool) {
 		return 0, false
 	}
 	if e.ip.IsValid() {
-		return e.port, e.ip.IsLoopback()
+		return e.port, e.ip == netip.AddrFrom4([4]byte{127, 0, 0, 1}) || e.ip == netip.IPv6Loopback()
 	}
 	return e.port, e.name == "localhost"
 }
