@@ -6,7 +6,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/agent-sandbox/agent-sandbox/doctor"
 	"github.com/agent-sandbox/agent-sandbox/internal/agent"
+	"github.com/agent-sandbox/agent-sandbox/internal/plan"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 )
 
@@ -18,22 +20,48 @@ func listAgents(e env) int {
 	_, nonoErr := e.lookPath("nono")
 	host := posture.Host{GOOS: runtime.GOOS, NonoFound: nonoErr == nil}
 	tw := tabwriter.NewWriter(e.stdio.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tSOURCE\tPOSTURE\tFOLDER")
+	fmt.Fprintln(tw, "AGENT\tSOURCE\tPOSTURE\tFOLDER\tSTARTS HERE")
 	status := 0
 	// The working-directory rule applies to runs (agent.Find), not to the
 	// listing: list every folder, wherever this command is typed.
 	for _, l := range agent.All(e.lookup("")) {
-		desc := ""
+		desc, starts := "", "no (the folder does not load)"
 		if l.Err != nil {
 			desc, status = "error: "+l.Err.Error(), 1
 		} else {
 			desc = describePosture(l.Folder, host)
+			starts = startsHere(e, l.Folder, host)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", l.Name, l.Source, desc, l.Dir)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.Name, l.Source, desc, l.Dir, starts)
 	}
 	tw.Flush()
 	listSbxSandboxes(e)
 	return status
+}
+
+// startsHere says whether a plain run of f would start on this host and
+// with which backend: the plan a run gets (in doctor's neutral working
+// directory, so the answer does not depend on where this is typed), and
+// its refusal or missing command.
+func startsHere(e env, f *agent.Folder, host posture.Host) string {
+	pst, err := posture.Resolve(posture.Input{Agent: f.ID, Nono: f.Nono, Sbx: f.Sbx, Host: host})
+	if err != nil {
+		return "no: " + err.Error()
+	}
+	p, err := plan.Build(plan.Input{
+		Folder: f, Posture: pst, Home: e.home, Workdir: doctor.NeutralWorkdir, Args: []string{},
+		Getenv: e.getenv, LookPath: e.lookPath, Protected: e.lookup("").Paths(), NixStore: plan.NixStore(),
+	})
+	if err != nil {
+		return "no: " + err.Error()
+	}
+	if ok, why := p.Starts(); !ok {
+		return "no: " + why
+	}
+	if p.Backend == nil {
+		return "yes, unsandboxed"
+	}
+	return "yes, " + *p.Backend
 }
 
 func describePosture(f *agent.Folder, host posture.Host) string {

@@ -51,6 +51,21 @@ func TestScripts(t *testing.T) {
 					ts.Fatalf("exit status %d, want %d", got, want)
 				}
 			},
+			// mayrefuse PROG ARGS...: run PROG and accept exit status 0 or
+			// 125, for dry-runs whose plan is checked whether or not a
+			// real run would start (an allow-list network under the
+			// built-in engine refuses until the egress broker is wired).
+			"mayrefuse": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) < 1 {
+					ts.Fatalf("usage: mayrefuse program [args...]")
+				}
+				if err := ts.Exec(args[0], args[1:]...); err != nil {
+					var ee *exec.ExitError
+					if !errors.As(err, &ee) || ee.ExitCode() != launch.ExitRefused {
+						ts.Fatalf("%v", err)
+					}
+				}
+			},
 		},
 		Setup: func(env *testscript.Env) error {
 			home := filepath.Join(env.WorkDir, "home")

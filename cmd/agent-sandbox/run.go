@@ -59,6 +59,10 @@ func runAgent(e env, r cli.Run) int {
 		if err := write(e.stdio.Out); err != nil {
 			return fail(e.stdio.Err, err)
 		}
+		if p.Refusal != nil {
+			// The plan is printed; the status says the real run would not start.
+			return fail(e.stdio.Err, fmt.Errorf("a real run would refuse: %s", *p.Refusal))
+		}
 		return 0
 	}
 	if r.Verbose {

@@ -85,3 +85,21 @@ func (p *Plan) WriteJSON(w io.Writer) error {
 	enc.SetEscapeHTML(false)
 	return enc.Encode(p)
 }
+
+// Starts says whether a real run of this plan would start the agent on
+// this host, and if not why: the backend's refusal, or an agent command
+// that is not on PATH (the run would exit 127; under sbx the agent is
+// installed in the guest, so a missing host command does not stop it).
+func (p *Plan) Starts() (bool, string) {
+	switch {
+	case p.Refusal != nil:
+		return false, *p.Refusal
+	case !p.Spec.CommandFound && (p.Backend == nil || *p.Backend != "sbx"):
+		name := ""
+		if len(p.Spec.Argv) > 0 {
+			name = p.Spec.Argv[0]
+		}
+		return false, fmt.Sprintf("command %q not found on PATH", name)
+	}
+	return true, ""
+}
