@@ -44,6 +44,7 @@ func runAgent(e env, r cli.Run) int {
 		Folder: folder, Posture: pst, Home: e.home, Workdir: workdir, Args: r.Args,
 		Getenv: e.getenv, LookPath: e.lookPath, Protected: lookup.Paths(),
 		NixStore: plan.NixStore(), Verbose: r.Verbose, TTY: launch.IsTerminal(os.Stdout),
+		RunRead: cliPaths(r.Read), RunWrite: cliPaths(r.Write),
 	})
 	if err != nil {
 		return fail(e.stdio.Err, err)
@@ -72,6 +73,23 @@ func runAgent(e env, r cli.Run) int {
 		return fail(e.stdio.Err, errors.New(*p.Refusal))
 	}
 	return p.Prepared.Execute(e.stdio)
+}
+
+// cliPaths makes the relative paths of --read and --write absolute from
+// the current directory (the shell's meaning of a path typed on the command
+// line); ~/ and $ forms are left to the grant rules, which expand or refuse
+// them.
+func cliPaths(paths []string) []string {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if !filepath.IsAbs(p) && !strings.HasPrefix(p, "~") && !strings.Contains(p, "$") {
+			if abs, err := filepath.Abs(p); err == nil {
+				p = abs
+			}
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // describe prints the posture for --verbose.

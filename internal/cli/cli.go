@@ -38,6 +38,9 @@ Run flags:
       --offline                  block all network traffic (forces the sandbox on)
       --allow-host HOST          allow only these hosts (repeatable; forces the sandbox on)
       --workdir DIR              the project directory to grant (default: the current directory)
+      --read PATH                also grant PATH read-only, this run (repeatable)
+      --write PATH               also grant PATH read-write, this run (repeatable)
+      --network open             unrestricted network for this run (over the folder's list)
       --dry-run                  print what would run; start nothing
       --json                     with --dry-run: print the plan as one JSON object
   -v, --verbose                  show the posture and the backend's own banner
@@ -74,6 +77,9 @@ type Run struct {
 	Workdir string
 	Agent   string
 	Args    []string
+	// Read and Write are the per-run grants (--read, --write; read-only
+	// and read-write), as typed: checked like folder grants by plan.
+	Read, Write []string
 }
 
 // Prune holds the flags of `agent-sandbox prune`.
@@ -140,6 +146,10 @@ func Parse(args []string) (Invocation, error) {
 	fs.BoolVar(&r.Posture.Offline, "offline", false, "")
 	fs.StringArrayVar(&r.Posture.AllowHosts, "allow-host", nil, "")
 	fs.StringVar(&r.Workdir, "workdir", "", "")
+	var network string
+	fs.StringArrayVar(&r.Read, "read", nil, "")
+	fs.StringArrayVar(&r.Write, "write", nil, "")
+	fs.StringVar(&network, "network", "", "")
 	fs.BoolVar(&r.DryRun, "dry-run", false, "")
 	fs.BoolVar(&r.JSON, "json", false, "")
 	fs.BoolVarP(&r.Verbose, "verbose", "v", false, "")
@@ -162,6 +172,26 @@ func Parse(args []string) (Invocation, error) {
 	for _, h := range r.Posture.AllowHosts {
 		if err := sandboxfile.CheckHost(h); err != nil {
 			return Invocation{}, fmt.Errorf("--allow-host: %v", err)
+		}
+	}
+	switch {
+	case !fs.Changed("network"):
+	case network == "open":
+		r.Posture.NetworkOpen = true
+	default:
+		return Invocation{}, fmt.Errorf("--network %q: the only value is open (an unrestricted network); --offline blocks the network, --allow-host HOST allows only HOST", network)
+	}
+	if r.Posture.NetworkOpen && (r.Posture.Offline || len(r.Posture.AllowHosts) > 0) {
+		return Invocation{}, errors.New("--network open contradicts --offline and --allow-host: give one of them")
+	}
+	for _, l := range []struct {
+		flag  string
+		paths []string
+	}{{"--read", r.Read}, {"--write", r.Write}} {
+		for _, p := range l.paths {
+			if strings.TrimSpace(p) == "" {
+				return Invocation{}, fmt.Errorf("%s: empty path", l.flag)
+			}
 		}
 	}
 	if fs.Changed("workdir") && strings.TrimSpace(r.Workdir) == "" {

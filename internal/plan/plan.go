@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/agent"
@@ -59,6 +60,10 @@ type Input struct {
 	Verbose bool
 	// TTY says whether stdout is a terminal (sbx exec -t).
 	TTY bool
+	// RunRead and RunWrite are the per-run grants (--read: read-only,
+	// --write: read-write), absolute or starting with ~/; checked like
+	// the folder's grants.
+	RunRead, RunWrite []string
 }
 
 // Plan is one run, ready to execute or print.
@@ -84,6 +89,9 @@ type Plan struct {
 	ProfilePath any     `json:"profile_path"`
 	Refusal     *string `json:"refusal"`
 	Landlock    any     `json:"landlock"`
+	// RunGrants are the per-run grants of --read and --write, canonical
+	// (also in Filesystem.Read and Filesystem.Allow).
+	RunGrants RunGrants `json:"run_grants"`
 	// Spec is the backend-neutral run.
 	Spec    spec.Spec       `json:"-"`
 	Posture posture.Posture `json:"-"`
@@ -91,6 +99,12 @@ type Plan struct {
 	// sandboxed); Description is what it said of itself.
 	Prepared    backend.Prepared    `json:"-"`
 	Description backend.Description `json:"-"`
+}
+
+// RunGrants are the grants of the command line's --read and --write.
+type RunGrants struct {
+	Read  []string `json:"read"`
+	Write []string `json:"write"`
 }
 
 // Network is the plan's network policy as printed.
@@ -132,6 +146,7 @@ func Build(in Input) (*Plan, error) {
 		Reason:      string(pst.Reason),
 		Posture:     pst,
 		Commands:    [][]string{},
+		RunGrants:   RunGrants{Read: []string{}, Write: []string{}},
 	}
 	p.Warnings = append(append([]string{}, pst.Warnings...), f.Warnings()...)
 	if pst.Fallback != "" {
@@ -157,6 +172,9 @@ func Build(in Input) (*Plan, error) {
 	argv := append(append([]string{argv0}, f.Config.Args...), in.Args...)
 
 	if !pst.Sandboxed {
+		if len(in.RunRead)+len(in.RunWrite) > 0 {
+			p.Warnings = append(p.Warnings, "--read and --write have no effect without the sandbox: "+f.ID+" runs with your full user rights")
+		}
 		p.Network = Network{Mode: "unrestricted", AllowDomains: []string{}, OpenPorts: []int{}, ListenPorts: []int{}, Source: "no sandbox"}
 		p.Filesystem = Filesystem{Read: []string{}, Write: []string{}, Allow: []string{}, Exec: []string{}, ExecClosure: []string{}, Missing: []string{}}
 		p.Environment = Environment{Pass: []string{"*"}, Set: map[string]string{}}
@@ -165,7 +183,7 @@ func Build(in Input) (*Plan, error) {
 		return p, nil
 	}
 
-	s, warns, opts, err := buildSpec(in, argv, found)
+	s, warns, opts, err := buildSpec(in, argv, found, &p.RunGrants)
 	if err != nil {
 		return nil, err
 	}
@@ -297,7 +315,7 @@ func (g *grantSet) add(dst *[]string, p string) {
 }
 
 // buildSpec expands and checks every grant of a sandboxed run.
-func buildSpec(in Input, argv []string, found bool) (spec.Spec, []string, backendOptions, error) {
+func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, []string, backendOptions, error) {
 	f, pst, h := in.Folder, in.Posture, in.Home
 	var warns []string
 	var opts backendOptions
@@ -371,6 +389,31 @@ func buildSpec(in Input, argv []string, found bool) (spec.Spec, []string, backen
 				s.ConfigPaths = append(s.ConfigPaths, p)
 			}
 			g.add(l.dst, p)
+		}
+	}
+	for _, l := range []struct {
+		flag     string
+		paths    []string
+		dst, run *[]string
+		writable bool
+	}{{"--read", in.RunRead, &s.Read, &run.Read, false}, {"--write", in.RunWrite, &s.Allow, &run.Write, true}} {
+		for _, raw := range l.paths {
+			p, err := g.checker.Resolve(raw, l.writable)
+			if err != nil {
+				return s, nil, opts, fmt.Errorf("%s %v", l.flag, err)
+			}
+			if !grant.Exists(p) {
+				return s, nil, opts, fmt.Errorf("%s %q: %s does not exist (a per-run grant names an existing file or directory)", l.flag, raw, p)
+			}
+			if !slices.Contains(*l.run, p) {
+				*l.run = append(*l.run, p)
+			}
+			// Not g.add: a path the folder grants read-only must still
+			// become read-write under --write.
+			if !slices.Contains(*l.dst, p) {
+				*l.dst = append(*l.dst, p)
+			}
+			g.seen[p] = true
 		}
 	}
 	if pf := pst.Policy; pf != nil {

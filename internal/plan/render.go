@@ -54,6 +54,12 @@ func (p *Plan) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, " (from %s)\n", p.Network.Source)
 	}
+	for _, g := range p.RunGrants.Read {
+		fmt.Fprintf(&b, "# --read %s: read-only (this run)\n", g)
+	}
+	for _, g := range p.RunGrants.Write {
+		fmt.Fprintf(&b, "# --write %s: read-write (this run)\n", g)
+	}
 	for _, c := range p.Description.Comments {
 		fmt.Fprintf(&b, "# %s\n", c)
 	}

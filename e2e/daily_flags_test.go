@@ -1,0 +1,112 @@
+package e2e
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Daily use, issue 12 items 6-12: the per-run flags, `run -- CMD`, `why`,
+// the hint after a failed run, each against the real program in the
+// built-in engine.
+
+// exec runs agent-sandbox with args in the workdir, stdout and stderr
+// together.
+func (d *daily) exec(args ...string) (string, int) {
+	d.t.Helper()
+	cmd := exec.Command(d.bin, args...)
+	cmd.Dir = d.work
+	cmd.Env = withCover([]string{"HOME=" + d.home, "PATH=" + d.path, "LANG=C.UTF-8", "SHELL=/bin/sh"})
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		d.t.Fatal(err)
+	}
+	return string(out), code
+}
+
+// listen serves "pong" on a host loopback TCP port and returns the port.
+func listen(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("pong\n"))
+			c.Close()
+		}
+	}()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+func TestDailyFlags(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real binary; skipped with -short")
+	}
+	ll := []string{"--sandbox-backend", "landlock"}
+
+	t.Run("per-run-read-and-write", func(t *testing.T) {
+		d := newDaily(t)
+		lib := filepath.Join(filepath.Dir(d.work), "lib")
+		out := filepath.Join(filepath.Dir(d.work), "out")
+		d.file(filepath.Join(lib, "data.txt"), "LIB-DATA\n", 0o644)
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		script := `cat ` + lib + `/data.txt; touch ` + lib + `/x 2>/dev/null && echo LIB-WRITABLE; touch ` + out + `/made && echo OUT-WRITTEN`
+		o, _ := d.exec(append(ll, "shell", "-c", script)...)
+		if strings.Contains(o, "LIB-DATA") || strings.Contains(o, "OUT-WRITTEN") {
+			t.Fatalf("control: without the flags the paths were reachable: %s", o)
+		}
+		o, code := d.exec(append(ll, "--read", lib, "--write", out, "shell", "-c", script)...)
+		if code != 0 || !strings.Contains(o, "LIB-DATA") || !strings.Contains(o, "OUT-WRITTEN") {
+			t.Errorf("--read/--write did not grant (exit %d): %s", code, o)
+		}
+		if strings.Contains(o, "LIB-WRITABLE") {
+			t.Errorf("--read granted write: %s", o)
+		}
+		if _, err := os.Stat(filepath.Join(out, "made")); err != nil {
+			t.Errorf("the --write grant did not reach the host: %v", err)
+		}
+		d.file(".ssh/id_ed25519", "SECRET-SSH\n", 0o600)
+		o, code = d.exec(append(ll, "--read", filepath.Join(d.home, ".ssh"), "shell", "-c", "cat ~/.ssh/id_ed25519; touch "+out+"/started")...)
+		if code != 125 || strings.Contains(o, "SECRET-SSH") || !strings.Contains(o, "credential path") {
+			t.Errorf("--read ~/.ssh: exit %d, want 125 naming the credential path: %s", code, o)
+		}
+	})
+
+	t.Run("network-open", func(t *testing.T) {
+		d := newDaily(t)
+		port := listen(t)
+		probe := `exec 3<>/dev/tcp/127.0.0.1/` + port + ` && head -1 <&3`
+		if _, err := exec.LookPath("bash"); err != nil {
+			t.Skip("needs bash for /dev/tcp")
+		}
+		if o, _ := d.exec(append(ll, "--no-sandbox", "shell", "-c", "bash -c '"+probe+"'")...); !strings.Contains(o, "pong") {
+			t.Fatalf("control: the listener is not reachable unsandboxed: %s", o)
+		}
+		if o, _ := d.exec(append(ll, "shell", "-c", "bash -c '"+probe+"'")...); strings.Contains(o, "pong") {
+			t.Errorf("the offline shell reached the host's loopback: %s", o)
+		}
+		o, code := d.exec(append(ll, "--network", "open", "shell", "-c", "bash -c '"+probe+"'")...)
+		if code != 0 || !strings.Contains(o, "pong") || !strings.Contains(o, "NETWORK OPEN") {
+			t.Errorf("--network open: exit %d, want the listener reached and the loud warning: %s", code, o)
+		}
+		if o, code := d.exec(append(ll, "--network", "open", "--offline", "shell", "-c", "true")...); code != 125 {
+			t.Errorf("--network open --offline: exit %d, want 125: %s", code, o)
+		}
+	})
+}

@@ -1,0 +1,52 @@
+package cli
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/posture"
+)
+
+// TestParseDaily covers the per-run grants and network flag (issue 12
+// item 9).
+func TestParseDaily(t *testing.T) {
+	tests := []struct {
+		args []string
+		want Invocation
+	}{
+		{[]string{"--read", "/a", "--read=~/b", "--write", "/c", "claude", "--read", "x"},
+			Invocation{Command: CmdRun, Run: Run{Agent: "claude", Args: []string{"--read", "x"}, Read: []string{"/a", "~/b"}, Write: []string{"/c"}}}},
+		{[]string{"--network", "open", "pi"},
+			Invocation{Command: CmdRun, Run: Run{Agent: "pi", Args: []string{}, Posture: posture.Flags{NetworkOpen: true}}}},
+		{[]string{"--network=open", "--no-sandbox", "pi"},
+			Invocation{Command: CmdRun, Run: Run{Agent: "pi", Args: []string{}, Posture: posture.Flags{NetworkOpen: true, NoSandbox: true}}}},
+	}
+	for _, tt := range tests {
+		got, err := Parse(tt.args)
+		if err != nil {
+			t.Errorf("%q: %v", tt.args, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%q:\n got %+v\nwant %+v", tt.args, got, tt.want)
+		}
+	}
+	errs := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--network", "closed", "pi"}, `--network "closed": the only value is open`},
+		{[]string{"--network", "open", "--offline", "pi"}, "--network open contradicts --offline and --allow-host"},
+		{[]string{"--allow-host", "a.com", "--network", "open", "pi"}, "--network open contradicts"},
+		{[]string{"--read", "", "pi"}, "--read: empty path"},
+		{[]string{"--write", " ", "pi"}, "--write: empty path"},
+		{[]string{"--write"}, "flag needs an argument"},
+	}
+	for _, tt := range errs {
+		_, err := Parse(tt.args)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: err = %v, want one line containing %q", tt.args, err, tt.want)
+		}
+	}
+}
