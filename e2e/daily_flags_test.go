@@ -109,4 +109,37 @@ func TestDailyFlags(t *testing.T) {
 			t.Errorf("--network open --offline: exit %d, want 125: %s", code, o)
 		}
 	})
+
+	t.Run("run-any-command", func(t *testing.T) {
+		d := newDaily(t)
+		d.file(".ssh/id_ed25519", "SECRET-SSH\n", 0o600)
+		port := listen(t)
+		script := `echo made > made.txt && cat made.txt && { cat ~/.ssh/id_ed25519 2>/dev/null; touch ~/planted 2>/dev/null; true; }`
+		if o, code := d.exec("--no-sandbox", "shell", "-c", script); code != 0 || !strings.Contains(o, "SECRET-SSH") {
+			t.Fatalf("control: unsandboxed the script did not read the key (exit %d): %s", code, o)
+		}
+		os.Remove(filepath.Join(d.home, "planted"))
+		o, code := d.exec(append(append([]string{"run"}, ll...), "--", "/bin/sh", "-c", script)...)
+		if code != 0 || !strings.Contains(o, "made") {
+			t.Errorf("run -- sh: the workdir was not writable (exit %d): %s", code, o)
+		}
+		if strings.Contains(o, "SECRET-SSH") {
+			t.Errorf("run -- sh read ~/.ssh: %s", o)
+		}
+		if _, err := os.Stat(filepath.Join(d.home, "planted")); err == nil {
+			t.Errorf("run -- sh wrote to $HOME")
+		}
+		if _, err := os.Stat(filepath.Join(d.home, ".local/state/agent-sandbox/agents/run")); err != nil {
+			t.Errorf("the state dir of run -- is not agents/run: %v", err)
+		}
+		if _, err := exec.LookPath("bash"); err == nil {
+			probe := "exec 3<>/dev/tcp/127.0.0.1/" + port + " && head -1 <&3"
+			if o, _ := d.exec(append(append([]string{"run"}, ll...), "--", "bash", "-c", probe)...); strings.Contains(o, "pong") {
+				t.Errorf("run -- is not offline by default: %s", o)
+			}
+			if o, _ := d.exec(append(append([]string{"run"}, ll...), "--network", "open", "--", "bash", "-c", probe)...); !strings.Contains(o, "pong") {
+				t.Errorf("run --network open -- did not reach the listener: %s", o)
+			}
+		}
+	})
 }

@@ -22,7 +22,7 @@ func runAgent(e env, r cli.Run) int {
 		return fail(e.stdio.Err, err)
 	}
 	lookup := e.lookup(workdir)
-	folder, warn, err := agent.Find(r.Agent, lookup)
+	folder, warn, err := findAgent(r, lookup)
 	if err != nil {
 		return fail(e.stdio.Err, err)
 	}
@@ -73,6 +73,16 @@ func runAgent(e env, r cli.Run) int {
 		return fail(e.stdio.Err, errors.New(*p.Refusal))
 	}
 	return p.Prepared.Execute(e.stdio)
+}
+
+// findAgent is the folder of the run: the agent named, or for
+// `agent-sandbox run -- CMD` the shell agent's policy running CMD.
+func findAgent(r cli.Run, lookup agent.Lookup) (*agent.Folder, string, error) {
+	if r.Program != "" {
+		f, err := agent.ForCommand(r.Program)
+		return f, "", err
+	}
+	return agent.Find(r.Agent, lookup)
 }
 
 // cliPaths makes the relative paths of --read and --write absolute from

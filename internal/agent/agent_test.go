@@ -166,3 +166,29 @@ func TestLoadBuiltinUnknown(t *testing.T) {
 		}
 	}
 }
+
+func TestForCommand(t *testing.T) {
+	f, err := ForCommand("/bin/echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shell, err := LoadBuiltin("shell")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.ID != CommandID || f.Config.Command != "/bin/echo" || len(f.Config.Args) != 0 || !f.Builtin() {
+		t.Errorf("ForCommand = %+v, config %+v", f, f.Config)
+	}
+	if f.Nono == nil || !f.Nono.Network.Block || f.Nono.Path != shell.Nono.Path {
+		// The shell agent's policy file, unchanged: offline.
+		t.Errorf("ForCommand does not carry the shell agent's offline policy: %+v", f.Nono)
+	}
+	if shell.Config.Command != "$SHELL" {
+		t.Errorf("ForCommand changed the shell agent's own config: %+v", shell.Config)
+	}
+	for _, bad := range []string{"", " ", "a\nb"} {
+		if _, err := ForCommand(bad); err == nil {
+			t.Errorf("ForCommand(%q) accepted", bad)
+		}
+	}
+}

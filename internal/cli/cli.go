@@ -20,6 +20,8 @@ import (
 // Usage is the help text.
 const Usage = `Usage:
   agent-sandbox [run flags] AGENT [AGENT ARGS...]   run AGENT sandboxed
+  agent-sandbox run [run flags] -- CMD [ARGS...]    run any command sandboxed (the shell
+                                                    agent's policy: workdir read-write, offline)
   agent-sandbox agents                              list the agents found and their posture
   agent-sandbox prune [--yes]                       list stale sbx sandboxes; remove them with --yes
   agent-sandbox doctor [--json] [--folders-only] [AGENT...]
@@ -77,6 +79,9 @@ type Run struct {
 	Workdir string
 	Agent   string
 	Args    []string
+	// Program is the command of `agent-sandbox run -- CMD` (Args are its
+	// arguments); "" when an agent (Agent) runs.
+	Program string
 	// Read and Write are the per-run grants (--read, --write; read-only
 	// and read-write), as typed: checked like folder grants by plan.
 	Read, Write []string
@@ -132,8 +137,16 @@ func Parse(args []string) (Invocation, error) {
 			return parseDoctor(args[1:])
 		case CmdResolve:
 			return parseResolve(args[1:])
+		case CmdRun:
+			return parseRun(args[1:], true)
 		}
 	}
+	return parseRun(args, false)
+}
+
+// parseRun parses the run flags and then AGENT [ARGS...], or, for
+// `agent-sandbox run [flags] -- CMD [ARGS...]` (program), CMD [ARGS...].
+func parseRun(args []string, program bool) (Invocation, error) {
 	fs := pflag.NewFlagSet("agent-sandbox", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SetInterspersed(false)
@@ -201,10 +214,18 @@ func Parse(args []string) (Invocation, error) {
 		return Invocation{}, errors.New("--json goes with --dry-run (the plan as JSON); a real run prints the agent's own output")
 	}
 	rest := fs.Args()
-	if len(rest) == 0 {
+	switch {
+	case len(rest) == 0 && program:
+		return Invocation{}, errors.New("run: no command given: agent-sandbox run [run flags] -- CMD [ARGS...]")
+	case len(rest) == 0:
 		return Invocation{}, errors.New("no agent given: agent-sandbox [run flags] AGENT [AGENT ARGS...]; `agent-sandbox agents` lists the agents")
+	case program && strings.TrimSpace(rest[0]) == "":
+		return Invocation{}, errors.New("run: empty command name")
+	case program:
+		r.Program, r.Args = rest[0], rest[1:]
+	default:
+		r.Agent, r.Args = rest[0], rest[1:]
 	}
-	r.Agent, r.Args = rest[0], rest[1:]
 	if r.Args == nil {
 		r.Args = []string{}
 	}
