@@ -142,4 +142,40 @@ func TestDailyFlags(t *testing.T) {
 			}
 		}
 	})
+
+	t.Run("why-agrees-with-the-run", func(t *testing.T) {
+		d := newDaily(t)
+		key := d.file(".ssh/id_ed25519", "SECRET-SSH\n", 0o600)
+		in := d.file(filepath.Join(d.work, "in.txt"), "WORK-FILE\n", 0o644)
+		other := d.file(filepath.Join(filepath.Dir(d.work), "other", "o.txt"), "OTHER-FILE\n", 0o644)
+		rows := []struct {
+			why    []string
+			script string
+			works  func(string) bool
+		}{
+			{[]string{in}, "cat " + in, func(o string) bool { return strings.Contains(o, "WORK-FILE") }},
+			{[]string{"--write", in}, "echo more >> " + in + " && echo WROTE", func(o string) bool { return strings.Contains(o, "WROTE") }},
+			{[]string{key}, "cat " + key, func(o string) bool { return strings.Contains(o, "SECRET-SSH") }},
+			{[]string{other}, "cat " + other, func(o string) bool { return strings.Contains(o, "OTHER-FILE") }},
+			{[]string{"--write", "/etc/hostname"}, "echo x >> /etc/hostname && echo WROTE", func(o string) bool { return strings.Contains(o, "WROTE") }},
+			{[]string{"/etc/os-release"}, "cat /etc/os-release", func(o string) bool { return strings.Contains(o, "ID=") }},
+			{[]string{"--exec", "/bin/true"}, "/bin/true && echo RAN", func(o string) bool { return strings.Contains(o, "RAN") }},
+		}
+		for _, r := range rows {
+			wo, code := d.exec(append([]string{"why"}, append(r.why, "shell")...)...)
+			if code != 0 && code != 1 {
+				t.Errorf("why %q: exit %d: %s", r.why, code, wo)
+				continue
+			}
+			ro, _ := d.exec(append(ll, "shell", "-c", r.script+" 2>&1; true")...)
+			if allowed, works := code == 0, r.works(ro); allowed != works {
+				t.Errorf("why %q says allowed=%v, but in the sandbox it worked=%v\nwhy: %s\nrun: %s", r.why, allowed, works, wo, ro)
+			}
+		}
+		port := listen(t)
+		wo, code := d.exec("why", "--host", "127.0.0.1:"+port, "shell")
+		if code != 1 || !strings.Contains(wo, "blocked") {
+			t.Errorf("why --host on the offline shell: exit %d: %s", code, wo)
+		}
+	})
 }

@@ -74,6 +74,8 @@ func Main(args []string, stdio launch.Stdio) int {
 		return listAgents(e)
 	case cli.CmdPrune:
 		return pruneSandboxes(e, inv.Prune)
+	case cli.CmdWhy:
+		return whyAccess(e, inv.Why)
 	default:
 		return runAgent(e, inv.Run)
 	}

@@ -23,6 +23,8 @@ const Usage = `Usage:
   agent-sandbox run [run flags] -- CMD [ARGS...]    run any command sandboxed (the shell
                                                     agent's policy: workdir read-write, offline)
   agent-sandbox agents                              list the agents found and their posture
+  agent-sandbox why [--write|--exec] PATH [AGENT]   would AGENT get this access, by which rule, or
+  agent-sandbox why --host HOST[:PORT] [AGENT]      why not and what to add where (--json)
   agent-sandbox prune [--yes]                       list stale sbx sandboxes; remove them with --yes
   agent-sandbox doctor [--json] [--folders-only] [AGENT...]
                                                     check the host, agent folders and the launcher
@@ -68,6 +70,7 @@ const (
 	CmdResolve = "resolve"
 	CmdVersion = "version"
 	CmdHelp    = "help"
+	CmdWhy     = "why"
 )
 
 // Run holds the run flags and the agent command line.
@@ -118,6 +121,7 @@ type Invocation struct {
 	Prune   Prune
 	Doctor  Doctor
 	Resolve Resolve
+	Why     Why
 }
 
 // Parse parses the arguments after the program name.
@@ -139,6 +143,8 @@ func Parse(args []string) (Invocation, error) {
 			return parseResolve(args[1:])
 		case CmdRun:
 			return parseRun(args[1:], true)
+		case CmdWhy:
+			return parseWhy(args[1:])
 		}
 	}
 	return parseRun(args, false)

@@ -50,3 +50,42 @@ func TestParseDaily(t *testing.T) {
 		}
 	}
 }
+
+func TestParseWhy(t *testing.T) {
+	tests := []struct {
+		args []string
+		want Why
+	}{
+		{[]string{"why", "~/.ssh/id_rsa"}, Why{Path: "~/.ssh/id_rsa"}},
+		{[]string{"why", "--write", "/x", "claude"}, Why{Write: true, Path: "/x", Agent: "claude"}},
+		{[]string{"why", "--exec", "--json", "--workdir", "/w", "/x", "./agents/a"}, Why{Exec: true, JSON: true, Workdir: "/w", Path: "/x", Agent: "./agents/a"}},
+		{[]string{"why", "--host", "api.example.com:443", "claude"}, Why{Host: "api.example.com:443", Agent: "claude"}},
+		{[]string{"why", "--host", "example.com"}, Why{Host: "example.com"}},
+	}
+	for _, tt := range tests {
+		got, err := Parse(tt.args)
+		if err != nil {
+			t.Errorf("%q: %v", tt.args, err)
+			continue
+		}
+		if got.Command != CmdWhy || !reflect.DeepEqual(got.Why, tt.want) {
+			t.Errorf("%q:\n got %+v\nwant %+v", tt.args, got, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"why"}, "why takes PATH and an optional AGENT (got 0 arguments)"},
+		{[]string{"why", "a", "b", "c"}, "got 3 arguments"},
+		{[]string{"why", "--write", "--exec", "/x"}, "give one"},
+		{[]string{"why", "--host", "a.com", "--write"}, "--host asks about the network"},
+		{[]string{"why", "--host", "a.com", "x", "y"}, "at most one AGENT"},
+		{[]string{"why", "--bogus", "/x"}, "why: unknown flag: --bogus"},
+	} {
+		_, err := Parse(tt.args)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: err = %v, want one line containing %q", tt.args, err, tt.want)
+		}
+	}
+}
