@@ -178,4 +178,36 @@ func TestDailyFlags(t *testing.T) {
 			t.Errorf("why --host on the offline shell: exit %d: %s", code, wo)
 		}
 	})
+
+	t.Run("failed-run-points-at-why", func(t *testing.T) {
+		d := newDaily(t)
+		o, code := d.exec(append(ll, "shell", "-c", "exit 3")...)
+		if code != 3 || !strings.Contains(o, "agent-sandbox: shell exited 3 inside the sandbox") || !strings.Contains(o, "`agent-sandbox why PATH shell`") {
+			t.Errorf("a failed sandboxed run (exit %d) does not point at why: %s", code, o)
+		}
+		if n := strings.Count(o, "agent-sandbox why"); n != 1 {
+			t.Errorf("the hint is not one line (%d mentions): %s", n, o)
+		}
+		o, _ = d.exec(append(append([]string{"run"}, ll...), "--", "/bin/sh", "-c", "exit 4")...)
+		if !strings.Contains(o, "run exited 4 inside the sandbox; if the sandbox denied it something, `agent-sandbox why PATH` ") {
+			t.Errorf("run -- does not point at why without an agent: %s", o)
+		}
+		for _, args := range [][]string{
+			append(ll, "shell", "-c", "true"),
+			{"--no-sandbox", "shell", "-c", "exit 3"},
+			append(ll, "--quiet", "shell", "-c", "exit 3"),
+		} {
+			if o, _ := d.exec(args...); strings.Contains(o, "agent-sandbox why") {
+				t.Errorf("%q printed the hint: %s", args, o)
+			}
+		}
+		// ps works inside (its own /proc, no "mount -t proc" complaint).
+		o, code = d.exec(append(ll, "shell", "-c", "ps -e -o pid=,comm=; ps aux >/dev/null && echo PS-OK")...)
+		if code != 0 || !strings.Contains(o, "PS-OK") || strings.Contains(o, "mount -t proc") {
+			t.Errorf("ps inside the sandbox (exit %d): %s", code, o)
+		}
+		if strings.Contains(o, "systemd") || strings.Contains(o, "sshd") {
+			t.Errorf("ps shows host processes: %s", o)
+		}
+	})
 }

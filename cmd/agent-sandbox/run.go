@@ -10,6 +10,7 @@ import (
 
 	"github.com/agent-sandbox/agent-sandbox/internal/agent"
 	"github.com/agent-sandbox/agent-sandbox/internal/cli"
+	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 	"github.com/agent-sandbox/agent-sandbox/internal/plan"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
@@ -72,7 +73,27 @@ func runAgent(e env, r cli.Run) int {
 	if p.Refusal != nil {
 		return fail(e.stdio.Err, errors.New(*p.Refusal))
 	}
-	return p.Prepared.Execute(e.stdio)
+	code := p.Prepared.Execute(e.stdio)
+	if hint := failureHint(p, r, code); hint != "" {
+		diag.Notef(e.stdio.Err, "%s", hint)
+	}
+	return code
+}
+
+// failureHint is the line printed after a sandboxed run that failed: the
+// sandbox may be the cause, and `agent-sandbox why` says. None for a
+// successful or unsandboxed run, for agent-sandbox's own refusal (125,
+// already explained), for a command that is not found (127, explained too)
+// and for an interrupt (130).
+func failureHint(p *plan.Plan, r cli.Run, code int) string {
+	if !p.Sandboxed || !p.Spec.CommandFound || code == 0 || code == launch.ExitRefused || code == 130 {
+		return ""
+	}
+	agentArg := ""
+	if r.Program == "" {
+		agentArg = " " + plan.Quote([]string{r.Agent})
+	}
+	return fmt.Sprintf("%s exited %d inside the sandbox; if the sandbox denied it something, `agent-sandbox why PATH%s` (--write, --exec, or --host HOST) says why and what to add where", p.Agent, code, agentArg)
 }
 
 // findAgent is the folder of the run: the agent named, or for
