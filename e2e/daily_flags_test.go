@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"bytes"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -8,6 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/creack/pty"
 )
 
 // Daily use, issue 12 items 6-12: the per-run flags, `run -- CMD`, `why`,
@@ -208,6 +213,53 @@ func TestDailyFlags(t *testing.T) {
 		}
 		if strings.Contains(o, "systemd") || strings.Contains(o, "sshd") {
 			t.Errorf("ps shows host processes: %s", o)
+		}
+	})
+
+	t.Run("banner-and-quiet", func(t *testing.T) {
+		d := newDaily(t)
+		// onTerminal runs agent-sandbox with stderr on a pseudo-terminal
+		// and returns what that terminal showed.
+		onTerminal := func(term string, args ...string) string {
+			ptmx, tty, err := pty.Open()
+			if err != nil {
+				t.Skipf("cannot open a pseudo-terminal: %v", err)
+			}
+			defer ptmx.Close()
+			var shown bytes.Buffer
+			done := make(chan struct{})
+			go func() { io.Copy(&shown, ptmx); close(done) }()
+			cmd := exec.Command(d.bin, args...)
+			cmd.Dir = d.work
+			cmd.Env = withCover([]string{"HOME=" + d.home, "PATH=" + d.path, "TERM=" + term, "SHELL=/bin/sh"})
+			cmd.Stderr = tty
+			if err := cmd.Run(); err != nil {
+				if _, ok := err.(*exec.ExitError); !ok {
+					t.Fatal(err)
+				}
+			}
+			tty.Close()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+			}
+			return shown.String()
+		}
+		run := append(ll, "shell", "-c", "exit 5")
+		if o := onTerminal("xterm", run...); !strings.Contains(o, "\U0001F512 Sandbox Active (landlock)") || !strings.Contains(o, "agent-sandbox why") {
+			t.Errorf("on a terminal: no banner or hint: %q", o)
+		}
+		if o := onTerminal("dumb", run...); !strings.Contains(o, "Sandbox Active (landlock)") || strings.Contains(o, "\U0001F512") {
+			t.Errorf("TERM=dumb: want the banner without the emoji: %q", o)
+		}
+		if o := onTerminal("xterm", append([]string{"--quiet"}, run...)...); strings.Contains(o, "Sandbox Active") || strings.Contains(o, "agent-sandbox why") {
+			t.Errorf("--quiet printed the banner or the hint: %q", o)
+		}
+		if o := onTerminal("xterm", append([]string{"--quiet", "--read", "$HOME"}, run...)...); !strings.Contains(o, "agent-sandbox: error: --read") {
+			t.Errorf("--quiet dropped an error: %q", o)
+		}
+		if o, _ := d.exec(run...); strings.Contains(o, "Sandbox Active") {
+			t.Errorf("a banner on a stderr that is not a terminal: %q", o)
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/agent"
@@ -44,13 +45,16 @@ func runAgent(e env, r cli.Run) int {
 	p, err := plan.Build(plan.Input{
 		Folder: folder, Posture: pst, Home: e.home, Workdir: workdir, Args: r.Args,
 		Getenv: e.getenv, LookPath: e.lookPath, Protected: lookup.Paths(),
-		NixStore: plan.NixStore(), Verbose: r.Verbose, TTY: launch.IsTerminal(os.Stdout),
+		NixStore: plan.NixStore(), Verbose: r.Verbose, Quiet: r.Quiet, TTY: launch.IsTerminal(os.Stdout),
 		RunRead: cliPaths(r.Read), RunWrite: cliPaths(r.Write),
 	})
 	if err != nil {
 		return fail(e.stdio.Err, err)
 	}
 	for _, w := range p.Warnings {
+		if r.Quiet && slices.Contains(p.Repeating, w) {
+			continue
+		}
 		fmt.Fprintln(e.stdio.Err, w)
 	}
 	if r.DryRun {
@@ -86,7 +90,7 @@ func runAgent(e env, r cli.Run) int {
 // already explained), for a command that is not found (127, explained too)
 // and for an interrupt (130).
 func failureHint(p *plan.Plan, r cli.Run, code int) string {
-	if !p.Sandboxed || !p.Spec.CommandFound || code == 0 || code == launch.ExitRefused || code == 130 {
+	if r.Quiet || !p.Sandboxed || !p.Spec.CommandFound || code == 0 || code == launch.ExitRefused || code == 130 {
 		return ""
 	}
 	agentArg := ""

@@ -48,6 +48,8 @@ Run flags:
       --dry-run                  print what would run; start nothing
       --json                     with --dry-run: print the plan as one JSON object
   -v, --verbose                  show the posture and the backend's own banner
+  -q, --quiet                    no banner, no hint after a failure, no warnings that
+                                 repeat on every run (errors and loud warnings stay)
   -h, --help                     show this help
 
 Doctor flags (after "doctor"; AGENT as above, default every agent found):
@@ -77,6 +79,9 @@ const (
 type Run struct {
 	Posture posture.Flags
 	Verbose bool
+	// Quiet drops the banner, the hint after a failed run and the
+	// warnings that repeat on every run (plan.Plan.Repeating).
+	Quiet   bool
 	DryRun  bool
 	JSON    bool
 	Workdir string
@@ -172,6 +177,7 @@ func parseRun(args []string, program bool) (Invocation, error) {
 	fs.BoolVar(&r.DryRun, "dry-run", false, "")
 	fs.BoolVar(&r.JSON, "json", false, "")
 	fs.BoolVarP(&r.Verbose, "verbose", "v", false, "")
+	fs.BoolVarP(&r.Quiet, "quiet", "q", false, "")
 	fs.BoolVarP(&help, "help", "h", false, "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {

@@ -58,6 +58,8 @@ type Input struct {
 	NixStore bool
 	// Verbose drops nono's -s.
 	Verbose bool
+	// Quiet drops the backend's banner.
+	Quiet bool
 	// TTY says whether stdout is a terminal (sbx exec -t).
 	TTY bool
 	// RunRead and RunWrite are the per-run grants (--read: read-only,
@@ -92,6 +94,12 @@ type Plan struct {
 	// RunGrants are the per-run grants of --read and --write, canonical
 	// (also in Filesystem.Read and Filesystem.Allow).
 	RunGrants RunGrants `json:"run_grants"`
+	// Repeating are the lines of Warnings that every run on this host
+	// repeats and that say nothing about this run's safety (the nono
+	// fallback notice, the kernel shortfalls of the namespace view):
+	// --quiet drops them. Loud warnings (an opt-out, --no-sandbox,
+	// --network open, the weaker sandbox) are never among them.
+	Repeating []string `json:"-"`
 	// Spec is the backend-neutral run.
 	Spec    spec.Spec       `json:"-"`
 	Posture posture.Posture `json:"-"`
@@ -247,12 +255,12 @@ func newBackend(in Input, pst posture.Posture, o backendOptions) backend.Backend
 	case posture.Sbx:
 		c := in.Folder.Config
 		return sbx.Backend{Options: sbx.Options{
-			Path: lookOr(in.LookPath, "sbx"), TTY: in.TTY, Verbose: in.Verbose, Getenv: in.Getenv,
+			Path: lookOr(in.LookPath, "sbx"), TTY: in.TTY, Verbose: in.Verbose, Quiet: in.Quiet, Getenv: in.Getenv,
 			StateRoot: in.Home.StateRoot(), PolicyFile: policyFile,
 			Install: c.Sbx.Install, VersionCommand: c.Sbx.VersionCommand, Home: c.Sbx.Home, LoopbackEnv: c.LoopbackEnv,
 		}}
 	case posture.Landlock:
-		return landlock.Backend{NixStore: in.NixStore, Verbose: in.Verbose, PolicyFile: policyFile, UnixSocketDirs: o.unixSocketDirBind}
+		return landlock.Backend{NixStore: in.NixStore, Verbose: in.Verbose, Quiet: in.Quiet, PolicyFile: policyFile, UnixSocketDirs: o.unixSocketDirBind}
 	}
 	return unknownBackend(pst.Backend)
 }
@@ -280,9 +288,21 @@ func (p *Plan) finish(prepared backend.Prepared) {
 	for _, c := range d.Commands {
 		p.Commands = append(p.Commands, c.Argv)
 	}
+	repeating := map[string]bool{}
+	if p.Fallback != nil {
+		repeating[*p.Fallback] = true
+	}
+	if lp, ok := prepared.(*landlock.Prepared); ok && lp.Engine == landlock.EngineView {
+		for _, w := range d.Warnings {
+			repeating[w] = true
+		}
+	}
 	lines := make([]string, len(p.Warnings))
 	for i, w := range p.Warnings {
 		lines[i] = diag.WarningPrefix + w
+		if repeating[w] {
+			p.Repeating = append(p.Repeating, lines[i])
+		}
 	}
 	p.Warnings = lines
 }

@@ -22,7 +22,7 @@ import (
 // in a namespace view, or with weaker set (the user accepted the weaker
 // sandbox and this host allows no view) under Landlock and seccomp alone.
 // It refuses (exit 125, one error line) when the kernel cannot enforce p.
-func Execute(s spec.Spec, p ll.Policy, stdio launch.Stdio, verbose, weaker bool) int {
+func Execute(s spec.Spec, p ll.Policy, stdio launch.Stdio, verbose, weaker, banner bool) int {
 	if verbose {
 		abi, _ := ll.ABI()
 		diag.Notef(stdio.Err, "namespace view (new user, mount, PID, IPC, UTS%s namespaces), then Landlock ABI %d, seccomp and no_new_privs",
@@ -40,8 +40,8 @@ func Execute(s spec.Spec, p ll.Policy, stdio launch.Stdio, verbose, weaker bool)
 		diag.Errorf(stdio.Err, "%s: command not found on PATH", s.Argv[0])
 		return launch.ExitNotFound
 	}
-	if !verbose && launch.IsTerminal(stdio.Err) {
-		fmt.Fprintln(stdio.Err, "🔒 Sandbox Active (landlock)")
+	if banner {
+		launch.Banner(stdio.Err, "landlock")
 	}
 	p.ReadWrite = append(p.ReadWrite, TerminalNodes(stdio)...)
 	// TMPDIR is private to this run: a fresh directory under the agent's
