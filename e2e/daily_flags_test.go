@@ -262,4 +262,25 @@ func TestDailyFlags(t *testing.T) {
 			t.Errorf("a banner on a stderr that is not a terminal: %q", o)
 		}
 	})
+
+	t.Run("copy-a-built-in-and-edit-it", func(t *testing.T) {
+		d := newDaily(t)
+		data := d.file(filepath.Join(filepath.Dir(d.work), "notes", "n.txt"), "NOTES\n", 0o644)
+		if o, _ := d.exec(append(ll, "shell", "-c", "cat "+data)...); strings.Contains(o, "NOTES") {
+			t.Fatalf("control: the built-in shell already reads %s: %s", data, o)
+		}
+		if o, code := d.exec("agents", "copy", "shell"); code != 0 {
+			t.Fatalf("agents copy shell: exit %d: %s", code, o)
+		}
+		toml := filepath.Join(d.home, ".config/agent-sandbox/agents/shell/agent.toml")
+		b, err := os.ReadFile(toml)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.file(toml, string(b)+"read_paths = [\""+filepath.Dir(data)+"\"]\n", 0o644)
+		o, code := d.exec(append(ll, "shell", "-c", "cat "+data)...)
+		if code != 0 || !strings.Contains(o, "NOTES") {
+			t.Errorf("the edited copy does not override the built-in (exit %d): %s", code, o)
+		}
+	})
 }

@@ -2,12 +2,14 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/agent-sandbox/agent-sandbox/doctor"
 	"github.com/agent-sandbox/agent-sandbox/internal/agent"
+	"github.com/agent-sandbox/agent-sandbox/internal/cli"
 	"github.com/agent-sandbox/agent-sandbox/internal/plan"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 )
@@ -80,4 +82,49 @@ func describePosture(f *agent.Folder, host posture.Host) string {
 		s += " [nono not found]"
 	}
 	return s
+}
+
+// agentFiles is `agent-sandbox agents show NAME` (the folder's files, each
+// under a comment line naming it) and `agents copy NAME [DIR]` (those
+// files written to DIR, default $XDG_CONFIG_HOME/agent-sandbox/agents/NAME,
+// where a folder of the same name overrides a built-in).
+func agentFiles(e env, a cli.Agents) int {
+	f, _, err := agent.Find(a.Name, e.lookup(""))
+	if err != nil {
+		return fail(e.stdio.Err, err)
+	}
+	if a.Action == "show" {
+		files, err := f.Files()
+		if err != nil {
+			return fail(e.stdio.Err, err)
+		}
+		for i, file := range files {
+			if i > 0 {
+				fmt.Fprintln(e.stdio.Out)
+			}
+			fmt.Fprintf(e.stdio.Out, "# %s/%s\n%s", f.Dir, file.Rel, file.Data)
+			if n := len(file.Data); n > 0 && file.Data[n-1] != '\n' {
+				fmt.Fprintln(e.stdio.Out)
+			}
+		}
+		return 0
+	}
+	dir := a.Dir
+	if dir == "" {
+		dir = filepath.Join(e.home.ConfigRoot(), "agents", f.ID)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fail(e.stdio.Err, err)
+	}
+	if err := f.CopyTo(abs); err != nil {
+		return fail(e.stdio.Err, err)
+	}
+	fmt.Fprintf(e.stdio.Out, "copied %s to %s\n", f.Dir, abs)
+	if copied, _, err := agent.Find(filepath.Base(abs), e.lookup("")); err == nil && copied.Dir == abs {
+		fmt.Fprintf(e.stdio.Out, "`agent-sandbox %s` now runs this copy: edit its agent.toml and sandbox/ files there\n", copied.ID)
+	} else {
+		fmt.Fprintf(e.stdio.Out, "run it with `agent-sandbox %s` (a path: it is not in the lookup directories)\n", abs)
+	}
+	return 0
 }

@@ -72,6 +72,9 @@ func Main(args []string, stdio launch.Stdio) int {
 	e := env{stdio: stdio, getenv: os.Getenv, lookPath: exec.LookPath, home: home}
 	switch inv.Command {
 	case cli.CmdAgents:
+		if inv.Agents.Action != "" {
+			return agentFiles(e, inv.Agents)
+		}
 		return listAgents(e)
 	case cli.CmdPrune:
 		return pruneSandboxes(e, inv.Prune)

@@ -192,3 +192,38 @@ func TestForCommand(t *testing.T) {
 		}
 	}
 }
+
+func TestFilesAndCopy(t *testing.T) {
+	f, err := LoadBuiltin("claude")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := f.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 2 || files[0].Rel != "agent.toml" || files[1].Rel != "sandbox/nono.json" {
+		t.Fatalf("Files() = %v", files)
+	}
+	dir := filepath.Join(t.TempDir(), "agents", "claude")
+	if err := f.CopyTo(dir); err != nil {
+		t.Fatal(err)
+	}
+	copied, err := LoadDir(dir, FromUserConf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if copied.Config.Command != f.Config.Command || copied.Nono == nil || len(copied.Nono.Network.AllowDomain) != len(f.Nono.Network.AllowDomain) {
+		t.Errorf("the copy differs: %+v", copied.Config)
+	}
+	if err := f.CopyTo(dir); err == nil || !strings.Contains(err.Error(), "exists already") {
+		t.Errorf("a second copy over the first: %v", err)
+	}
+	if err := f.CopyTo(filepath.Join(t.TempDir(), "Bad Name")); err == nil {
+		t.Error("a copy to a folder whose name is not an agent id was accepted")
+	}
+	again, err := copied.Files()
+	if err != nil || len(again) != len(files) || string(again[0].Data) != string(files[0].Data) {
+		t.Errorf("Files() of the copy = %v, %v", again, err)
+	}
+}

@@ -22,7 +22,10 @@ const Usage = `Usage:
   agent-sandbox [run flags] AGENT [AGENT ARGS...]   run AGENT sandboxed
   agent-sandbox run [run flags] -- CMD [ARGS...]    run any command sandboxed (the shell
                                                     agent's policy: workdir read-write, offline)
-  agent-sandbox agents                              list the agents found and their posture
+  agent-sandbox agents [show NAME | copy NAME [DIR]]
+                                                    list the agents found, their posture and whether
+                                                    they start here; print a folder's files; copy
+                                                    one to ~/.config/agent-sandbox/agents to edit
   agent-sandbox why [--write|--exec] PATH [AGENT]   would AGENT get this access, by which rule, or
   agent-sandbox why --host HOST[:PORT] [AGENT]      why not and what to add where (--json)
   agent-sandbox prune [--yes]                       list stale sbx sandboxes; remove them with --yes
@@ -127,13 +130,16 @@ type Invocation struct {
 	Doctor  Doctor
 	Resolve Resolve
 	Why     Why
+	Agents  Agents
 }
 
 // Parse parses the arguments after the program name.
 func Parse(args []string) (Invocation, error) {
 	if len(args) > 0 {
 		switch args[0] {
-		case CmdAgents, CmdVersion:
+		case CmdAgents:
+			return parseAgents(args[1:])
+		case CmdVersion:
 			if len(args) > 1 {
 				return Invocation{}, fmt.Errorf("%s takes no arguments (got %q)", args[0], args[1])
 			}
