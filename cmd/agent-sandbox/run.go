@@ -15,6 +15,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 	"github.com/agent-sandbox/agent-sandbox/internal/plan"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
+	"github.com/agent-sandbox/agent-sandbox/internal/suggest"
 )
 
 // runAgent is `agent-sandbox [run flags] AGENT [ARGS...]`.
@@ -50,6 +51,11 @@ func runAgent(e env, r cli.Run) int {
 	})
 	if err != nil {
 		return fail(e.stdio.Err, err)
+	}
+	if !p.Spec.CommandFound && (p.Backend == nil || *p.Backend != "sbx") && !r.DryRun {
+		// One line: the command is missing (the plan's warning says the same).
+		diag.Errorf(e.stdio.Err, "%s", folder.NotInstalled(p.Spec.Argv[0]))
+		return launch.ExitNotFound
 	}
 	for _, w := range p.Warnings {
 		if r.Quiet && slices.Contains(p.Repeating, w) {
@@ -107,7 +113,14 @@ func findAgent(r cli.Run, lookup agent.Lookup) (*agent.Folder, string, error) {
 		f, err := agent.ForCommand(r.Program)
 		return f, "", err
 	}
-	return agent.Find(r.Agent, lookup)
+	f, warn, err := agent.Find(r.Agent, lookup)
+	var nf *agent.NotFoundError
+	if errors.As(err, &nf) {
+		if sub := suggest.Closest(r.Agent, cli.Subcommands); sub != "" {
+			err = fmt.Errorf("%q is neither a subcommand nor an agent (did you mean `agent-sandbox %s`?): %v", r.Agent, sub, err)
+		}
+	}
+	return f, warn, err
 }
 
 // cliPaths makes the relative paths of --read and --write absolute from

@@ -227,3 +227,17 @@ func TestFilesAndCopy(t *testing.T) {
 		t.Errorf("Files() of the copy = %v, %v", again, err)
 	}
 }
+
+func TestNotInstalled(t *testing.T) {
+	claude, err := LoadBuiltin("claude")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := claude.NotInstalled("claude"), "claude is not installed: \"claude\" is not on PATH (Claude Code (Anthropic)); install it with `npm install -g @anthropic-ai/claude-code`, then run agent-sandbox claude again"; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	run, _ := ForCommand("nosuch")
+	if got, want := run.NotInstalled("nosuch"), `run: command "nosuch" not found on PATH`; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

@@ -31,3 +31,20 @@ func ForCommand(cmd string) (*Folder, error) {
 	f.Config, f.ID = &c, CommandID
 	return f, nil
 }
+
+// NotInstalled is the one line said when the folder's command (cmd, as
+// looked up) is not on PATH: what the agent is (its description) and, when
+// its [sbx] install names an npm package, how to install it.
+func (f *Folder) NotInstalled(cmd string) string {
+	if f.ID == CommandID {
+		return fmt.Sprintf("run: command %q not found on PATH", cmd)
+	}
+	s := fmt.Sprintf("%s is not installed: %q is not on PATH", f.ID, cmd)
+	if d := f.Config.Description; d != "" {
+		s += " (" + d + ")"
+	}
+	if pkg, ok := strings.CutPrefix(f.Config.Sbx.Install, "npm:"); ok {
+		s += "; install it with `npm install -g " + pkg + "`, then run agent-sandbox " + f.ID + " again"
+	}
+	return s
+}

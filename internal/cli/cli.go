@@ -189,7 +189,10 @@ func parseRun(args []string, program bool) (Invocation, error) {
 		if errors.Is(err, pflag.ErrHelp) {
 			return Invocation{Command: CmdHelp}, nil
 		}
-		return Invocation{}, fmt.Errorf("%v (see agent-sandbox --help)", err)
+		if why := tookTheAgent(args, err); why != "" {
+			return Invocation{}, errors.New(why)
+		}
+		return Invocation{}, fmt.Errorf("%v%s (see agent-sandbox --help)", err, flagSuggestion(fs, err))
 	}
 	if help {
 		return Invocation{Command: CmdHelp}, nil

@@ -89,3 +89,21 @@ func TestParseWhy(t *testing.T) {
 		}
 	}
 }
+
+func TestParseMessages(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--allow-host", "shell", "-c", "x"}, `--allow-host took "shell" as its value, so "-c" was read as a flag of agent-sandbox`},
+		{[]string{"--workdir", "claude", "--resume"}, `--workdir took "claude" as its value, so "--resume" was read`},
+		{[]string{"--ofline", "shell"}, "unknown flag: --ofline (did you mean --offline?)"},
+		{[]string{"--dryrun", "shell"}, "(did you mean --dry-run?)"},
+		{[]string{"agents", "cpy", "x"}, `agents: unknown action "cpy" (did you mean "copy"?)`},
+	} {
+		_, err := Parse(tt.args)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: err = %v, want one line containing %q", tt.args, err, tt.want)
+		}
+	}
+}
