@@ -235,6 +235,11 @@ func (c Checker) Check(p string, writable bool) error {
 		}
 	}
 	if writable {
+		for _, pers := range c.Home.PersistencePaths() {
+			if pers = canonicalCached(pers); Overlaps(p, pers) {
+				return fmt.Errorf("would let the agent write %s, from which your own programs run code later (outside the sandbox); grant it read-only, or a narrower path", pers)
+			}
+		}
 		for _, prot := range c.Protected {
 			prot = canonicalCached(prot)
 			if Overlaps(p, prot) {
