@@ -187,14 +187,14 @@ func TestDailyFlags(t *testing.T) {
 	t.Run("failed-run-points-at-why", func(t *testing.T) {
 		d := newDaily(t)
 		o, code := d.exec(append(ll, "shell", "-c", "exit 3")...)
-		if code != 3 || !strings.Contains(o, "agent-sandbox: shell exited 3 inside the sandbox") || !strings.Contains(o, "`agent-sandbox why PATH shell`") {
+		if code != 3 || !strings.Contains(o, "agent-sandbox: shell exited 3 inside the sandbox") || !strings.Contains(o, "`agent-sandbox why --sandbox-backend landlock PATH shell`") {
 			t.Errorf("a failed sandboxed run (exit %d) does not point at why: %s", code, o)
 		}
 		if n := strings.Count(o, "agent-sandbox why"); n != 1 {
 			t.Errorf("the hint is not one line (%d mentions): %s", n, o)
 		}
 		o, _ = d.exec(append(append([]string{"run"}, ll...), "--", "/bin/sh", "-c", "exit 4")...)
-		if !strings.Contains(o, "run exited 4 inside the sandbox; if the sandbox denied it something, `agent-sandbox why PATH` ") {
+		if !strings.Contains(o, "run exited 4 inside the sandbox; if the sandbox denied it something, `agent-sandbox why --sandbox-backend landlock PATH` ") {
 			t.Errorf("run -- does not point at why without an agent: %s", o)
 		}
 		for _, args := range [][]string{

@@ -99,11 +99,28 @@ func failureHint(p *plan.Plan, r cli.Run, code int) string {
 	if r.Quiet || !p.Sandboxed || !p.Spec.CommandFound || code == 0 || code == launch.ExitRefused || code == 130 {
 		return ""
 	}
-	agentArg := ""
+	agentArg, flagArg := "", ""
 	if r.Program == "" {
 		agentArg = " " + plan.Quote([]string{r.Agent})
 	}
-	return fmt.Sprintf("%s exited %d inside the sandbox; if the sandbox denied it something, `agent-sandbox why PATH%s` (--write, --exec, or --host HOST) says why and what to add where", p.Agent, code, agentArg)
+	// The run flags that change the answer come along.
+	var flags []string
+	if r.Posture.Offline {
+		flags = append(flags, "--offline")
+	}
+	for _, h := range r.Posture.AllowHosts {
+		flags = append(flags, "--allow-host", h)
+	}
+	if r.Posture.NetworkOpen {
+		flags = append(flags, "--network", "open")
+	}
+	if r.Posture.Backend != "" {
+		flags = append(flags, "--sandbox-backend", string(r.Posture.Backend))
+	}
+	if len(flags) > 0 {
+		flagArg = plan.Quote(flags) + " "
+	}
+	return fmt.Sprintf("%s exited %d inside the sandbox; if the sandbox denied it something, `agent-sandbox why %sPATH%s` (--write, --exec, or --host HOST) says why and what to add where", p.Agent, code, flagArg, agentArg)
 }
 
 // findAgent is the folder of the run: the agent named, or for

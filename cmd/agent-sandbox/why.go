@@ -31,7 +31,7 @@ func whyAccess(e env, w cli.Why) int {
 	}
 	_, nonoErr := e.lookPath("nono")
 	pst, err := posture.Resolve(posture.Input{
-		Agent: folder.ID, Nono: folder.Nono, Sbx: folder.Sbx,
+		Agent: folder.ID, Flags: w.Posture, Nono: folder.Nono, Sbx: folder.Sbx,
 		Host: posture.Host{GOOS: runtime.GOOS, NonoFound: nonoErr == nil},
 	})
 	if err != nil {

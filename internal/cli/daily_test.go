@@ -61,6 +61,8 @@ func TestParseWhy(t *testing.T) {
 		{[]string{"why", "--exec", "--json", "--workdir", "/w", "/x", "./agents/a"}, Why{Exec: true, JSON: true, Workdir: "/w", Path: "/x", Agent: "./agents/a"}},
 		{[]string{"why", "--host", "api.example.com:443", "claude"}, Why{Host: "api.example.com:443", Agent: "claude"}},
 		{[]string{"why", "--host", "example.com"}, Why{Host: "example.com"}},
+		{[]string{"why", "--offline", "--sandbox-backend", "landlock", "--host", "a.com", "pi"}, Why{Host: "a.com", Agent: "pi", Posture: posture.Flags{Offline: true, Backend: posture.Landlock}}},
+		{[]string{"why", "--network", "open", "--allow-host", "b.com", "/x"}, Why{Path: "/x", Posture: posture.Flags{NetworkOpen: true, AllowHosts: []string{"b.com"}}}},
 	}
 	for _, tt := range tests {
 		got, err := Parse(tt.args)

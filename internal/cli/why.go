@@ -5,6 +5,9 @@ import (
 	"fmt"
 
 	"github.com/spf13/pflag"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/posture"
+	"github.com/agent-sandbox/agent-sandbox/internal/sandboxfile"
 )
 
 // Why holds the arguments of `agent-sandbox why`.
@@ -22,18 +25,26 @@ type Why struct {
 	// Agent is the agent name or folder path; "" means the shell agent,
 	// whose policy `agent-sandbox run -- CMD` uses.
 	Agent string
+	// Posture are the run flags that change the answer: --offline,
+	// --allow-host, --network open, --sandbox-backend (as for a run).
+	Posture posture.Flags
 }
 
 // parseWhy parses the arguments after `why`.
 func parseWhy(args []string) (Invocation, error) {
-	const usage = "agent-sandbox why [--write|--exec] [--json] [--workdir DIR] PATH [AGENT], or why --host HOST[:PORT] [--json] [AGENT]"
+	const usage = "agent-sandbox why [--write|--exec] [--json] [run flags] PATH [AGENT], or why --host HOST[:PORT] [--json] [run flags] [AGENT] (run flags: --workdir, --offline, --allow-host, --network open, --sandbox-backend)"
 	var w Why
+	var network, backend string
 	rest, help, err := subcommand(CmdWhy, usage, args, func(fs *pflag.FlagSet) {
 		fs.BoolVar(&w.Write, "write", false, "")
 		fs.BoolVar(&w.Exec, "exec", false, "")
 		fs.StringVar(&w.Host, "host", "", "")
 		fs.BoolVar(&w.JSON, "json", false, "")
 		fs.StringVar(&w.Workdir, "workdir", "", "")
+		fs.BoolVar(&w.Posture.Offline, "offline", false, "")
+		fs.StringArrayVar(&w.Posture.AllowHosts, "allow-host", nil, "")
+		fs.StringVar(&network, "network", "", "")
+		fs.StringVar(&backend, "sandbox-backend", "", "")
 	})
 	switch {
 	case err != nil:
@@ -42,6 +53,20 @@ func parseWhy(args []string) (Invocation, error) {
 		return Invocation{Command: CmdHelp}, nil
 	case w.Write && w.Exec:
 		return Invocation{}, errors.New("why: --write and --exec ask different questions; give one")
+	case network != "" && network != "open":
+		return Invocation{}, fmt.Errorf("why: --network %q: the only value is open", network)
+	}
+	w.Posture.NetworkOpen = network == "open"
+	switch backend {
+	case "", "nono", "sbx", "landlock":
+		w.Posture.Backend = posture.Backend(backend)
+	default:
+		return Invocation{}, fmt.Errorf("why: --sandbox-backend %q: want nono, sbx or landlock", backend)
+	}
+	for _, h := range w.Posture.AllowHosts {
+		if err := sandboxfile.CheckHost(h); err != nil {
+			return Invocation{}, fmt.Errorf("why: --allow-host: %v", err)
+		}
 	}
 	if w.Host != "" {
 		if w.Write || w.Exec {
