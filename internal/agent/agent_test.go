@@ -186,7 +186,7 @@ func TestForCommand(t *testing.T) {
 	if shell.Config.Command != "$SHELL" {
 		t.Errorf("ForCommand changed the shell agent's own config: %+v", shell.Config)
 	}
-	for _, bad := range []string{"", " ", "a\nb"} {
+	for _, bad := range []string{"", " ", "a\nb", "~/bin/x"} {
 		if _, err := ForCommand(bad); err == nil {
 			t.Errorf("ForCommand(%q) accepted", bad)
 		}

@@ -20,6 +20,8 @@ func ForCommand(cmd string) (*Folder, error) {
 		return nil, errors.New("run: empty command name")
 	case strings.ContainsAny(cmd, "\x00\n"):
 		return nil, fmt.Errorf("run: command %q contains a control character", cmd)
+	case strings.HasPrefix(cmd, "~"):
+		return nil, fmt.Errorf("run: command %q: ~ is not expanded here (a shell expands it only unquoted); write the absolute path", cmd)
 	}
 	f, err := LoadBuiltin("shell")
 	if err != nil {
