@@ -75,8 +75,8 @@ func TestNoUserNamespaces(t *testing.T) {
 			t.Errorf("the agent started although the run was refused")
 		}
 		out, code = run(false, "--sandbox-backend", "landlock", "--dry-run", "shell", "-c", "true")
-		if !strings.Contains(out, "AGENT_SANDBOX_WEAKER_SANDBOX") {
-			t.Errorf("--dry-run (exit %d) does not show the refusal: %s", code, out)
+		if code != 125 || !strings.Contains(out, "AGENT_SANDBOX_WEAKER_SANDBOX") {
+			t.Errorf("--dry-run (exit %d, want 125) does not show the refusal: %s", code, out)
 		}
 	})
 

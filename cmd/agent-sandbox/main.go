@@ -57,7 +57,8 @@ func Main(args []string, stdio launch.Stdio) int {
 		fmt.Fprint(stdio.Out, cli.Usage)
 		return 0
 	case cli.CmdVersion:
-		fmt.Fprintf(stdio.Out, "agent-sandbox %s (%s/%s, %s)\n", versionString(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+		bi, _ := debug.ReadBuildInfo()
+		fmt.Fprintln(stdio.Out, versionLine(version, bi))
 		return 0
 	case cli.CmdDoctor:
 		return runDoctor(stdio, inv.Doctor)
@@ -71,11 +72,16 @@ func Main(args []string, stdio launch.Stdio) int {
 	e := env{stdio: stdio, getenv: os.Getenv, lookPath: exec.LookPath, home: home}
 	switch inv.Command {
 	case cli.CmdAgents:
+		if inv.Agents.Action != "" {
+			return agentFiles(e, inv.Agents)
+		}
 		return listAgents(e)
 	case cli.CmdPrune:
 		return pruneSandboxes(e, inv.Prune)
 	case cli.CmdLog:
 		return showLog(e, inv.Log)
+	case cli.CmdWhy:
+		return whyAccess(e, inv.Why)
 	default:
 		return runAgent(e, inv.Run)
 	}
@@ -86,14 +92,39 @@ func fail(w io.Writer, err error) int {
 	return launch.ExitRefused
 }
 
-func versionString() string {
-	if version != "" {
-		return version
+// versionLine is what `agent-sandbox version` prints: the version (set at
+// link time, else the module version of the build info, else "devel"),
+// the platform and Go version, and the VCS revision the build info
+// records ("+modified" for a dirty tree).
+func versionLine(linked string, bi *debug.BuildInfo) string {
+	v, goVersion := linked, runtime.Version()
+	var rev, modified string
+	if bi != nil {
+		if v == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v = bi.Main.Version
+		}
+		if bi.GoVersion != "" {
+			goVersion = bi.GoVersion
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				if s.Value == "true" {
+					modified = "+modified"
+				}
+			}
+		}
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
+	if v == "" {
+		v = "devel"
 	}
-	return "devel"
+	line := fmt.Sprintf("agent-sandbox %s (%s/%s, %s", v, runtime.GOOS, runtime.GOARCH, goVersion)
+	if rev != "" {
+		line += ", revision " + rev + modified
+	}
+	return line + ")"
 }
 
 // lookup is the agent-name lookup for this user and working directory.

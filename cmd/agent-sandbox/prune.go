@@ -18,11 +18,13 @@ import (
 // agent-sandbox-* sandboxes (see sbx.Classify) and, with --yes, removes them
 // with `sbx rm -f NAME` and forgets the records of sandboxes that no longer
 // exist. Unknown sandboxes (no record) are listed and never removed. Exit
-// status: 0, 1 when a removal failed, 125 when sbx is missing or cannot list.
+// status: 0 (also when sbx is not installed: nothing to prune), 1 when a
+// removal failed, 125 when sbx cannot list.
 func pruneSandboxes(e env, p cli.Prune) int {
 	sbxPath, err := e.lookPath("sbx")
 	if err != nil {
-		return fail(e.stdio.Err, fmt.Errorf("sbx (Docker Sandboxes) is not installed: `sbx` is not on PATH, so there are no sbx sandboxes to prune"))
+		fmt.Fprintln(e.stdio.Out, "nothing to prune: sbx (Docker Sandboxes) is not installed (`sbx` is not on PATH), so there are no sbx sandboxes")
+		return 0
 	}
 	if abs, err := filepath.Abs(sbxPath); err == nil {
 		sbxPath = abs

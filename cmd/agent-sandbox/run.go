@@ -6,13 +6,16 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/agent"
 	"github.com/agent-sandbox/agent-sandbox/internal/cli"
+	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 	"github.com/agent-sandbox/agent-sandbox/internal/plan"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
+	"github.com/agent-sandbox/agent-sandbox/internal/suggest"
 )
 
 // runAgent is `agent-sandbox [run flags] AGENT [ARGS...]`.
@@ -22,7 +25,7 @@ func runAgent(e env, r cli.Run) int {
 		return fail(e.stdio.Err, err)
 	}
 	lookup := e.lookup(workdir)
-	folder, warn, err := agent.Find(r.Agent, lookup)
+	folder, warn, err := findAgent(r, lookup)
 	if err != nil {
 		return fail(e.stdio.Err, err)
 	}
@@ -43,12 +46,21 @@ func runAgent(e env, r cli.Run) int {
 	p, err := plan.Build(plan.Input{
 		Folder: folder, Posture: pst, Home: e.home, Workdir: workdir, Args: r.Args,
 		Getenv: e.getenv, LookPath: e.lookPath, Protected: lookup.Paths(),
-		NixStore: plan.NixStore(), Verbose: r.Verbose, TTY: launch.IsTerminal(os.Stdout),
+		NixStore: plan.NixStore(), Verbose: r.Verbose, Quiet: r.Quiet, TTY: launch.IsTerminal(os.Stdout),
+		RunRead: cliPaths(r.Read), RunWrite: cliPaths(r.Write),
 	})
 	if err != nil {
 		return fail(e.stdio.Err, err)
 	}
+	if !p.Spec.CommandFound && (p.Backend == nil || *p.Backend != "sbx") && !r.DryRun {
+		// One line: the command is missing (the plan's warning says the same).
+		diag.Errorf(e.stdio.Err, "%s", folder.NotInstalled(p.Spec.Argv[0]))
+		return launch.ExitNotFound
+	}
 	for _, w := range p.Warnings {
+		if r.Quiet && slices.Contains(p.Repeating, w) {
+			continue
+		}
 		fmt.Fprintln(e.stdio.Err, w)
 	}
 	if r.DryRun {
@@ -59,6 +71,10 @@ func runAgent(e env, r cli.Run) int {
 		if err := write(e.stdio.Out); err != nil {
 			return fail(e.stdio.Err, err)
 		}
+		if p.Refusal != nil {
+			// The plan is printed; the status says the real run would not start.
+			return fail(e.stdio.Err, fmt.Errorf("a real run would refuse: %s", *p.Refusal))
+		}
 		return 0
 	}
 	if r.Verbose {
@@ -67,7 +83,78 @@ func runAgent(e env, r cli.Run) int {
 	if p.Refusal != nil {
 		return fail(e.stdio.Err, errors.New(*p.Refusal))
 	}
-	return p.Prepared.Execute(e.stdio)
+	code := p.Prepared.Execute(e.stdio)
+	if hint := failureHint(p, r, code); hint != "" {
+		diag.Notef(e.stdio.Err, "%s", hint)
+	}
+	return code
+}
+
+// failureHint is the line printed after a sandboxed run that failed: the
+// sandbox may be the cause, and `agent-sandbox why` says. None for a
+// successful or unsandboxed run, for agent-sandbox's own refusal (125,
+// already explained), for a command that is not found (127, explained too)
+// and for an interrupt (130).
+func failureHint(p *plan.Plan, r cli.Run, code int) string {
+	if r.Quiet || !p.Sandboxed || !p.Spec.CommandFound || code == 0 || code == launch.ExitRefused || code == 130 {
+		return ""
+	}
+	agentArg, flagArg := "", ""
+	if r.Program == "" {
+		agentArg = " " + plan.Quote([]string{r.Agent})
+	}
+	// The run flags that change the answer come along.
+	var flags []string
+	if r.Posture.Offline {
+		flags = append(flags, "--offline")
+	}
+	for _, h := range r.Posture.AllowHosts {
+		flags = append(flags, "--allow-host", h)
+	}
+	if r.Posture.NetworkOpen {
+		flags = append(flags, "--network", "open")
+	}
+	if r.Posture.Backend != "" {
+		flags = append(flags, "--sandbox-backend", string(r.Posture.Backend))
+	}
+	if len(flags) > 0 {
+		flagArg = plan.Quote(flags) + " "
+	}
+	return fmt.Sprintf("%s exited %d inside the sandbox; if the sandbox denied it something, `agent-sandbox why %sPATH%s` (--write, --exec, or --host HOST) says why and what to add where", p.Agent, code, flagArg, agentArg)
+}
+
+// findAgent is the folder of the run: the agent named, or for
+// `agent-sandbox run -- CMD` the shell agent's policy running CMD.
+func findAgent(r cli.Run, lookup agent.Lookup) (*agent.Folder, string, error) {
+	if r.Program != "" {
+		f, err := agent.ForCommand(r.Program)
+		return f, "", err
+	}
+	f, warn, err := agent.Find(r.Agent, lookup)
+	var nf *agent.NotFoundError
+	if errors.As(err, &nf) {
+		if sub := suggest.Closest(r.Agent, cli.Subcommands); sub != "" {
+			err = fmt.Errorf("%q is neither a subcommand nor an agent (did you mean `agent-sandbox %s`?): %v", r.Agent, sub, err)
+		}
+	}
+	return f, warn, err
+}
+
+// cliPaths makes the relative paths of --read and --write absolute from
+// the current directory (the shell's meaning of a path typed on the command
+// line); ~/ and $ forms are left to the grant rules, which expand or refuse
+// them.
+func cliPaths(paths []string) []string {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if !filepath.IsAbs(p) && !strings.HasPrefix(p, "~") && !strings.Contains(p, "$") {
+			if abs, err := filepath.Abs(p); err == nil {
+				p = abs
+			}
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // describe prints the posture for --verbose.

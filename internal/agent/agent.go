@@ -17,6 +17,7 @@ import (
 
 	"github.com/agent-sandbox/agent-sandbox/internal/optfile"
 	"github.com/agent-sandbox/agent-sandbox/internal/sandboxfile"
+	"github.com/agent-sandbox/agent-sandbox/internal/suggest"
 )
 
 // Source says where a folder was found.
@@ -261,11 +262,26 @@ func Find(arg string, l Lookup) (*Folder, string, error) {
 		return nil, "", err // a built-in that does not load is a bug, not "not found"
 	}
 	var searched []string
+	names := BuiltinNames()
 	for _, d := range l.Dirs() {
 		searched = append(searched, d.Dir)
+		if entries, err := os.ReadDir(d.Dir); err == nil {
+			for _, e := range entries {
+				names = append(names, e.Name())
+			}
+		}
 	}
-	return nil, "", fmt.Errorf("agent %q not found in %s or the built-in agents (%s); pass a path to an agent folder to run one from elsewhere", arg, strings.Join(searched, ", "), strings.Join(BuiltinNames(), ", "))
+	return nil, "", &NotFoundError{Name: arg, msg: fmt.Sprintf("agent %q not found%s in %s or the built-in agents (%s); pass a path to an agent folder to run one from elsewhere", arg, suggest.Phrase(arg, names), strings.Join(searched, ", "), strings.Join(BuiltinNames(), ", "))}
 }
+
+// NotFoundError is Find's error for a name no lookup directory or
+// built-in has.
+type NotFoundError struct {
+	Name string
+	msg  string
+}
+
+func (e *NotFoundError) Error() string { return e.msg }
 
 func within(p, base string) bool {
 	base = filepath.Clean(base)

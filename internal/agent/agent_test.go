@@ -169,3 +169,78 @@ func TestLoadBuiltinUnknown(t *testing.T) {
 		}
 	}
 }
+
+func TestForCommand(t *testing.T) {
+	f, err := ForCommand("/bin/echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shell, err := LoadBuiltin("shell")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.ID != CommandID || f.Config.Command != "/bin/echo" || len(f.Config.Args) != 0 || !f.Builtin() {
+		t.Errorf("ForCommand = %+v, config %+v", f, f.Config)
+	}
+	if f.Nono == nil || !f.Nono.Network.Block || f.Nono.Path != shell.Nono.Path {
+		// The shell agent's policy file, unchanged: offline.
+		t.Errorf("ForCommand does not carry the shell agent's offline policy: %+v", f.Nono)
+	}
+	if shell.Config.Command != "$SHELL" {
+		t.Errorf("ForCommand changed the shell agent's own config: %+v", shell.Config)
+	}
+	for _, bad := range []string{"", " ", "a\nb", "~/bin/x"} {
+		if _, err := ForCommand(bad); err == nil {
+			t.Errorf("ForCommand(%q) accepted", bad)
+		}
+	}
+}
+
+func TestFilesAndCopy(t *testing.T) {
+	f, err := LoadBuiltin("claude")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := f.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 2 || files[0].Rel != "agent.toml" || files[1].Rel != "sandbox/nono.json" {
+		t.Fatalf("Files() = %v", files)
+	}
+	dir := filepath.Join(t.TempDir(), "agents", "claude")
+	if err := f.CopyTo(dir); err != nil {
+		t.Fatal(err)
+	}
+	copied, err := LoadDir(dir, FromUserConf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if copied.Config.Command != f.Config.Command || copied.Nono == nil || len(copied.Nono.Network.AllowDomain) != len(f.Nono.Network.AllowDomain) {
+		t.Errorf("the copy differs: %+v", copied.Config)
+	}
+	if err := f.CopyTo(dir); err == nil || !strings.Contains(err.Error(), "exists already") {
+		t.Errorf("a second copy over the first: %v", err)
+	}
+	if err := f.CopyTo(filepath.Join(t.TempDir(), "Bad Name")); err == nil {
+		t.Error("a copy to a folder whose name is not an agent id was accepted")
+	}
+	again, err := copied.Files()
+	if err != nil || len(again) != len(files) || string(again[0].Data) != string(files[0].Data) {
+		t.Errorf("Files() of the copy = %v, %v", again, err)
+	}
+}
+
+func TestNotInstalled(t *testing.T) {
+	claude, err := LoadBuiltin("claude")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := claude.NotInstalled("claude"), "claude is not installed: \"claude\" is not on PATH (Claude Code (Anthropic)); install it with `npm install -g @anthropic-ai/claude-code`, then run agent-sandbox claude again"; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	run, _ := ForCommand("nosuch")
+	if got, want := run.NotInstalled("nosuch"), `run: command "nosuch" not found on PATH`; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

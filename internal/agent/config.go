@@ -12,6 +12,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
+	"github.com/agent-sandbox/agent-sandbox/internal/suggest"
 )
 
 // Config is an agent folder's agent.toml.
@@ -67,6 +68,9 @@ func ParseConfig(path string, b []byte) (*Config, error) {
 		if errors.As(err, &pe) {
 			return nil, fmt.Errorf("%s:%d:%d: %s", path, pe.Position.Line, pe.Position.Col, pe.Message)
 		}
+		return nil, typeError(path, err, string(b))
+	}
+	if err := checkTypes(md); err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
 	if und := md.Undecoded(); len(und) > 0 {
@@ -75,7 +79,12 @@ func ParseConfig(path string, b []byte) (*Config, error) {
 			keys[i] = k.String()
 		}
 		sort.Strings(keys)
-		return nil, fmt.Errorf("%s: %s: unknown key; agent.toml accepts command, args, description, config_paths, read_paths, env, set_env, exec_paths, loopback_env and [sbx] install, version_command, home", path, keys[0])
+		known := make([]string, 0, len(tomlSchema))
+		for k := range tomlSchema {
+			known = append(known, k)
+		}
+		sort.Strings(known)
+		return nil, fmt.Errorf("%s: %s: unknown key%s; agent.toml accepts command, args, description, config_paths, read_paths, env, set_env, exec_paths, loopback_env and [sbx] install, version_command, home", path, keys[0], suggest.Phrase(keys[0], known))
 	}
 	if err := c.validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -89,13 +98,17 @@ func (c *Config) validate() error {
 		return errors.New("command: missing; name the program to run, e.g. command = \"claude\"")
 	case strings.ContainsAny(c.Command, "\x00\n"):
 		return fmt.Errorf("command: %q contains a control character", c.Command)
+	case c.Command != "$SHELL" && strings.HasPrefix(c.Command, "~"):
+		return fmt.Errorf("command: %q: ~ is not expanded in command (it is looked up on PATH or taken as an absolute path); write the absolute path", c.Command)
+	case c.Command != "$SHELL" && strings.Contains(c.Command, "$"):
+		return fmt.Errorf("command: %q: variables are not expanded in command (only \"$SHELL\" alone means your shell); write the absolute path", c.Command)
 	case c.Command != "$SHELL" && strings.Contains(c.Command, "/") && !filepath.IsAbs(c.Command):
 		return fmt.Errorf("command: %q is a relative path; use a name looked up on PATH or an absolute path", c.Command)
 	}
 	for key, list := range map[string][]string{"config_paths": c.ConfigPaths, "read_paths": c.ReadPaths} {
 		for i, p := range list {
 			if p != "~" && !strings.HasPrefix(p, "~/") && !filepath.IsAbs(p) {
-				return fmt.Errorf("%s[%d]: %q is relative; write an absolute path or one starting with ~/", key, i, p)
+				return fmt.Errorf("%s[%d]: %s", key, i, notAbsolute(p))
 			}
 			if err := grant.CheckNoGlob(p); err != nil {
 				return fmt.Errorf("%s[%d]: %v", key, i, err)
@@ -132,6 +145,18 @@ func (c *Config) validate() error {
 		return fmt.Errorf("sbx.home: %q must be absolute or start with ~/", h)
 	}
 	return nil
+}
+
+// notAbsolute says why a path that must be absolute (or start with ~/)
+// is not: an unexpanded variable, another user's home, or relative.
+func notAbsolute(p string) string {
+	switch {
+	case strings.Contains(p, "$"):
+		return fmt.Sprintf("%q: variables are not expanded; write an absolute path or one starting with ~/", p)
+	case strings.HasPrefix(p, "~"):
+		return fmt.Sprintf("%q: ~user (another user's home) is not expanded, only ~ and ~/; write the absolute path", p)
+	}
+	return fmt.Sprintf("%q is relative; write an absolute path or one starting with ~/", p)
 }
 
 // ResolveCommand returns the program to look up for this config, expanding

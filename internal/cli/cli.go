@@ -20,7 +20,14 @@ import (
 // Usage is the help text.
 const Usage = `Usage:
   agent-sandbox [run flags] AGENT [AGENT ARGS...]   run AGENT sandboxed
-  agent-sandbox agents                              list the agents found and their posture
+  agent-sandbox run [run flags] -- CMD [ARGS...]    run any command sandboxed (the shell
+                                                    agent's policy: workdir read-write, offline)
+  agent-sandbox agents [show NAME | copy NAME [DIR]]
+                                                    list the agents found, their posture and whether
+                                                    they start here; print a folder's files; copy
+                                                    one to ~/.config/agent-sandbox/agents to edit
+  agent-sandbox why [--write|--exec] PATH [AGENT]   would AGENT get this access, by which rule, or
+  agent-sandbox why --host HOST[:PORT] [AGENT]      why not and what to add where (--json)
   agent-sandbox prune [--yes]                       list stale sbx sandboxes; remove them with --yes
   agent-sandbox doctor [--json] [--folders-only] [AGENT...]
                                                     check the host, agent folders and the launcher
@@ -39,9 +46,14 @@ Run flags:
       --offline                  block all network traffic (forces the sandbox on)
       --allow-host HOST          allow only these hosts (repeatable; forces the sandbox on)
       --workdir DIR              the project directory to grant (default: the current directory)
+      --read PATH                also grant PATH read-only, this run (repeatable)
+      --write PATH               also grant PATH read-write, this run (repeatable)
+      --network open             unrestricted network for this run (over the folder's list)
       --dry-run                  print what would run; start nothing
       --json                     with --dry-run: print the plan as one JSON object
   -v, --verbose                  show the posture and the backend's own banner
+  -q, --quiet                    no banner, no hint after a failure, no warnings that
+                                 repeat on every run (errors and loud warnings stay)
   -h, --help                     show this help
 
 Doctor flags (after "doctor"; AGENT as above, default every agent found):
@@ -65,17 +77,27 @@ const (
 	CmdLog     = "log"
 	CmdVersion = "version"
 	CmdHelp    = "help"
+	CmdWhy     = "why"
 )
 
 // Run holds the run flags and the agent command line.
 type Run struct {
 	Posture posture.Flags
 	Verbose bool
+	// Quiet drops the banner, the hint after a failed run and the
+	// warnings that repeat on every run (plan.Plan.Repeating).
+	Quiet   bool
 	DryRun  bool
 	JSON    bool
 	Workdir string
 	Agent   string
 	Args    []string
+	// Program is the command of `agent-sandbox run -- CMD` (Args are its
+	// arguments); "" when an agent (Agent) runs.
+	Program string
+	// Read and Write are the per-run grants (--read, --write; read-only
+	// and read-write), as typed: checked like folder grants by plan.
+	Read, Write []string
 }
 
 // Prune holds the flags of `agent-sandbox prune`.
@@ -120,13 +142,17 @@ type Invocation struct {
 	Doctor  Doctor
 	Resolve Resolve
 	Log     Log
+	Why     Why
+	Agents  Agents
 }
 
 // Parse parses the arguments after the program name.
 func Parse(args []string) (Invocation, error) {
 	if len(args) > 0 {
 		switch args[0] {
-		case CmdAgents, CmdVersion:
+		case CmdAgents:
+			return parseAgents(args[1:])
+		case CmdVersion:
 			if len(args) > 1 {
 				return Invocation{}, fmt.Errorf("%s takes no arguments (got %q)", args[0], args[1])
 			}
@@ -141,8 +167,18 @@ func Parse(args []string) (Invocation, error) {
 			return parseResolve(args[1:])
 		case CmdLog:
 			return parseLog(args[1:])
+		case CmdRun:
+			return parseRun(args[1:], true)
+		case CmdWhy:
+			return parseWhy(args[1:])
 		}
 	}
+	return parseRun(args, false)
+}
+
+// parseRun parses the run flags and then AGENT [ARGS...], or, for
+// `agent-sandbox run [flags] -- CMD [ARGS...]` (program), CMD [ARGS...].
+func parseRun(args []string, program bool) (Invocation, error) {
 	fs := pflag.NewFlagSet("agent-sandbox", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SetInterspersed(false)
@@ -155,15 +191,23 @@ func Parse(args []string) (Invocation, error) {
 	fs.BoolVar(&r.Posture.Offline, "offline", false, "")
 	fs.StringArrayVar(&r.Posture.AllowHosts, "allow-host", nil, "")
 	fs.StringVar(&r.Workdir, "workdir", "", "")
+	var network string
+	fs.StringArrayVar(&r.Read, "read", nil, "")
+	fs.StringArrayVar(&r.Write, "write", nil, "")
+	fs.StringVar(&network, "network", "", "")
 	fs.BoolVar(&r.DryRun, "dry-run", false, "")
 	fs.BoolVar(&r.JSON, "json", false, "")
 	fs.BoolVarP(&r.Verbose, "verbose", "v", false, "")
+	fs.BoolVarP(&r.Quiet, "quiet", "q", false, "")
 	fs.BoolVarP(&help, "help", "h", false, "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return Invocation{Command: CmdHelp}, nil
 		}
-		return Invocation{}, fmt.Errorf("%v (see agent-sandbox --help)", err)
+		if why := tookTheAgent(args, err); why != "" {
+			return Invocation{}, errors.New(why)
+		}
+		return Invocation{}, fmt.Errorf("%v%s (see agent-sandbox --help)", err, flagSuggestion(fs, err))
 	}
 	if help {
 		return Invocation{Command: CmdHelp}, nil
@@ -182,6 +226,26 @@ func Parse(args []string) (Invocation, error) {
 			return Invocation{}, fmt.Errorf("--allow-host: %v", err)
 		}
 	}
+	switch {
+	case !fs.Changed("network"):
+	case network == "open":
+		r.Posture.NetworkOpen = true
+	default:
+		return Invocation{}, fmt.Errorf("--network %q: the only value is open (an unrestricted network); --offline blocks the network, --allow-host HOST allows only HOST", network)
+	}
+	if r.Posture.NetworkOpen && (r.Posture.Offline || len(r.Posture.AllowHosts) > 0) {
+		return Invocation{}, errors.New("--network open contradicts --offline and --allow-host: give one of them")
+	}
+	for _, l := range []struct {
+		flag  string
+		paths []string
+	}{{"--read", r.Read}, {"--write", r.Write}} {
+		for _, p := range l.paths {
+			if strings.TrimSpace(p) == "" {
+				return Invocation{}, fmt.Errorf("%s: empty path", l.flag)
+			}
+		}
+	}
 	if fs.Changed("workdir") && strings.TrimSpace(r.Workdir) == "" {
 		return Invocation{}, errors.New("--workdir: empty directory name")
 	}
@@ -189,10 +253,18 @@ func Parse(args []string) (Invocation, error) {
 		return Invocation{}, errors.New("--json goes with --dry-run (the plan as JSON); a real run prints the agent's own output")
 	}
 	rest := fs.Args()
-	if len(rest) == 0 {
+	switch {
+	case len(rest) == 0 && program:
+		return Invocation{}, errors.New("run: no command given: agent-sandbox run [run flags] -- CMD [ARGS...]")
+	case len(rest) == 0:
 		return Invocation{}, errors.New("no agent given: agent-sandbox [run flags] AGENT [AGENT ARGS...]; `agent-sandbox agents` lists the agents")
+	case program && strings.TrimSpace(rest[0]) == "":
+		return Invocation{}, errors.New("run: empty command name")
+	case program:
+		r.Program, r.Args = rest[0], rest[1:]
+	default:
+		r.Agent, r.Args = rest[0], rest[1:]
 	}
-	r.Agent, r.Args = rest[0], rest[1:]
 	if r.Args == nil {
 		r.Args = []string{}
 	}

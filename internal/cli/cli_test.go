@@ -59,7 +59,7 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"--json", "claude"}, "--json goes with --dry-run"},
 		{[]string{"--workdir", " ", "claude"}, "--workdir: empty"},
 		{[]string{"version", "x"}, "version takes no arguments"},
-		{[]string{"agents", "x"}, "agents takes no arguments"},
+		{[]string{"agents", "x"}, `agents: unknown action "x"`},
 	}
 	for _, tt := range tests {
 		_, err := Parse(tt.args)

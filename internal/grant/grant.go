@@ -91,7 +91,7 @@ func (h Home) Expand(p string) (string, error) {
 	case strings.HasPrefix(p, "~/"):
 		return filepath.Join(h.Dir, p[2:]), nil
 	case strings.HasPrefix(p, "~"):
-		return "", fmt.Errorf("%q: only ~ and ~/ are expanded; write the absolute path", p)
+		return "", fmt.Errorf("%q: ~user (another user's home) is not expanded, only ~ and ~/; write the absolute path", p)
 	case !filepath.IsAbs(p):
 		return "", fmt.Errorf("%q: relative paths are refused; write an absolute path or one starting with ~/", p)
 	}
@@ -228,7 +228,7 @@ func (c Checker) Check(p string, writable bool) error {
 	home := canonicalCached(c.Home.Dir)
 	switch {
 	case p == "/":
-		return errors.New("grants the whole filesystem")
+		return errors.New("grants the whole filesystem; grant only the paths the agent needs")
 	case Within(home, p):
 		if p == home {
 			return fmt.Errorf("grants your whole home directory %s; grant only the paths the agent needs", home)
@@ -254,6 +254,11 @@ func (c Checker) Check(p string, writable bool) error {
 		}
 	}
 	if writable {
+		for _, pers := range c.Home.PersistencePaths() {
+			if pers = canonicalCached(pers); Overlaps(p, pers) {
+				return fmt.Errorf("would let the agent write %s, from which your own programs run code later (outside the sandbox); grant it read-only, or a narrower path", pers)
+			}
+		}
 		for _, prot := range c.Protected {
 			prot = canonicalCached(prot)
 			if Overlaps(p, prot) {

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/agent"
@@ -58,8 +59,14 @@ type Input struct {
 	NixStore bool
 	// Verbose drops nono's -s.
 	Verbose bool
+	// Quiet drops the backend's banner.
+	Quiet bool
 	// TTY says whether stdout is a terminal (sbx exec -t).
 	TTY bool
+	// RunRead and RunWrite are the per-run grants (--read: read-only,
+	// --write: read-write), absolute or starting with ~/; checked like
+	// the folder's grants.
+	RunRead, RunWrite []string
 }
 
 // Plan is one run, ready to execute or print.
@@ -85,6 +92,15 @@ type Plan struct {
 	ProfilePath any     `json:"profile_path"`
 	Refusal     *string `json:"refusal"`
 	Landlock    any     `json:"landlock"`
+	// RunGrants are the per-run grants of --read and --write, canonical
+	// (also in Filesystem.Read and Filesystem.Allow).
+	RunGrants RunGrants `json:"run_grants"`
+	// Repeating are the lines of Warnings that every run on this host
+	// repeats and that say nothing about this run's safety (the nono
+	// fallback notice, the kernel shortfalls of the namespace view):
+	// --quiet drops them. Loud warnings (an opt-out, --no-sandbox,
+	// --network open, the weaker sandbox) are never among them.
+	Repeating []string `json:"-"`
 	// Spec is the backend-neutral run.
 	Spec    spec.Spec       `json:"-"`
 	Posture posture.Posture `json:"-"`
@@ -92,6 +108,12 @@ type Plan struct {
 	// sandboxed); Description is what it said of itself.
 	Prepared    backend.Prepared    `json:"-"`
 	Description backend.Description `json:"-"`
+}
+
+// RunGrants are the grants of the command line's --read and --write.
+type RunGrants struct {
+	Read  []string `json:"read"`
+	Write []string `json:"write"`
 }
 
 // Network is the plan's network policy as printed.
@@ -133,6 +155,7 @@ func Build(in Input) (*Plan, error) {
 		Reason:      string(pst.Reason),
 		Posture:     pst,
 		Commands:    [][]string{},
+		RunGrants:   RunGrants{Read: []string{}, Write: []string{}},
 	}
 	p.Warnings = append(append([]string{}, pst.Warnings...), f.Warnings()...)
 	if pst.Fallback != "" {
@@ -158,6 +181,9 @@ func Build(in Input) (*Plan, error) {
 	argv := append(append([]string{argv0}, f.Config.Args...), in.Args...)
 
 	if !pst.Sandboxed {
+		if len(in.RunRead)+len(in.RunWrite) > 0 {
+			p.Warnings = append(p.Warnings, "--read and --write have no effect without the sandbox: "+f.ID+" runs with your full user rights")
+		}
 		p.Network = Network{Mode: "unrestricted", AllowDomains: []string{}, OpenPorts: []int{}, ListenPorts: []int{}, Source: "no sandbox"}
 		p.Filesystem = Filesystem{Read: []string{}, Write: []string{}, Allow: []string{}, Exec: []string{}, ExecClosure: []string{}, Missing: []string{}}
 		p.Environment = Environment{Pass: []string{"*"}, Set: map[string]string{}}
@@ -166,7 +192,7 @@ func Build(in Input) (*Plan, error) {
 		return p, nil
 	}
 
-	s, warns, opts, err := buildSpec(in, argv, found)
+	s, warns, opts, err := buildSpec(in, argv, found, &p.RunGrants)
 	if err != nil {
 		return nil, err
 	}
@@ -230,12 +256,12 @@ func newBackend(in Input, pst posture.Posture, o backendOptions) backend.Backend
 	case posture.Sbx:
 		c := in.Folder.Config
 		return sbx.Backend{Options: sbx.Options{
-			Path: lookOr(in.LookPath, "sbx"), TTY: in.TTY, Verbose: in.Verbose, Getenv: in.Getenv,
+			Path: lookOr(in.LookPath, "sbx"), TTY: in.TTY, Verbose: in.Verbose, Quiet: in.Quiet, Getenv: in.Getenv,
 			StateRoot: in.Home.StateRoot(), PolicyFile: policyFile,
 			Install: c.Sbx.Install, VersionCommand: c.Sbx.VersionCommand, Home: c.Sbx.Home, LoopbackEnv: c.LoopbackEnv,
 		}}
 	case posture.Landlock:
-		return landlock.Backend{NixStore: in.NixStore, Verbose: in.Verbose, PolicyFile: policyFile, UnixSocketDirs: o.unixSocketDirBind}
+		return landlock.Backend{NixStore: in.NixStore, Verbose: in.Verbose, Quiet: in.Quiet, PolicyFile: policyFile, UnixSocketDirs: o.unixSocketDirBind}
 	}
 	return unknownBackend(pst.Backend)
 }
@@ -263,9 +289,21 @@ func (p *Plan) finish(prepared backend.Prepared) {
 	for _, c := range d.Commands {
 		p.Commands = append(p.Commands, c.Argv)
 	}
+	repeating := map[string]bool{}
+	if p.Fallback != nil {
+		repeating[*p.Fallback] = true
+	}
+	if lp, ok := prepared.(*landlock.Prepared); ok && lp.Engine == landlock.EngineView {
+		for _, w := range d.Warnings {
+			repeating[w] = true
+		}
+	}
 	lines := make([]string, len(p.Warnings))
 	for i, w := range p.Warnings {
 		lines[i] = diag.WarningPrefix + w
+		if repeating[w] {
+			p.Repeating = append(p.Repeating, lines[i])
+		}
 	}
 	p.Warnings = lines
 }
@@ -298,7 +336,7 @@ func (g *grantSet) add(dst *[]string, p string) {
 }
 
 // buildSpec expands and checks every grant of a sandboxed run.
-func buildSpec(in Input, argv []string, found bool) (spec.Spec, []string, backendOptions, error) {
+func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, []string, backendOptions, error) {
 	f, pst, h := in.Folder, in.Posture, in.Home
 	var warns []string
 	var opts backendOptions
@@ -394,6 +432,31 @@ func buildSpec(in Input, argv []string, found bool) (spec.Spec, []string, backen
 				s.ConfigPaths = append(s.ConfigPaths, p)
 			}
 			g.add(l.dst, p)
+		}
+	}
+	for _, l := range []struct {
+		flag     string
+		paths    []string
+		dst, run *[]string
+		writable bool
+	}{{"--read", in.RunRead, &s.Read, &run.Read, false}, {"--write", in.RunWrite, &s.Allow, &run.Write, true}} {
+		for _, raw := range l.paths {
+			p, err := g.checker.Resolve(raw, l.writable)
+			if err != nil {
+				return s, nil, opts, fmt.Errorf("%s %v", l.flag, err)
+			}
+			if !grant.Exists(p) {
+				return s, nil, opts, fmt.Errorf("%s %q: %s does not exist (a per-run grant names an existing file or directory)", l.flag, raw, p)
+			}
+			if !slices.Contains(*l.run, p) {
+				*l.run = append(*l.run, p)
+			}
+			// Not g.add: a path the folder grants read-only must still
+			// become read-write under --write.
+			if !slices.Contains(*l.dst, p) {
+				*l.dst = append(*l.dst, p)
+			}
+			g.seen[p] = true
 		}
 	}
 	if pf := pst.Policy; pf != nil {

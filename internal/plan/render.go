@@ -58,6 +58,12 @@ func (p *Plan) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, " (from %s)\n", p.Network.Source)
 	}
+	for _, g := range p.RunGrants.Read {
+		fmt.Fprintf(&b, "# --read %s: read-only (this run)\n", g)
+	}
+	for _, g := range p.RunGrants.Write {
+		fmt.Fprintf(&b, "# --write %s: read-write (this run)\n", g)
+	}
 	for _, c := range p.Description.Comments {
 		fmt.Fprintf(&b, "# %s\n", c)
 	}
@@ -88,4 +94,22 @@ func (p *Plan) WriteJSON(w io.Writer) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(p)
+}
+
+// Starts says whether a real run of this plan would start the agent on
+// this host, and if not why: the backend's refusal, or an agent command
+// that is not on PATH (the run would exit 127; under sbx the agent is
+// installed in the guest, so a missing host command does not stop it).
+func (p *Plan) Starts() (bool, string) {
+	switch {
+	case p.Refusal != nil:
+		return false, *p.Refusal
+	case !p.Spec.CommandFound && (p.Backend == nil || *p.Backend != "sbx"):
+		name := ""
+		if len(p.Spec.Argv) > 0 {
+			name = p.Spec.Argv[0]
+		}
+		return false, fmt.Sprintf("command %q not found on PATH", name)
+	}
+	return true, ""
 }

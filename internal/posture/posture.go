@@ -49,6 +49,9 @@ type Flags struct {
 	Backend    Backend  // --sandbox-backend, None when not given
 	Offline    bool     // --offline
 	AllowHosts []string // --allow-host, repeatable
+	// NetworkOpen is --network open: an unrestricted network for this run,
+	// over the folder's allow list (the filesystem stays sandboxed).
+	NetworkOpen bool
 }
 
 // Host holds the facts about the machine that the decision needs.
@@ -125,9 +128,12 @@ func (e *Error) Error() string { return e.Msg }
 func Resolve(in Input) (Posture, error) {
 	var p Posture
 	f := in.Flags
-	netFlags := f.Offline || len(f.AllowHosts) > 0
+	netFlags := f.Offline || len(f.AllowHosts) > 0 || f.NetworkOpen
 	if f.Backend != None && f.Backend != Nono && f.Backend != Sbx && f.Backend != Landlock {
 		return p, &Error{fmt.Sprintf("--sandbox-backend %q: want nono, sbx or landlock", f.Backend)}
+	}
+	if f.NetworkOpen && (f.Offline || len(f.AllowHosts) > 0) {
+		return p, &Error{"--network open contradicts --offline and --allow-host: give one of them"}
 	}
 
 	// Backend precedence: --no-sandbox > --sandbox-backend > --sandbox >
@@ -199,6 +205,9 @@ func Resolve(in Input) (Posture, error) {
 	if p.Network.NoHost() {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("%s: network.allow_domain: %s (allow-list mode with no host; list the hosts %s needs, or set network.block to true to say so)", p.Network.Source, NoHostNote, in.Agent))
 	}
+	if f.NetworkOpen {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("NETWORK OPEN: --network open gives %s an unrestricted network (every host and port, the services on this machine's loopback included), over any allow list of its folder; the filesystem stays sandboxed", in.Agent))
+	}
 	for _, s := range []*[]string{&p.Network.AllowDomains} {
 		if *s == nil {
 			*s = []string{}
@@ -235,9 +244,14 @@ func policyFile(in Input, b Backend) *sandboxfile.File {
 	return sibling
 }
 
-// network applies --offline > --allow-host > the folder file > open.
+// network applies --offline > --allow-host > --network open > the folder
+// file > open (--network open with either of the first two is refused by
+// Resolve).
 func network(f Flags, file *sandboxfile.File) Network {
 	var n Network
+	if f.NetworkOpen {
+		return Network{Mode: NetOpen, Source: "--network open"}
+	}
 	if file != nil {
 		n.OpenPorts = append([]int{}, file.Network.OpenPort...)
 		n.ListenPorts = append([]int{}, file.Network.ListenPort...)

@@ -19,6 +19,8 @@ type Backend struct {
 	NixStore bool
 	// Verbose makes Execute describe how the policy is enforced.
 	Verbose bool
+	// Quiet drops the banner (--quiet).
+	Quiet bool
 	// PolicyFile is the sandbox policy file the network keys came from,
 	// named in refusals.
 	PolicyFile string
@@ -44,8 +46,8 @@ type Prepared struct {
 	// Policy is what the engine enforces (PolicyFor), before the per-run
 	// TMPDIR and the agent's own terminal are added at start.
 	Policy ll.Policy
-	// Verbose is Backend.Verbose.
-	Verbose bool
+	// Verbose is Backend.Verbose; Quiet is Backend.Quiet.
+	Verbose, Quiet bool
 	// Engine is EngineView, or EngineWeaker where this host allows no
 	// view and the user accepted the weaker sandbox.
 	Engine string
@@ -103,7 +105,7 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 	if len(b.UnixSocketDirs) > 0 {
 		s.Allow = append(append([]string{}, s.Allow...), b.UnixSocketDirs...)
 	}
-	p := &Prepared{Spec: s, Policy: PolicyFor(s, b.NixStore, self), Verbose: b.Verbose, Net: netPlan}
+	p := &Prepared{Spec: s, Policy: PolicyFor(s, b.NixStore, self), Verbose: b.Verbose, Quiet: b.Quiet, Net: netPlan}
 	abiOf := b.ABI
 	if abiOf == nil {
 		abiOf = ll.ABI
@@ -205,5 +207,5 @@ func (p *Prepared) Execute(stdio launch.Stdio) int {
 		diag.Errorf(stdio.Err, "%s", p.Refusal)
 		return launch.ExitRefused
 	}
-	return Execute(p.Spec, p.Policy, p.Net, stdio, p.Verbose, p.Engine == EngineWeaker)
+	return Execute(p.Spec, p.Policy, p.Net, stdio, p.Verbose, p.Engine == EngineWeaker, !p.Verbose && !p.Quiet)
 }

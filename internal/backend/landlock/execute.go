@@ -24,10 +24,11 @@ import (
 // returns the exit status: in a namespace view, or with weaker set (the
 // user accepted the weaker sandbox and this host allows no view) under
 // Landlock and seccomp alone. It refuses (exit 125, one error line) when
-// the kernel cannot enforce p. With an allow list it serves the egress
+// the kernel cannot enforce p. banner prints the "Sandbox Active" line
+// (on a terminal). With an allow list it serves the egress
 // broker for the agent until the agent has ended, then prints the
 // broker's line about refused connections.
-func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weaker bool) int {
+func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weaker, banner bool) int {
 	if verbose {
 		abi, _ := ll.ABI()
 		diag.Notef(stdio.Err, "namespace view (new user, mount, PID, IPC, UTS%s namespaces), then Landlock ABI %d, seccomp and no_new_privs",
@@ -45,8 +46,8 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 		diag.Errorf(stdio.Err, "%s: command not found on PATH", s.Argv[0])
 		return launch.ExitNotFound
 	}
-	if !verbose && launch.IsTerminal(stdio.Err) {
-		fmt.Fprintln(stdio.Err, "🔒 Sandbox Active (landlock)")
+	if banner {
+		launch.Banner(stdio.Err, "landlock")
 	}
 	p.ReadWrite = append(p.ReadWrite, TerminalNodes(stdio)...)
 	// TMPDIR is private to this run: a fresh directory under the agent's

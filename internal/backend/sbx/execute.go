@@ -24,7 +24,9 @@ import (
 // npm can be slow, and Ctrl-C stops them.
 var ProbeTimeout = 2 * time.Minute
 
-// Banner is printed on stderr before the agent starts, unless --verbose.
+// Banner is printed on stderr before the agent starts (launch.Banner: on
+// a terminal only, without the emoji when TERM=dumb), unless --verbose or
+// --quiet.
 const Banner = "\U0001F512 Sandbox Active (sbx)"
 
 // Execute materialises a prepared run and returns the exit status: the
@@ -119,8 +121,8 @@ func Execute(p Prepared, s spec.Spec, stdio launch.Stdio) int {
 			return fail("cannot write the pi extension: %v", err)
 		}
 	}
-	if !p.Verbose {
-		fmt.Fprintln(stdio.Err, Banner)
+	if !p.Verbose && !p.Quiet {
+		launch.Banner(stdio.Err, "sbx")
 	}
 	argv := p.ExecArgv(launch.IsTerminal(stdio.Out))
 	r.echo(argv)

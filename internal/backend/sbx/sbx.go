@@ -210,6 +210,8 @@ type Options struct {
 	// Verbose drops the "Sandbox Active" banner and echoes each setup
 	// command on stderr.
 	Verbose bool
+	// Quiet drops the banner (--quiet).
+	Quiet bool
 	// Getenv reads the host environment (the loopback_env variables); nil
 	// reads nothing.
 	Getenv func(string) string
@@ -285,6 +287,8 @@ type Prepared struct {
 	StateRoot string
 	// Verbose drops the banner and echoes the setup commands.
 	Verbose bool
+	// Quiet drops the banner (--quiet).
+	Quiet bool
 	// Steps are the commands in materialise order, as --dry-run prints them
 	// (provision unpinned).
 	Steps []spec.Command
@@ -312,7 +316,7 @@ func Prepare(s spec.Spec, o Options) (Prepared, error) {
 	}
 	p := Prepared{
 		Path: o.Path, Mode: s.Network.Mode, AgentID: s.AgentID, AgentDir: s.AgentDir,
-		Workdir: s.Workdir, Verbose: o.Verbose, StateRoot: o.StateRoot, Spec: s, LoopbackEnv: o.LoopbackEnv,
+		Workdir: s.Workdir, Verbose: o.Verbose, Quiet: o.Quiet, StateRoot: o.StateRoot, Spec: s, LoopbackEnv: o.LoopbackEnv,
 	}
 	if p.StateRoot == "" {
 		p.StateRoot = filepath.Dir(filepath.Dir(grant.Canonical(s.StateDir)))

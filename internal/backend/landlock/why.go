@@ -1,0 +1,128 @@
+package landlock
+
+import (
+	"os"
+	"slices"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/grant"
+	"github.com/agent-sandbox/agent-sandbox/internal/view"
+)
+
+// Rights are what the engine lets the agent do with a path.
+type Rights struct {
+	Read  bool `json:"read"`
+	Write bool `json:"write"`
+	Exec  bool `json:"exec"`
+}
+
+// Reach is how a prepared run treats one host path: what `agent-sandbox
+// why` reports, computed from the same policy and view the run enforces.
+type Reach struct {
+	// Rights are the union of the Landlock rules covering the path,
+	// narrowed by the view (a read-only bind takes write away; a mask or
+	// a path outside every bind takes everything).
+	Rights Rights
+	// Rule is the policy entry that grants the most specific access (the
+	// deepest covering path), "" when none does.
+	Rule string
+	// List names Rule's list: "read_exec", "read_only", "read_write" or
+	// "write_only".
+	List string
+	// System says Rule is one of the engine's own system paths.
+	System bool
+	// Masked is the view's mask over the path (a credential inside a
+	// granted tree, an /etc secret), "" when none.
+	Masked string
+	// Private is the private mount over the path (/tmp, /dev/shm, an
+	// agent config file's scratch directory, /proc): the host's path is
+	// not what the agent sees there.
+	Private string
+	// Hidden says the view shows nothing at the path: no bind covers it.
+	Hidden bool
+}
+
+// Reach reports how the run treats the absolute, canonical path p.
+func (p *Prepared) Reach(path string) Reach {
+	var r Reach
+	pol := p.Policy
+	var mounts []view.Mount
+	if p.Engine != EngineWeaker {
+		mounts, pol = inView(p)
+	}
+	lists := []struct {
+		name  string
+		paths []string
+		right Rights
+	}{
+		{"read_exec", pol.ReadExec, Rights{Read: true, Exec: true}},
+		{"read_only", pol.ReadOnly, Rights{Read: true}},
+		{"read_write", pol.ReadWrite, Rights{Read: true, Write: true, Exec: true}},
+		{"write_only", pol.WriteOnly, Rights{Write: true}},
+	}
+	best := -1
+	for _, l := range lists {
+		for _, e := range l.paths {
+			if !grant.Within(path, e) {
+				continue
+			}
+			right := l.right
+			if l.name == "read_write" && e == path && !isDir(e) {
+				right.Exec = false // a read-write file is not executable
+			}
+			r.Rights.Read = r.Rights.Read || right.Read
+			r.Rights.Write = r.Rights.Write || right.Write
+			r.Rights.Exec = r.Rights.Exec || right.Exec
+			if len(e) > best {
+				best, r.Rule, r.List = len(e), e, l.name
+			}
+		}
+	}
+	if r.Rule != "" {
+		r.System = slices.Contains(systemReadExec, r.Rule) || slices.Contains(systemReadOnly, r.Rule) ||
+			slices.Contains(devices, r.Rule) || slices.Contains(nixReadExec(p.Spec.Home), r.Rule) ||
+			r.Rule == "/etc"
+	}
+	if mounts == nil {
+		return r // no view: Landlock alone decides
+	}
+	var deepest *view.Mount // the mount that shows the path
+	for i := range mounts {
+		m := &mounts[i]
+		if !grant.Within(path, m.Path) {
+			continue
+		}
+		switch m.Kind {
+		case view.Mask:
+			r.Masked = m.Path
+		case view.Tmpfs, view.Proc, view.Devpts, view.ReadOnly, view.ReadWrite, view.Terminal:
+			if deepest == nil || len(m.Path) >= len(deepest.Path) {
+				deepest = m
+			}
+		}
+	}
+	switch {
+	case r.Masked != "":
+		r.Rights = Rights{}
+	case deepest == nil:
+		r.Hidden, r.Rights = true, Rights{}
+	case deepest.Kind == view.Tmpfs || deepest.Kind == view.Proc || deepest.Kind == view.Devpts:
+		r.Private, r.Rights = deepest.Path, Rights{}
+	case deepest.Kind == view.ReadOnly:
+		r.Rights.Write = false
+	}
+	return r
+}
+
+// isDir says whether a grant is a directory (a missing one is judged as
+// one: it is skipped by the run anyway).
+func isDir(p string) bool {
+	if _, err := os.Stat(p); err != nil {
+		return true
+	}
+	return dirExists(p)
+}
+
+func dirExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
