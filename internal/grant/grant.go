@@ -167,6 +167,39 @@ var macDeny = []string{
 	"Library/Containers/com.apple.Safari", "Library/Application Support/MobileSync",
 }
 
+// PersistencePaths lists the paths that make the host run code later
+// (autostart entries, user units, login environments, PATH directories,
+// git's, vim's, direnv's and IPython's configuration, shell aliases): a
+// writable grant may neither contain one nor lie inside one, because an
+// agent that writes there runs its code outside the sandbox at the user's
+// next login, shell, editor or git command. Reading them is fine. Paths
+// under ~/.config are also listed under $XDG_CONFIG_HOME when that differs.
+func (h Home) PersistencePaths() []string {
+	out := make([]string, 0, len(persistHome)+2*len(persistConfig))
+	for _, r := range persistHome {
+		out = append(out, filepath.Join(h.Dir, r))
+	}
+	for _, r := range persistConfig {
+		out = append(out, filepath.Join(h.Dir, ".config", r))
+		if x := h.XDGConfig; x != "" && x != filepath.Join(h.Dir, ".config") {
+			out = append(out, filepath.Join(x, r))
+		}
+	}
+	return out
+}
+
+// Relative to $HOME: run by the login, the shell, vim, IPython, PATH
+// lookups and git.
+var persistHome = []string{
+	".bash_aliases", ".local/bin", ".gitconfig", ".vimrc", ".vim", ".pam_environment",
+	".xsessionrc", ".xprofile", ".xinitrc", ".ipython",
+}
+
+// Relative to ~/.config (and $XDG_CONFIG_HOME).
+var persistConfig = []string{
+	"autostart", "systemd/user", "environment.d", "git", "nvim", "direnv",
+}
+
 // Within reports whether p is base or lies beneath it (both clean and absolute).
 func Within(p, base string) bool {
 	if p == base {
@@ -235,6 +268,15 @@ func (c Checker) Check(p string, writable bool) error {
 		}
 	}
 	if writable {
+		for _, pp := range c.Home.PersistencePaths() {
+			pp = canonicalCached(pp)
+			if Within(p, pp) {
+				return fmt.Errorf("lies inside %s, from where the host runs code later (at login, in a shell, an editor or git): it may be granted read-only, never writable", pp)
+			}
+			if Within(pp, p) {
+				return fmt.Errorf("contains %s, from where the host runs code later (at login, in a shell, an editor or git): grant a narrower path, or this one read-only", pp)
+			}
+		}
 		for _, prot := range c.Protected {
 			prot = canonicalCached(prot)
 			if Overlaps(p, prot) {
