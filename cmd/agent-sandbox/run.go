@@ -44,6 +44,7 @@ func runAgent(e env, r cli.Run) int {
 		Folder: folder, Posture: pst, Home: e.home, Workdir: workdir, Args: r.Args,
 		Getenv: e.getenv, LookPath: e.lookPath, Protected: lookup.Paths(),
 		NixStore: plan.NixStore(), Verbose: r.Verbose, TTY: launch.IsTerminal(os.Stdout),
+		AllowEdit: r.AllowEdit,
 	})
 	if err != nil {
 		return fail(e.stdio.Err, err)

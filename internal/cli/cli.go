@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
+	"github.com/agent-sandbox/agent-sandbox/internal/protect"
 	"github.com/agent-sandbox/agent-sandbox/internal/sandboxfile"
 )
 
@@ -38,6 +39,8 @@ Run flags:
       --offline                  block all network traffic (forces the sandbox on)
       --allow-host HOST          allow only these hosts (repeatable; forces the sandbox on)
       --workdir DIR              the project directory to grant (default: the current directory)
+      --allow-edit NAME          let the agent edit a protected path (.git/hooks, .vscode, ...;
+                                 repeatable; the built-in engine keeps them read-only)
       --dry-run                  print what would run; start nothing
       --json                     with --dry-run: print the plan as one JSON object
   -v, --verbose                  show the posture and the backend's own banner
@@ -74,6 +77,9 @@ type Run struct {
 	Workdir string
 	Agent   string
 	Args    []string
+	// AllowEdit are --allow-edit names: protected paths (internal/protect)
+	// the agent may edit in this run.
+	AllowEdit []string
 }
 
 // Prune holds the flags of `agent-sandbox prune`.
@@ -144,11 +150,15 @@ func Parse(args []string) (Invocation, error) {
 	fs.BoolVar(&r.JSON, "json", false, "")
 	fs.BoolVarP(&r.Verbose, "verbose", "v", false, "")
 	fs.BoolVarP(&help, "help", "h", false, "")
+	fs.StringArrayVar(&r.AllowEdit, "allow-edit", nil, "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return Invocation{Command: CmdHelp}, nil
 		}
 		return Invocation{}, fmt.Errorf("%v (see agent-sandbox --help)", err)
+	}
+	if err := protect.CheckNames("--allow-edit", r.AllowEdit); err != nil {
+		return Invocation{}, err
 	}
 	if help {
 		return Invocation{Command: CmdHelp}, nil

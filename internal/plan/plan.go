@@ -24,6 +24,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/gitdir"
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
+	"github.com/agent-sandbox/agent-sandbox/internal/protect"
 	"github.com/agent-sandbox/agent-sandbox/internal/sandboxfile"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 	"github.com/agent-sandbox/agent-sandbox/internal/uniq"
@@ -59,6 +60,9 @@ type Input struct {
 	Verbose bool
 	// TTY says whether stdout is a terminal (sbx exec -t).
 	TTY bool
+	// AllowEdit are --allow-edit names (checked by internal/cli): with
+	// the folder's allow_edit, the protected paths the agent may edit.
+	AllowEdit []string
 }
 
 // Plan is one run, ready to execute or print.
@@ -342,6 +346,12 @@ func buildSpec(in Input, argv []string, found bool) (spec.Spec, []string, backen
 		s.GitDirs = append(s.GitDirs, d)
 		g.add(&s.Allow, d)
 	}
+	s.AllowEdit = uniq.Sorted(protect.Normalize(append(append([]string{}, f.Config.AllowEdit...), in.AllowEdit...)))
+	var gd, cd string
+	if linked != nil {
+		gd, cd = linked.GitDir, linked.CommonDir
+	}
+	s.Protected = protect.For(wd, gd, cd, s.AllowEdit)
 
 	tomlPath := filepath.Join(f.Dir, "agent.toml")
 	type list struct {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	ll "github.com/agent-sandbox/agent-sandbox/internal/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
+	"github.com/agent-sandbox/agent-sandbox/internal/protect"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 	"github.com/agent-sandbox/agent-sandbox/internal/view"
 )
@@ -132,6 +134,7 @@ func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string) vi
 		scratch = append(scratch, dir)
 		c.Mounts = append(c.Mounts, view.Mount{Kind: view.Tmpfs, Path: dir})
 	}
+	c.Mounts = append(c.Mounts, protectedMounts(s.Protected, append(append([]string{}, p.ReadWrite...), p.WriteOnly...))...)
 	c.Mounts = append(c.Mounts,
 		view.Mount{Kind: view.Tmpfs, Path: "/tmp"},
 		view.Mount{Kind: view.Tmpfs, Path: "/dev/shm"},
@@ -149,6 +152,41 @@ func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string) vi
 	c.Landlock = lp
 	c.Seccomp = ll.Seccomp{DenyKeyrings: true}
 	return c
+}
+
+// protectedMounts keep the protected paths (spec.Spec.Protected) read-only
+// inside the writable grants rw: a read-only bind over each, and every
+// directory between the grant and it bound onto itself, read-write, so
+// that each is a mount point the agent can neither remove nor rename away
+// (a .git renamed aside and rebuilt would carry new hooks). The binds are
+// not optional: the run creates a missing protected path first
+// (ensureProtected), and a path gone by the time init opens it stops the
+// run.
+func protectedMounts(prot []protect.Path, rw []string) []view.Mount {
+	var out []view.Mount
+	self := map[string]bool{}
+	for _, pp := range prot {
+		root := ""
+		for _, r := range rw {
+			if strings.HasPrefix(pp.Path, r+"/") && len(r) > len(root) {
+				root = r
+			}
+		}
+		if root == "" {
+			continue
+		}
+		parts := strings.Split(strings.TrimPrefix(pp.Path, root+"/"), "/")
+		cur := root
+		for _, part := range parts[:len(parts)-1] {
+			cur = filepath.Join(cur, part)
+			if !self[cur] {
+				self[cur] = true
+				out = append(out, view.Mount{Kind: view.ReadWrite, Path: cur})
+			}
+		}
+		out = append(out, view.Mount{Kind: view.ReadOnly, Path: pp.Path})
+	}
+	return out
 }
 
 // insideBound reports whether p lies in (or is) one of the bound paths.
@@ -226,11 +264,20 @@ func defaultRlimits() []view.Rlimit {
 func startInView(p ll.Policy, s spec.Spec, stderr io.Writer, fallback func(cmd *exec.Cmd) (func() error, error)) func(cmd *exec.Cmd) (func() error, error) {
 	return func(cmd *exec.Cmd) (func() error, error) {
 		argv := append([]string{cmd.Path}, cmd.Args[1:]...)
+		release, err := ensureProtected(s, stderr)
+		if err != nil {
+			return nil, &launch.SetupError{Err: err}
+		}
+		// After the placeholders: what changes from now on is the agent's.
+		started := time.Now()
 		c := viewConfig(p, s, argv, cmd.Env, cmd.Dir)
 		c.TerminalSignals = launch.IsTerminal(cmd.Stdin)
 		path, args, env, dir := cmd.Path, cmd.Args, cmd.Env, cmd.Dir
 		in, out, errw := cmd.Stdin, cmd.Stdout, cmd.Stderr
 		proc, err := view.Start(cmd, c)
+		if err != nil {
+			release()
+		}
 		if errors.Is(err, view.ErrUnavailable) {
 			if !WeakerSandboxAllowed() {
 				return nil, &launch.SetupError{Err: errors.New(noViewRefusal(err.Error()))}
@@ -253,6 +300,8 @@ func startInView(p ll.Policy, s spec.Spec, stderr io.Writer, fallback func(cmd *
 			if errors.As(err, &se) {
 				diag.Errorf(stderr, "%s", se.Msg)
 			}
+			release()
+			warnPlantedGit(stderr, s.Workdir, started)
 			return err
 		}, nil
 	}

@@ -1,0 +1,345 @@
+//go:build linux
+
+package landlock
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/diag"
+	"github.com/agent-sandbox/agent-sandbox/internal/spec"
+)
+
+// placeholder is one protected path a run created because it was missing:
+// the view needs something to bind read-only at its name, or the agent
+// could create it. Recorded (one JSON line each) in the workdir's registry
+// so that the last run in that workdir removes it.
+type placeholder struct {
+	Path string `json:"path"`
+	Dir  bool   `json:"dir"`
+	Dev  uint64 `json:"dev"`
+	Ino  uint64 `json:"ino"`
+}
+
+// ensureProtected makes every protected path of s exist before the view is
+// built: a missing one (and missing directories on its way) is created
+// empty, so that the view binds it read-only and the agent cannot create
+// it (Landlock only adds rights; a bind needs a mount point). No symlink
+// is followed; one on the way refuses the run.
+//
+// Placeholders are removed after the run when still empty. Runs in one
+// workdir coordinate through a lock file in agent-sandbox's state root:
+// each holds it shared for its whole run, and only a run that then gets it
+// exclusively (no other run in that workdir is going) removes placeholders,
+// because removing a mount point in another run's namespace would detach
+// that run's protection. Placeholders left by a killed run are removed by
+// the next run that ends alone. release must be called once.
+func ensureProtected(s spec.Spec, stderr io.Writer) (release func(), err error) {
+	noop := func() {}
+	if len(s.Protected) == 0 {
+		return noop, nil
+	}
+	dir := filepath.Join(filepath.Dir(filepath.Dir(s.StateDir)), "protect")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return noop, fmt.Errorf("creating %s: %v", dir, err)
+	}
+	sum := sha256.Sum256([]byte(s.Workdir))
+	key := hex.EncodeToString(sum[:8])
+	lock, err := os.OpenFile(filepath.Join(dir, key+".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return noop, fmt.Errorf("opening the protection lock: %v", err)
+	}
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_SH); err != nil {
+		lock.Close()
+		return noop, fmt.Errorf("locking %s: %v", lock.Name(), err)
+	}
+	regPath := filepath.Join(dir, key+".placeholders")
+	release = func() {
+		removePlaceholders(lock, regPath, stderr)
+		lock.Close()
+	}
+	reg, err := os.OpenFile(regPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		release()
+		return noop, fmt.Errorf("opening %s: %v", regPath, err)
+	}
+	defer reg.Close()
+	roots := s.Writable()
+	for _, pp := range s.Protected {
+		root := ""
+		for _, r := range roots {
+			if strings.HasPrefix(pp.Path, r+"/") && len(r) > len(root) {
+				root = r
+			}
+		}
+		if root == "" {
+			continue
+		}
+		if err := makeProtected(root, pp.Path, pp.Dir, reg); err != nil {
+			release()
+			return noop, fmt.Errorf("protected path %s: %v (allow the agent to edit it with --allow-edit %s, or fix it)", pp.Path, err, pp.Name)
+		}
+	}
+	return release, nil
+}
+
+// makeProtected creates what is missing of path below root (directories on
+// the way, then path itself as a directory or an empty file), refusing
+// symlinks, and records what it created in reg.
+func makeProtected(root, path string, dir bool, reg *os.File) error {
+	cur, err := unix.Openat2(unix.AT_FDCWD, root, &unix.OpenHow{
+		Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS,
+	})
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", root, err)
+	}
+	parts := strings.Split(strings.TrimPrefix(path, root+"/"), "/")
+	at := root
+	for i, name := range parts {
+		last := i == len(parts)-1
+		at = filepath.Join(at, name)
+		next, err := unix.Openat(cur, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) {
+			asDir := !last || dir
+			if asDir {
+				err = unix.Mkdirat(cur, name, 0o755)
+			} else {
+				var f int
+				f, err = unix.Openat(cur, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+				if err == nil {
+					unix.Close(f)
+				}
+			}
+			if err != nil && !errors.Is(err, unix.EEXIST) {
+				unix.Close(cur)
+				return fmt.Errorf("creating %s: %w", at, err)
+			}
+			next, err = unix.Openat(cur, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err == nil {
+				var st unix.Stat_t
+				if unix.Fstat(next, &st) == nil {
+					b, _ := json.Marshal(placeholder{Path: at, Dir: asDir, Dev: st.Dev, Ino: st.Ino})
+					if _, werr := reg.Write(append(b, '\n')); werr != nil {
+						unix.Close(next)
+						unix.Close(cur)
+						return fmt.Errorf("recording %s: %w", at, werr)
+					}
+				}
+			}
+		}
+		unix.Close(cur)
+		if err != nil {
+			return fmt.Errorf("%s: %w", at, err)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(next, &st); err != nil {
+			unix.Close(next)
+			return err
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFLNK:
+			unix.Close(next)
+			return fmt.Errorf("%s is a symlink (refusing to follow it)", at)
+		case unix.S_IFDIR:
+		case unix.S_IFREG:
+			if !last {
+				unix.Close(next)
+				return fmt.Errorf("%s is not a directory", at)
+			}
+		default:
+			unix.Close(next)
+			return fmt.Errorf("%s is neither a file nor a directory", at)
+		}
+		cur = next
+	}
+	unix.Close(cur)
+	return nil
+}
+
+// removePlaceholders removes the recorded placeholders that are still
+// empty and still the inode that was created, when no other run in the
+// workdir holds the lock; otherwise it leaves them to the last run.
+func removePlaceholders(lock *os.File, regPath string, stderr io.Writer) {
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return // another run in this workdir is going: it cleans up
+	}
+	f, err := os.Open(regPath)
+	if err != nil {
+		return
+	}
+	var list []placeholder
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var p placeholder
+		if json.Unmarshal(sc.Bytes(), &p) == nil && filepath.IsAbs(p.Path) {
+			list = append(list, p)
+		}
+	}
+	f.Close()
+	// Deepest first: a placeholder file before the placeholder directory
+	// that holds it.
+	sort.SliceStable(list, func(i, j int) bool {
+		return strings.Count(list[i].Path, "/") > strings.Count(list[j].Path, "/")
+	})
+	var left []string
+	for _, p := range list {
+		if err := removeIfPlaceholder(p); err != nil {
+			left = append(left, p.Path)
+		}
+	}
+	if len(left) > 0 {
+		diag.Warnf(stderr, "placeholders of protected paths could not be removed (no longer empty, or in use): %s", strings.Join(left, ", "))
+	}
+	_ = os.Truncate(regPath, 0)
+}
+
+// removeIfPlaceholder removes p when the name still holds the very inode
+// that was created and it is empty; a name that changed is left alone.
+func removeIfPlaceholder(p placeholder) error {
+	parent, err := unix.Openat2(unix.AT_FDCWD, filepath.Dir(p.Path), &unix.OpenHow{
+		Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS,
+	})
+	if err != nil {
+		return nil // gone, or no longer reachable without a symlink
+	}
+	defer unix.Close(parent)
+	name := filepath.Base(p.Path)
+	var st unix.Stat_t
+	if err := unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil
+	}
+	if st.Dev != p.Dev || st.Ino != p.Ino {
+		return nil
+	}
+	if p.Dir {
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			return nil
+		}
+		if err := unix.Unlinkat(parent, name, unix.AT_REMOVEDIR); err != nil && !errors.Is(err, unix.ENOENT) {
+			return err
+		}
+		return nil
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size != 0 {
+		return errors.New("not empty")
+	}
+	if err := unix.Unlinkat(parent, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return err
+	}
+	return nil
+}
+
+// Bounds of the scan for git metadata planted during a run.
+const (
+	scanMaxEntries = 500000
+	scanMaxTime    = 5 * time.Second
+)
+
+// warnPlantedGit scans the working directory after a run for git
+// directories (a .git directory or file anywhere below it, the workdir's
+// own included, with their submodules and worktrees) whose config, hooks
+// or .git file were created or changed since started, and warns, naming
+// each: the view cannot predict where `git init` creates a repository,
+// and the user's next git command there runs what the agent planted.
+func warnPlantedGit(stderr io.Writer, workdir string, started time.Time) {
+	since := started.Add(-10 * time.Millisecond)
+	deadline := time.Now().Add(scanMaxTime)
+	entries, stopped := 0, false
+	_ = filepath.WalkDir(workdir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		entries++
+		if entries > scanMaxEntries || (entries%1024 == 0 && time.Now().After(deadline)) {
+			stopped = true
+			return filepath.SkipAll
+		}
+		if d.Name() != ".git" {
+			return nil
+		}
+		var changed []string
+		if d.Type().IsRegular() {
+			if changedSince(path, since) {
+				changed = append(changed, path)
+			}
+		} else if d.IsDir() {
+			changed = gitDirChanged(path, since, 0)
+		}
+		if len(changed) > 0 {
+			diag.Warnf(stderr, "the agent created or changed git metadata that git runs on the host: %s; your next git command in %s runs what it planted: inspect it (or remove that .git) before running git there", strings.Join(changed, ", "), filepath.Dir(path))
+		}
+		if d.IsDir() {
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	if stopped {
+		diag.Warnf(stderr, "the scan of %s for git metadata planted during the run stopped after %d entries: repositories beyond them were not checked", workdir, entries)
+	}
+}
+
+// gitDirChanged lists config, config.worktree, hooks/ and each hook of the
+// git dir g (and of its submodules and worktrees) changed since.
+func gitDirChanged(g string, since time.Time, depth int) []string {
+	var out []string
+	for _, name := range []string{"config", "config.worktree", "hooks"} {
+		if p := filepath.Join(g, name); changedSince(p, since) {
+			out = append(out, p)
+		}
+	}
+	if ents, err := os.ReadDir(filepath.Join(g, "hooks")); err == nil {
+		for _, e := range ents {
+			if strings.HasSuffix(e.Name(), ".sample") {
+				continue // git never runs these
+			}
+			if p := filepath.Join(g, "hooks", e.Name()); changedSince(p, since) {
+				out = append(out, p)
+			}
+		}
+	}
+	if depth >= 4 {
+		return out
+	}
+	for _, kind := range []string{"modules", "worktrees"} {
+		ents, err := os.ReadDir(filepath.Join(g, kind))
+		if err != nil {
+			continue
+		}
+		for i, e := range ents {
+			if i >= maxScanNested {
+				break
+			}
+			if e.IsDir() {
+				out = append(out, gitDirChanged(filepath.Join(g, kind, e.Name()), since, depth+1)...)
+			}
+		}
+	}
+	return out
+}
+
+// maxScanNested bounds the submodule and worktree entries scanned per
+// git dir.
+const maxScanNested = 256
+
+// changedSince reports whether p exists with a status change (ctime, which
+// the agent cannot set back) at or after since.
+func changedSince(p string, since time.Time) bool {
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		return false
+	}
+	return !time.Unix(st.Ctim.Unix()).Before(since)
+}
