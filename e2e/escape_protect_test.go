@@ -100,9 +100,45 @@ var protectCases = []viewCase{
 	{name: "protect-gitfile-repointed", modes: []string{"open"}, needs: []string{"git"}, setup: gitfileSetup,
 		probe:     `cd @WORK && cp -r @MAIN/.git @WORK/evil-gitdir && printf "gitdir: ./evil-gitdir\n" > @WORK/.git`,
 		neighbour: gitNeighbour},
+	{name: "protect-hook-linked-script", modes: []string{"open"}, needs: []string{"git"}, setup: hookElsewhere(false),
+		probe: `printf "touch @GITCANARY\n" >> @SCRIPT`, neighbour: gitNeighbour},
+	{name: "protect-hookspath-dir", modes: []string{"open"}, needs: []string{"git"}, setup: hookElsewhere(true),
+		probe: `printf "#!/bin/sh\ntouch @GITCANARY\n" > @WORK/.husky/_/post-checkout`, neighbour: gitNeighbour},
+	{name: "protect-worktree-commondir", modes: []string{"open"}, needs: []string{"git"}, setup: gitSetup(true),
+		probe: `cd @WORK && gd=$(sed 's/^gitdir: //' .git) && mkdir -p @WORK/evil && printf "@WORK/evil\n" > "$gd/commondir"`, neighbour: gitNeighbour},
 }
 
 func init() { viewCases = append(viewCases, protectCases...) }
+
+// hookElsewhere makes the workdir a repository whose hooks live in the
+// project: a post-checkout hook that is a symlink to scripts/hook.sh, or
+// (hooksPath) core.hooksPath = .husky/_ as husky sets it. The check holds
+// the script and the directory to their content.
+func hookElsewhere(hooksPath bool) func(*testing.T, *view) (vars, func() string) {
+	return func(t *testing.T, v *view) (vars, func() string) {
+		gitRepo(t, v, v.work)
+		script := filepath.Join(v.work, "scripts", "hook.sh")
+		write(t, script, "#!/bin/sh\nexit 0\n")
+		husky := filepath.Join(v.work, ".husky", "_")
+		if hooksPath {
+			write(t, filepath.Join(husky, "pre-push"), "#!/bin/sh\n")
+			gitHost(t, v, v.work, "config", "core.hooksPath", ".husky/_")
+		} else if err := os.Symlink("../../scripts/hook.sh", filepath.Join(v.work, ".git", "hooks", "post-checkout")); err != nil {
+			t.Fatal(err)
+		}
+		before, _ := os.ReadFile(script)
+		return vars{"SCRIPT": script, "GITCANARY": filepath.Join(v.root, "git-hook-ran")}, func() string {
+			var msg []string
+			if after, _ := os.ReadFile(script); !bytes.Equal(before, after) {
+				msg = append(msg, script+" was changed")
+			}
+			if _, err := os.Lstat(filepath.Join(husky, "post-checkout")); err == nil {
+				msg = append(msg, "a hook was planted in "+husky)
+			}
+			return strings.Join(msg, "; ")
+		}
+	}
+}
 
 // gitfileSetup is gitSetup(true) (the workdir a linked worktree) whose
 // check also holds the workdir's .git file to its content.

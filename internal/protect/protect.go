@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // Path is one protected path of a run.
@@ -30,6 +31,10 @@ type Path struct {
 	Name string `json:"name"`
 	// Dir says whether it is (or, missing, is created as) a directory.
 	Dir bool `json:"dir"`
+	// Optional paths are protected only when they exist: creating an
+	// empty one would change what git does (a commondir file, a hooks
+	// directory named by core.hooksPath, the script a hook links to).
+	Optional bool `json:"optional,omitempty"`
 }
 
 // The names of git metadata, wherever the git directory lies.
@@ -101,26 +106,59 @@ func For(workdir, gitDir, commonDir string, allow []string) []Path {
 		allowed[a] = true
 	}
 	var out []Path
-	add := func(p, name string, dir bool) {
-		if !allowed[name] {
-			out = append(out, Path{Path: filepath.Clean(p), Name: name, Dir: dir})
+	addPath := func(p Path) {
+		if !allowed[p.Name] {
+			p.Path = filepath.Clean(p.Path)
+			out = append(out, p)
+		}
+	}
+	add := func(p, name string, dir bool) { addPath(Path{Path: p, Name: name, Dir: dir}) }
+	// hookLinks protects what the symlinks in a hooks directory point
+	// at: a hook linked to a script in the project runs that script.
+	hookLinks := func(hooks string) {
+		ents, err := os.ReadDir(hooks)
+		if err != nil {
+			return
+		}
+		for i, e := range ents {
+			if i >= maxNested || e.Type()&os.ModeSymlink == 0 {
+				continue
+			}
+			if t, err := os.Readlink(filepath.Join(hooks, e.Name())); err == nil {
+				if !filepath.IsAbs(t) {
+					t = filepath.Join(hooks, t)
+				}
+				addPath(Path{Path: t, Name: GitHooks, Optional: true})
+			}
 		}
 	}
 	gitMeta := func(g string, hooks bool) {
 		add(filepath.Join(g, "config"), GitConfig, false)
 		add(filepath.Join(g, "config.worktree"), GitConfig, false)
+		// commondir redirects git to another repository's config.
+		addPath(Path{Path: filepath.Join(g, "commondir"), Name: GitConfig, Optional: true})
 		if hooks {
 			add(filepath.Join(g, "hooks"), GitHooks, true)
+			hookLinks(filepath.Join(g, "hooks"))
+			if hp := hooksPath(filepath.Join(g, "config"), workdir); hp != "" {
+				addPath(Path{Path: hp, Name: GitHooks, Dir: true, Optional: true})
+				hookLinks(hp)
+			}
 		}
 	}
-	// A submodule's git dir has its own config and hooks; a linked
-	// worktree's has only config.worktree of its own.
+	// A linked worktree's git dir has config.worktree of its own, and its
+	// commondir names the repository whose config applies.
+	worktreeMeta := func(g string) {
+		add(filepath.Join(g, "config.worktree"), GitConfig, false)
+		addPath(Path{Path: filepath.Join(g, "commondir"), Name: GitConfig, Optional: true})
+	}
+	// A submodule's git dir has its own config and hooks.
 	nested := func(g string) {
 		for _, sub := range nestedGitDirs(g) {
 			if sub.module {
 				gitMeta(sub.dir, true)
 			} else {
-				add(filepath.Join(sub.dir, "config.worktree"), GitConfig, false)
+				worktreeMeta(sub.dir)
 			}
 		}
 	}
@@ -141,7 +179,7 @@ func For(workdir, gitDir, commonDir string, allow []string) []Path {
 		// A worktree's own git dir holds only config.worktree; hooks and
 		// config come from the common dir.
 		if gitDir != "" && gitDir != commonDir {
-			add(filepath.Join(gitDir, "config.worktree"), GitConfig, false)
+			worktreeMeta(gitDir)
 		}
 		gitMeta(commonDir, true)
 		nested(commonDir)
@@ -158,6 +196,42 @@ func For(workdir, gitDir, commonDir string, allow []string) []Path {
 		}
 	}
 	return uniq
+}
+
+// hooksPath reads core.hooksPath from the git config file at path: git
+// runs hooks from there instead of hooks/ (husky points it into the
+// project). A relative value is relative to the working tree (workdir);
+// "" when unset or unreadable. Included files are not followed.
+func hooksPath(path, workdir string) string {
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) > 1<<20 {
+		return ""
+	}
+	section, val := "", ""
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "[") {
+			section = strings.ToLower(strings.TrimSpace(strings.Trim(line, "[]")))
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if ok && section == "core" && strings.EqualFold(strings.TrimSpace(k), "hooksPath") {
+			val = strings.Trim(strings.TrimSpace(v), `"`)
+		}
+	}
+	switch {
+	case val == "":
+		return ""
+	case strings.HasPrefix(val, "~/"):
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		return filepath.Join(h, val[2:])
+	case filepath.IsAbs(val):
+		return filepath.Clean(val)
+	}
+	return filepath.Join(workdir, val)
 }
 
 // maxNested bounds the submodule and worktree git dirs For looks at.
@@ -203,6 +277,43 @@ func nestedGitDirs(g string) []nestedDir {
 	return out
 }
 
+// noHardLinks refuses a protected file (or a file directly in a protected
+// directory) that has other hard links: the agent would write it through
+// the other name.
+func noHardLinks(path string, st os.FileInfo, name string) error {
+	check := func(p string, fi os.FileInfo) error {
+		if fi.Mode().IsRegular() && linkCount(fi) > 1 {
+			return fmt.Errorf("protected path %s has %d hard links: the agent could change it through another name; remove the other links, or allow editing with --allow-edit %s", p, linkCount(fi), name)
+		}
+		return nil
+	}
+	if !st.IsDir() {
+		return check(path, st)
+	}
+	ents, err := os.ReadDir(path)
+	if err != nil {
+		return nil
+	}
+	for i, e := range ents {
+		if i >= maxNested || !e.Type().IsRegular() {
+			continue
+		}
+		if fi, err := e.Info(); err == nil {
+			if err := check(filepath.Join(path, e.Name()), fi); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func linkCount(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 1
+}
+
 // ErrSymlink marks a protected path that is, or lies below, a symlink.
 var ErrSymlink = errors.New("is a symlink")
 
@@ -231,10 +342,12 @@ func Check(paths []Path, roots []string) ([]Path, map[string]string, error) {
 		rel := strings.TrimPrefix(p.Path, root+"/")
 		parts := strings.Split(rel, "/")
 		cur := root
+		missing := false
 		for i, part := range parts {
 			cur = filepath.Join(cur, part)
 			st, err := os.Lstat(cur)
 			if errors.Is(err, os.ErrNotExist) {
+				missing = true
 				break
 			}
 			if err != nil {
@@ -249,7 +362,14 @@ func Check(paths []Path, roots []string) ([]Path, map[string]string, error) {
 				return nil, nil, fmt.Errorf("protected path %s: %s is not a directory; remove it or allow editing with --allow-edit %s", p.Path, cur, p.Name)
 			case last && !st.IsDir() && !st.Mode().IsRegular():
 				return nil, nil, fmt.Errorf("protected path %s is neither a file nor a directory (%v); remove it or allow editing with --allow-edit %s", p.Path, st.Mode().Type(), p.Name)
+			case last:
+				if err := noHardLinks(cur, st, p.Name); err != nil {
+					return nil, nil, err
+				}
 			}
+		}
+		if missing && p.Optional {
+			continue
 		}
 		out = append(out, p)
 		rootOf[p.Path] = root

@@ -138,3 +138,56 @@ func TestCheck(t *testing.T) {
 		t.Errorf("a file on the way was accepted")
 	}
 }
+
+// Hooks git runs from elsewhere: core.hooksPath (husky's .husky/_), and a
+// hook that is a symlink to a script in the project; a worktree git dir's
+// commondir. Each is protected only as it exists.
+func TestForHooksElsewhere(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	w := filepath.Join(root, "w")
+	mk(t, w+"/.git/HEAD", w+"/.git/hooks/", w+"/scripts/pre-commit", w+"/.husky/_/pre-push")
+	write := func(p, body string) {
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(w+"/.git/config", "[core]\n\tbare = false\n[Core]\n\thooksPath = .husky/_\n")
+	if err := os.Symlink("../../scripts/pre-commit", w+"/.git/hooks/pre-commit"); err != nil {
+		t.Fatal(err)
+	}
+	got := For(w, "", "", nil)
+	for _, want := range []string{w + "/.husky/_", w + "/scripts/pre-commit", w + "/.git/commondir"} {
+		if !slices.Contains(paths(got), want) {
+			t.Errorf("%s not protected: %q", want, paths(got))
+		}
+	}
+	checked, _, err := Check(got, []string{w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := paths(checked)
+	if !slices.Contains(cp, w+"/.husky/_") || !slices.Contains(cp, w+"/scripts/pre-commit") {
+		t.Errorf("existing hooks elsewhere dropped by Check: %q", cp)
+	}
+	if slices.Contains(cp, w+"/.git/commondir") {
+		t.Errorf("a missing optional commondir is kept (it would be created, and an empty commondir breaks git): %q", cp)
+	}
+}
+
+// A protected file with another hard link in the project is refused.
+func TestCheckHardLinks(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	w := filepath.Join(root, "w")
+	mk(t, w+"/.envrc", w+"/.git/hooks/post-checkout")
+	if err := os.Link(w+"/.envrc", w+"/innocent"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(w+"/.git/hooks/post-checkout", w+"/hook-copy"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []Path{{Path: w + "/.envrc", Name: ".envrc"}, {Path: w + "/.git/hooks", Name: GitHooks, Dir: true}} {
+		if _, _, err := Check([]Path{p}, []string{w}); err == nil || !strings.Contains(err.Error(), "hard links") {
+			t.Errorf("Check(%s) = %v, want a hard-link refusal", p.Path, err)
+		}
+	}
+}

@@ -79,6 +79,9 @@ func ensureProtected(s spec.Spec, stderr io.Writer) (release func(), err error) 
 	defer reg.Close()
 	roots := s.Writable()
 	for _, pp := range s.Protected {
+		if pp.Optional {
+			continue // protected only as it exists; never created
+		}
 		root := ""
 		for _, r := range roots {
 			if strings.HasPrefix(pp.Path, r+"/") && len(r) > len(root) {
@@ -295,7 +298,7 @@ func warnPlantedGit(stderr io.Writer, workdir string, started time.Time) {
 // git dir g (and of its submodules and worktrees) changed since.
 func gitDirChanged(g string, since time.Time, depth int) []string {
 	var out []string
-	for _, name := range []string{"config", "config.worktree", "hooks"} {
+	for _, name := range []string{"config", "config.worktree", "commondir", "hooks"} {
 		if p := filepath.Join(g, name); changedSince(p, since) {
 			out = append(out, p)
 		}
