@@ -88,6 +88,10 @@ type Plan struct {
 	ProfilePath any     `json:"profile_path"`
 	Refusal     *string `json:"refusal"`
 	Landlock    any     `json:"landlock"`
+	// Protection says which paths inside the writable grants, that the
+	// user's tools run code from, the backend keeps read-only; null when
+	// unsandboxed.
+	Protection *Protection `json:"protection"`
 	// Spec is the backend-neutral run.
 	Spec    spec.Spec       `json:"-"`
 	Posture posture.Posture `json:"-"`
@@ -95,6 +99,51 @@ type Plan struct {
 	// sandboxed); Description is what it said of itself.
 	Prepared    backend.Prepared    `json:"-"`
 	Description backend.Description `json:"-"`
+}
+
+// Protection is the plan's protected paths (internal/protect).
+type Protection struct {
+	// Enforced says whether the backend keeps Paths read-only (the
+	// built-in engine's view); false under nono, sbx and the weaker
+	// sandbox, which cannot.
+	Enforced bool `json:"enforced"`
+	// Paths are the protected paths; under the built-in engine, as
+	// checked (existing optional ones, none through a symlink).
+	Paths []protect.Path `json:"paths"`
+	// AllowEdit are the names allow_edit and --allow-edit lifted.
+	AllowEdit []string `json:"allow_edit"`
+	// Unenforced says why the backend cannot, when it cannot.
+	Unenforced *string `json:"unenforced"`
+}
+
+// protection describes what the prepared run does with the protected paths.
+func protection(s spec.Spec, prepared backend.Prepared) *Protection {
+	pr := &Protection{Paths: s.Protected, AllowEdit: s.AllowEdit}
+	why := ""
+	switch b := prepared.(type) {
+	case *landlock.Prepared:
+		pr.Paths = b.Spec.Protected
+		pr.Enforced = b.Engine == landlock.EngineView
+		if !pr.Enforced {
+			why = "the weaker sandbox (no namespace view) cannot keep paths inside a writable grant read-only"
+		}
+	case *nono.Prepared:
+		why = b.Unprotected
+	case *sbx.Prepared:
+		why = b.Unprotected
+	default:
+		why = "this backend does not protect them"
+	}
+	if why != "" && len(pr.Paths) > 0 {
+		pr.Unenforced = &why
+	}
+	if pr.Paths == nil {
+		pr.Paths = []protect.Path{}
+	}
+	if pr.AllowEdit == nil {
+		pr.AllowEdit = []string{}
+	}
+	return pr
 }
 
 // Network is the plan's network policy as printed.
@@ -209,6 +258,7 @@ func Build(in Input) (*Plan, error) {
 		return nil, err
 	}
 	p.finish(prepared)
+	p.Protection = protection(s, prepared)
 	return p, nil
 }
 

@@ -376,3 +376,27 @@ func Check(paths []Path, roots []string) ([]Path, map[string]string, error) {
 	}
 	return out, rootOf, nil
 }
+
+// Unenforced is the warning of a backend that cannot keep ps read-only
+// (why says why), or "" when ps is empty: it names what the agent can
+// write and the backend that protects it.
+func Unenforced(backend, why string, ps []Path) string {
+	if len(ps) == 0 {
+		return ""
+	}
+	var names []string
+	seen := map[string]bool{}
+	for _, p := range ps {
+		if !seen[p.Name] {
+			seen[p.Name] = true
+			names = append(names, p.Name)
+		}
+	}
+	return fmt.Sprintf("%s: the files your tools run code from are NOT protected inside the writable grants (%s): the agent can write or create %s (and the linked git dirs' config and hooks), which git, your editor, direnv or an agent run later on the host; --sandbox-backend landlock keeps them read-only", backend, why, strings.Join(names, ", "))
+}
+
+// Why nono and sbx cannot protect them.
+const (
+	NonoCannot = "on Linux Landlock cannot deny a path inside an allowed directory and nono refuses such overlaps; agent-sandbox's nono profile does not carve them out on macOS either"
+	SbxCannot  = "sbx mounts whole directories, read-only or read-write"
+)
