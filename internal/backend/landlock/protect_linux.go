@@ -251,16 +251,21 @@ const (
 	scanMaxTime    = 5 * time.Second
 )
 
-// warnPlantedGit scans the working directory after a run for git
-// directories (a .git directory or file anywhere below it, the workdir's
-// own included, with their submodules and worktrees) whose config, hooks
-// or .git file were created or changed since started, and warns, naming
-// each: the view cannot predict where `git init` creates a repository,
-// and the user's next git command there runs what the agent planted.
+// warnPlantedGit scans the working directory after a run for what the
+// view cannot predict: git directories (a .git directory or file anywhere
+// below it, the workdir's own included, with their submodules and
+// worktrees) whose config, commondir, hooks or .git file were created or
+// changed since started, and the protected names (.vscode, .envrc,
+// .claude, ...) in subdirectories, where only the top of the workdir is
+// protected. It warns, naming each: the user's next git command there, or
+// opening that folder, runs what the agent planted. node_modules trees are
+// skipped; the scan is bounded (scanMaxEntries, scanMaxTime) and says so
+// when it stops early.
 func warnPlantedGit(stderr io.Writer, workdir string, started time.Time) {
 	since := started.Add(-10 * time.Millisecond)
 	deadline := time.Now().Add(scanMaxTime)
 	entries, stopped := 0, false
+	var tools []string
 	_ = filepath.WalkDir(workdir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
@@ -270,7 +275,14 @@ func warnPlantedGit(stderr io.Writer, workdir string, started time.Time) {
 			stopped = true
 			return filepath.SkipAll
 		}
-		if d.Name() != ".git" {
+		name := d.Name()
+		if name == "node_modules" && d.IsDir() {
+			return filepath.SkipDir
+		}
+		if name != ".git" {
+			if toolFiles[name] && filepath.Dir(path) != workdir {
+				tools = append(tools, changedTree(path, d.IsDir(), since)...)
+			}
 			return nil
 		}
 		var changed []string
@@ -289,9 +301,55 @@ func warnPlantedGit(stderr io.Writer, workdir string, started time.Time) {
 		}
 		return nil
 	})
-	if stopped {
-		diag.Warnf(stderr, "the scan of %s for git metadata planted during the run stopped after %d entries: repositories beyond them were not checked", workdir, entries)
+	if len(tools) > 0 {
+		diag.Warnf(stderr, "the agent created or changed files your tools run code from, in subdirectories of the project (only its top is kept read-only): %s; inspect them before opening those folders or entering them with direnv", strings.Join(tools, ", "))
 	}
+	if stopped {
+		diag.Warnf(stderr, "the scan of %s for git metadata and tool files planted during the run stopped after %d entries: what lies beyond was not checked", workdir, entries)
+	}
+}
+
+// toolFiles are the base names of the protected project names
+// (internal/protect), looked for in subdirectories after a run.
+var toolFiles = map[string]bool{
+	".vscode": true, ".idea": true, ".codex": true, ".claude": true,
+	".mcp.json": true, ".gitmodules": true, ".envrc": true,
+}
+
+// changedTree lists path, when changed since, and for a directory the
+// entries below it (two levels) changed since.
+func changedTree(path string, dir bool, since time.Time) []string {
+	if !dir {
+		if changedSince(path, since) {
+			return []string{path}
+		}
+		return nil
+	}
+	var out []string
+	var walk func(p string, depth int)
+	walk = func(p string, depth int) {
+		ents, err := os.ReadDir(p)
+		if err != nil {
+			return
+		}
+		for i, e := range ents {
+			if i >= maxScanNested {
+				break
+			}
+			q := filepath.Join(p, e.Name())
+			if changedSince(q, since) {
+				out = append(out, q)
+			}
+			if e.IsDir() && depth < 2 {
+				walk(q, depth+1)
+			}
+		}
+	}
+	if changedSince(path, since) {
+		out = append(out, path)
+	}
+	walk(path, 1)
+	return out
 }
 
 // gitDirChanged lists config, config.worktree, hooks/ and each hook of the
