@@ -213,6 +213,9 @@ func protectedComments(s spec.Spec) []string {
 		line := fmt.Sprintf("protected (read-only, your tools run it later): %s", pp.Path)
 		if _, err := os.Lstat(pp.Path); err != nil {
 			line += fmt.Sprintf(" (missing: an empty %s is created for the run so that the agent cannot create it, and removed after)", kind)
+			if strings.HasSuffix(pp.Path, ".json") {
+				line = strings.Replace(line, "an empty file", "a file holding {}", 1)
+			}
 		}
 		out = append(out, line)
 	}

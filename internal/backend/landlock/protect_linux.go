@@ -32,6 +32,18 @@ type placeholder struct {
 	Dir  bool   `json:"dir"`
 	Dev  uint64 `json:"dev"`
 	Ino  uint64 `json:"ino"`
+	// Content is what a placeholder file holds ("{}\n" for a JSON name,
+	// so that the tool reading it inside the sandbox sees an empty
+	// configuration, not a syntax error; else nothing).
+	Content string `json:"content,omitempty"`
+}
+
+// placeholderContent is what a missing protected file is created with.
+func placeholderContent(path string) string {
+	if strings.HasSuffix(path, ".json") {
+		return "{}\n"
+	}
+	return ""
 }
 
 // ensureProtected makes every protected path of s exist before the view is
@@ -123,6 +135,9 @@ func makeProtected(root, path string, dir bool, reg *os.File) error {
 				var f int
 				f, err = unix.Openat(cur, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 				if err == nil {
+					if c := placeholderContent(at); c != "" {
+						_, err = unix.Write(f, []byte(c))
+					}
 					unix.Close(f)
 				}
 			}
@@ -134,7 +149,11 @@ func makeProtected(root, path string, dir bool, reg *os.File) error {
 			if err == nil {
 				var st unix.Stat_t
 				if unix.Fstat(next, &st) == nil {
-					b, _ := json.Marshal(placeholder{Path: at, Dir: asDir, Dev: st.Dev, Ino: st.Ino})
+					ph := placeholder{Path: at, Dir: asDir, Dev: st.Dev, Ino: st.Ino}
+					if !asDir {
+						ph.Content = placeholderContent(at)
+					}
+					b, _ := json.Marshal(ph)
 					if _, werr := reg.Write(append(b, '\n')); werr != nil {
 						unix.Close(next)
 						unix.Close(cur)
@@ -236,8 +255,20 @@ func removeIfPlaceholder(p placeholder) error {
 		}
 		return nil
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size != 0 {
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size != int64(len(p.Content)) {
 		return errors.New("not empty")
+	}
+	if p.Content != "" {
+		fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		buf := make([]byte, len(p.Content)+1)
+		n, _ := unix.Read(fd, buf)
+		unix.Close(fd)
+		if string(buf[:n]) != p.Content {
+			return errors.New("changed")
+		}
 	}
 	if err := unix.Unlinkat(parent, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
 		return err
