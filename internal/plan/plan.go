@@ -122,9 +122,10 @@ func protection(s spec.Spec, prepared backend.Prepared) *Protection {
 	why := ""
 	switch b := prepared.(type) {
 	case *landlock.Prepared:
-		pr.Paths = b.Spec.Protected
 		pr.Enforced = b.Engine == landlock.EngineView
-		if !pr.Enforced {
+		if pr.Enforced {
+			pr.Paths = b.Spec.Protected
+		} else {
 			why = "the weaker sandbox (no namespace view) cannot keep paths inside a writable grant read-only"
 		}
 	case *nono.Prepared:
