@@ -104,11 +104,30 @@ var protectCases = []viewCase{
 		probe: `printf "touch @GITCANARY\n" >> @SCRIPT`, neighbour: gitNeighbour},
 	{name: "protect-hookspath-dir", modes: []string{"open"}, needs: []string{"git"}, setup: hookElsewhere(true),
 		probe: `printf "#!/bin/sh\ntouch @GITCANARY\n" > @WORK/.husky/_/post-checkout`, neighbour: gitNeighbour},
+	{name: "protect-git-included-config", modes: []string{"open"}, needs: []string{"git"}, setup: includedConfig,
+		probe: `printf "[core]\n\tfsmonitor = touch @GITCANARY\n" >> @SCRIPT`, neighbour: gitNeighbour},
 	{name: "protect-worktree-commondir", modes: []string{"open"}, needs: []string{"git"}, setup: gitSetup(true),
 		probe: `cd @WORK && gd=$(sed 's/^gitdir: //' .git) && mkdir -p @WORK/evil && printf "@WORK/evil\n" > "$gd/commondir"`, neighbour: gitNeighbour},
 }
 
 func init() { viewCases = append(viewCases, protectCases...) }
+
+// includedConfig makes the workdir a repository whose config includes a
+// file in the project (include.path = ../.gitconfig-project); the check
+// holds that file to its content.
+func includedConfig(t *testing.T, v *view) (vars, func() string) {
+	gitRepo(t, v, v.work)
+	inc := filepath.Join(v.work, ".gitconfig-project")
+	write(t, inc, "[user]\n\tname = project\n")
+	gitHost(t, v, v.work, "config", "include.path", "../.gitconfig-project")
+	before, _ := os.ReadFile(inc)
+	return vars{"SCRIPT": inc, "GITCANARY": filepath.Join(v.root, "git-hook-ran")}, func() string {
+		if after, _ := os.ReadFile(inc); !bytes.Equal(before, after) {
+			return inc + " (included by .git/config) was changed"
+		}
+		return ""
+	}
+}
 
 // hookElsewhere makes the workdir a repository whose hooks live in the
 // project: a post-checkout hook that is a symlink to scripts/hook.sh, or

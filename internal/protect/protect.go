@@ -132,6 +132,21 @@ func For(workdir, gitDir, commonDir string, allow []string) []Path {
 			}
 		}
 	}
+	// refs protects the files the named config files of git dir g make
+	// git use from elsewhere (possibly in the project): the hooks
+	// directory, included configuration.
+	refs := func(g string, cfgs ...string) {
+		for _, cfg := range cfgs {
+			hp, incs := configRefs(filepath.Join(g, cfg), workdir)
+			if hp != "" {
+				addPath(Path{Path: hp, Name: GitHooks, Dir: true, Optional: true})
+				hookLinks(hp)
+			}
+			for _, inc := range incs {
+				addPath(Path{Path: inc, Name: GitConfig, Optional: true})
+			}
+		}
+	}
 	gitMeta := func(g string, hooks bool) {
 		add(filepath.Join(g, "config"), GitConfig, false)
 		add(filepath.Join(g, "config.worktree"), GitConfig, false)
@@ -140,17 +155,15 @@ func For(workdir, gitDir, commonDir string, allow []string) []Path {
 		if hooks {
 			add(filepath.Join(g, "hooks"), GitHooks, true)
 			hookLinks(filepath.Join(g, "hooks"))
-			if hp := hooksPath(filepath.Join(g, "config"), workdir); hp != "" {
-				addPath(Path{Path: hp, Name: GitHooks, Dir: true, Optional: true})
-				hookLinks(hp)
-			}
 		}
+		refs(g, "config", "config.worktree")
 	}
 	// A linked worktree's git dir has config.worktree of its own, and its
 	// commondir names the repository whose config applies.
 	worktreeMeta := func(g string) {
 		add(filepath.Join(g, "config.worktree"), GitConfig, false)
 		addPath(Path{Path: filepath.Join(g, "commondir"), Name: GitConfig, Optional: true})
+		refs(g, "config.worktree")
 	}
 	// A submodule's git dir has its own config and hooks.
 	nested := func(g string) {
@@ -198,16 +211,34 @@ func For(workdir, gitDir, commonDir string, allow []string) []Path {
 	return uniq
 }
 
-// hooksPath reads core.hooksPath from the git config file at path: git
-// runs hooks from there instead of hooks/ (husky points it into the
-// project). A relative value is relative to the working tree (workdir);
-// "" when unset or unreadable. Included files are not followed.
-func hooksPath(path, workdir string) string {
+// configRefs reads the git config file at path for the files it makes git
+// use from elsewhere: core.hooksPath (hooks, instead of hooks/; husky
+// points it into the project), relative to the working tree (workdir), and
+// include.path / includeIf.*.path (more configuration), relative to the
+// config file's directory. "~/" is the home directory. Unreadable or huge
+// files give nothing; included files are not read in turn.
+func configRefs(path, workdir string) (hooks string, includes []string) {
 	b, err := os.ReadFile(path)
 	if err != nil || len(b) > 1<<20 {
-		return ""
+		return "", nil
 	}
-	section, val := "", ""
+	resolve := func(val, base string) string {
+		val = strings.Trim(strings.TrimSpace(val), `"`)
+		switch {
+		case val == "":
+			return ""
+		case strings.HasPrefix(val, "~/"):
+			h, err := os.UserHomeDir()
+			if err != nil {
+				return ""
+			}
+			return filepath.Join(h, val[2:])
+		case filepath.IsAbs(val):
+			return filepath.Clean(val)
+		}
+		return filepath.Join(base, val)
+	}
+	section := ""
 	for _, line := range strings.Split(string(b), "\n") {
 		line = strings.TrimSpace(line)
 		if strings.HasPrefix(line, "[") {
@@ -215,23 +246,20 @@ func hooksPath(path, workdir string) string {
 			continue
 		}
 		k, v, ok := strings.Cut(line, "=")
-		if ok && section == "core" && strings.EqualFold(strings.TrimSpace(k), "hooksPath") {
-			val = strings.Trim(strings.TrimSpace(v), `"`)
+		if !ok {
+			continue
+		}
+		k = strings.TrimSpace(k)
+		switch {
+		case section == "core" && strings.EqualFold(k, "hooksPath"):
+			hooks = resolve(v, workdir)
+		case (section == "include" || strings.HasPrefix(section, "includeif")) && strings.EqualFold(k, "path"):
+			if p := resolve(v, filepath.Dir(path)); p != "" {
+				includes = append(includes, p)
+			}
 		}
 	}
-	switch {
-	case val == "":
-		return ""
-	case strings.HasPrefix(val, "~/"):
-		h, err := os.UserHomeDir()
-		if err != nil {
-			return ""
-		}
-		return filepath.Join(h, val[2:])
-	case filepath.IsAbs(val):
-		return filepath.Clean(val)
-	}
-	return filepath.Join(workdir, val)
+	return hooks, includes
 }
 
 // maxNested bounds the submodule and worktree git dirs For looks at.

@@ -151,12 +151,13 @@ func TestForHooksElsewhere(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write(w+"/.git/config", "[core]\n\tbare = false\n[Core]\n\thooksPath = .husky/_\n")
+	write(w+"/.git/config", "[core]\n\tbare = false\n[Core]\n\thooksPath = .husky/_\n[include]\n\tpath = ../.gitconfig-project\n[includeIf \"onbranch:main\"]\n\tpath = /abs/inc\n")
+	mk(t, w+"/.gitconfig-project")
 	if err := os.Symlink("../../scripts/pre-commit", w+"/.git/hooks/pre-commit"); err != nil {
 		t.Fatal(err)
 	}
 	got := For(w, "", "", nil)
-	for _, want := range []string{w + "/.husky/_", w + "/scripts/pre-commit", w + "/.git/commondir"} {
+	for _, want := range []string{w + "/.husky/_", w + "/scripts/pre-commit", w + "/.git/commondir", w + "/.gitconfig-project", "/abs/inc"} {
 		if !slices.Contains(paths(got), want) {
 			t.Errorf("%s not protected: %q", want, paths(got))
 		}
@@ -166,7 +167,7 @@ func TestForHooksElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	cp := paths(checked)
-	if !slices.Contains(cp, w+"/.husky/_") || !slices.Contains(cp, w+"/scripts/pre-commit") {
+	if !slices.Contains(cp, w+"/.husky/_") || !slices.Contains(cp, w+"/scripts/pre-commit") || !slices.Contains(cp, w+"/.gitconfig-project") {
 		t.Errorf("existing hooks elsewhere dropped by Check: %q", cp)
 	}
 	if slices.Contains(cp, w+"/.git/commondir") {
