@@ -283,6 +283,9 @@ func startInView(p ll.Policy, s spec.Spec, stderr io.Writer, fallback func(cmd *
 				return nil, &launch.SetupError{Err: errors.New(noViewRefusal(err.Error()))}
 			}
 			diag.Warnf(stderr, "%s", weakerWarning(err.Error()))
+			if len(s.Protected) > 0 {
+				diag.Warnf(stderr, "the weaker sandbox cannot keep paths inside a writable grant read-only (Landlock only adds rights): the agent can write %s, which your tools run later (git, editors, direnv, agents)", joinProtected(s.Protected))
+			}
 			// view.Start left cmd unstarted but rewritten: restore it.
 			cmd.Path, cmd.Args, cmd.Env, cmd.Dir = path, args, env, dir
 			cmd.Stdin, cmd.Stdout, cmd.Stderr = in, out, errw
