@@ -106,6 +106,11 @@ var protectCases = []viewCase{
 		probe: `printf "#!/bin/sh\ntouch @GITCANARY\n" > @WORK/.husky/_/post-checkout`, neighbour: gitNeighbour},
 	{name: "protect-git-included-config", modes: []string{"open"}, needs: []string{"git"}, setup: includedConfig,
 		probe: `printf "[core]\n\tfsmonitor = touch @GITCANARY\n" >> @SCRIPT`, neighbour: gitNeighbour},
+	// Neighbour only: the placeholders of missing protected files are not
+	// committed by an agent's `git add -A` (they are in info/exclude for
+	// the run), and git status inside shows none of them.
+	{name: "protect-placeholders-not-committed", modes: []string{"open"}, needs: []string{"git"}, setup: gitSetup(false),
+		neighbour: `cd @WORK && test -z "$(git status --porcelain)" && echo x >> README && git add -A && git -c user.name=a -c user.email=a@agent-sandbox.invalid commit -qm x && ! git ls-files | grep -E "^[.](envrc|mcp[.]json|gitmodules)$|^[.]claude/"`},
 	{name: "protect-worktree-commondir", modes: []string{"open"}, needs: []string{"git"}, setup: gitSetup(true),
 		probe: `cd @WORK && gd=$(sed 's/^gitdir: //' .git) && mkdir -p @WORK/evil && printf "@WORK/evil\n" > "$gd/commondir"`, neighbour: gitNeighbour},
 }

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
+	"github.com/agent-sandbox/agent-sandbox/internal/gitdir"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
 
@@ -32,6 +33,10 @@ type placeholder struct {
 	Dir  bool   `json:"dir"`
 	Dev  uint64 `json:"dev"`
 	Ino  uint64 `json:"ino"`
+	// Exclude, when set, makes this entry a line added to the git
+	// exclude file Path (after excludeMarker), so that the agent's
+	// `git add -A` does not commit a placeholder file.
+	Exclude string `json:"exclude,omitempty"`
 	// Content is what a placeholder file holds ("{}\n" for a JSON name,
 	// so that the tool reading it inside the sandbox sees an empty
 	// configuration, not a syntax error; else nothing).
@@ -90,6 +95,7 @@ func ensureProtected(s spec.Spec, stderr io.Writer) (release func(), err error) 
 	}
 	defer reg.Close()
 	roots := s.Writable()
+	var files []string // placeholder files created in the workdir
 	for _, pp := range s.Protected {
 		if pp.Optional {
 			continue // protected only as it exists; never created
@@ -103,23 +109,117 @@ func ensureProtected(s spec.Spec, stderr io.Writer) (release func(), err error) 
 		if root == "" {
 			continue
 		}
-		if err := makeProtected(root, pp.Path, pp.Dir, reg); err != nil {
+		made, err := makeProtected(root, pp.Path, pp.Dir, reg)
+		if err != nil {
 			release()
 			return noop, fmt.Errorf("protected path %s: %v (allow the agent to edit it with --allow-edit %s, or fix it)", pp.Path, err, pp.Name)
 		}
+		for _, m := range made {
+			if !m.Dir && root == s.Workdir {
+				files = append(files, m.Path)
+			}
+		}
+	}
+	if err := excludePlaceholders(s, files, reg); err != nil {
+		release()
+		return noop, err
 	}
 	return release, nil
 }
 
+// excludeMarker precedes each line agent-sandbox adds to a repository's
+// info/exclude.
+const excludeMarker = "# agent-sandbox: a placeholder of a protected file, for this run only (remove the next line if agent-sandbox was killed)"
+
+// excludePlaceholders adds the placeholder files created in the workdir
+// to its repository's info/exclude (when that lies in a writable grant),
+// so that git inside does not list them and an agent's `git add -A` does
+// not commit them; removePlaceholders takes the lines out again.
+func excludePlaceholders(s spec.Spec, files []string, reg *os.File) error {
+	if len(files) == 0 {
+		return nil
+	}
+	ex := excludeFile(s.Workdir)
+	inside := false
+	for _, w := range s.Writable() {
+		if strings.HasPrefix(ex, w+"/") {
+			inside = true
+		}
+	}
+	if ex == "" || !inside {
+		return nil
+	}
+	if st, err := os.Lstat(ex); err == nil && !st.Mode().IsRegular() {
+		return nil // not a plain file: leave it alone
+	}
+	if err := os.MkdirAll(filepath.Dir(ex), 0o755); err != nil {
+		return fmt.Errorf("creating %s: %v", filepath.Dir(ex), err)
+	}
+	f, err := os.OpenFile(ex, os.O_WRONLY|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return fmt.Errorf("opening %s: %v", ex, err)
+	}
+	defer f.Close()
+	for _, p := range files {
+		pattern := "/" + strings.TrimPrefix(p, s.Workdir+"/")
+		if _, err := fmt.Fprintf(f, "%s\n%s\n", excludeMarker, pattern); err != nil {
+			return fmt.Errorf("writing %s: %v", ex, err)
+		}
+		b, _ := json.Marshal(placeholder{Path: ex, Exclude: pattern})
+		if _, err := reg.Write(append(b, '\n')); err != nil {
+			return fmt.Errorf("recording %s: %v", ex, err)
+		}
+	}
+	return nil
+}
+
+// excludeFile is the info/exclude git reads for the working tree workdir
+// (in the common dir of a linked worktree), or "".
+func excludeFile(workdir string) string {
+	dg := filepath.Join(workdir, ".git")
+	if st, err := os.Lstat(dg); err == nil && st.IsDir() {
+		return filepath.Join(dg, "info", "exclude")
+	}
+	l, err := gitdir.Find(workdir)
+	if err != nil || l == nil {
+		return ""
+	}
+	if l.CommonDir != "" {
+		return filepath.Join(l.CommonDir, "info", "exclude")
+	}
+	return filepath.Join(l.GitDir, "info", "exclude")
+}
+
+// unexclude removes the marker and pattern pairs recorded for the exclude
+// file ex.
+func unexclude(ex string, patterns map[string]bool) {
+	b, err := os.ReadFile(ex)
+	if err != nil {
+		return
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	var out strings.Builder
+	for i := 0; i < len(lines); i++ {
+		if strings.TrimSuffix(lines[i], "\n") == excludeMarker && i+1 < len(lines) && patterns[strings.TrimSuffix(lines[i+1], "\n")] {
+			i++
+			continue
+		}
+		out.WriteString(lines[i])
+	}
+	if out.String() != string(b) {
+		_ = os.WriteFile(ex, []byte(out.String()), 0o644)
+	}
+}
+
 // makeProtected creates what is missing of path below root (directories on
 // the way, then path itself as a directory or an empty file), refusing
-// symlinks, and records what it created in reg.
-func makeProtected(root, path string, dir bool, reg *os.File) error {
+// symlinks, records what it created in reg and returns it.
+func makeProtected(root, path string, dir bool, reg *os.File) (made []placeholder, err error) {
 	cur, err := unix.Openat2(unix.AT_FDCWD, root, &unix.OpenHow{
 		Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS,
 	})
 	if err != nil {
-		return fmt.Errorf("opening %s: %w", root, err)
+		return nil, fmt.Errorf("opening %s: %w", root, err)
 	}
 	parts := strings.Split(strings.TrimPrefix(path, root+"/"), "/")
 	at := root
@@ -143,7 +243,7 @@ func makeProtected(root, path string, dir bool, reg *os.File) error {
 			}
 			if err != nil && !errors.Is(err, unix.EEXIST) {
 				unix.Close(cur)
-				return fmt.Errorf("creating %s: %w", at, err)
+				return made, fmt.Errorf("creating %s: %w", at, err)
 			}
 			next, err = unix.Openat(cur, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			if err == nil {
@@ -154,41 +254,42 @@ func makeProtected(root, path string, dir bool, reg *os.File) error {
 						ph.Content = placeholderContent(at)
 					}
 					b, _ := json.Marshal(ph)
+					made = append(made, ph)
 					if _, werr := reg.Write(append(b, '\n')); werr != nil {
 						unix.Close(next)
 						unix.Close(cur)
-						return fmt.Errorf("recording %s: %w", at, werr)
+						return made, fmt.Errorf("recording %s: %w", at, werr)
 					}
 				}
 			}
 		}
 		unix.Close(cur)
 		if err != nil {
-			return fmt.Errorf("%s: %w", at, err)
+			return made, fmt.Errorf("%s: %w", at, err)
 		}
 		var st unix.Stat_t
 		if err := unix.Fstat(next, &st); err != nil {
 			unix.Close(next)
-			return err
+			return made, err
 		}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFLNK:
 			unix.Close(next)
-			return fmt.Errorf("%s is a symlink (refusing to follow it)", at)
+			return made, fmt.Errorf("%s is a symlink (refusing to follow it)", at)
 		case unix.S_IFDIR:
 		case unix.S_IFREG:
 			if !last {
 				unix.Close(next)
-				return fmt.Errorf("%s is not a directory", at)
+				return made, fmt.Errorf("%s is not a directory", at)
 			}
 		default:
 			unix.Close(next)
-			return fmt.Errorf("%s is neither a file nor a directory", at)
+			return made, fmt.Errorf("%s is neither a file nor a directory", at)
 		}
 		cur = next
 	}
 	unix.Close(cur)
-	return nil
+	return made, nil
 }
 
 // removePlaceholders removes the recorded placeholders that are still
@@ -217,10 +318,21 @@ func removePlaceholders(lock *os.File, regPath string, stderr io.Writer) {
 		return strings.Count(list[i].Path, "/") > strings.Count(list[j].Path, "/")
 	})
 	var left []string
+	excluded := map[string]map[string]bool{}
 	for _, p := range list {
+		if p.Exclude != "" {
+			if excluded[p.Path] == nil {
+				excluded[p.Path] = map[string]bool{}
+			}
+			excluded[p.Path][p.Exclude] = true
+			continue
+		}
 		if err := removeIfPlaceholder(p); err != nil {
 			left = append(left, p.Path)
 		}
+	}
+	for ex, patterns := range excluded {
+		unexclude(ex, patterns)
 	}
 	if len(left) > 0 {
 		diag.Warnf(stderr, "placeholders of protected paths could not be removed (no longer empty, or in use): %s", strings.Join(left, ", "))

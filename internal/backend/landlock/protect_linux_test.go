@@ -147,3 +147,35 @@ func TestWarnPlantedGit(t *testing.T) {
 		}
 	}
 }
+
+// Placeholder files in a repository's workdir are listed in its
+// info/exclude for the run (git inside does not show them, `git add -A`
+// does not commit them), and the lines go again with the placeholders.
+func TestPlaceholdersExcluded(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	w := filepath.Join(root, "w")
+	ex := filepath.Join(w, ".git", "info", "exclude")
+	if err := os.MkdirAll(filepath.Dir(ex), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(ex, []byte("# user's own\n*.log\n"), 0o644)
+	s := spec.Spec{Workdir: w, Allow: []string{w}, StateDir: filepath.Join(root, "state", "agents", "x"),
+		Protected: []protect.Path{{Path: w + "/.envrc"}, {Path: w + "/.mcp.json"}, {Path: w + "/.vscode", Dir: true}}}
+	rel, err := ensureProtected(s, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	during, _ := os.ReadFile(ex)
+	for _, want := range []string{"*.log\n", excludeMarker + "\n/.envrc\n", excludeMarker + "\n/.mcp.json\n"} {
+		if !strings.Contains(string(during), want) {
+			t.Errorf("info/exclude during the run lacks %q: %s", want, during)
+		}
+	}
+	if strings.Contains(string(during), "/.vscode") {
+		t.Errorf("a placeholder directory (git does not track empty ones) was excluded: %s", during)
+	}
+	rel()
+	if after, _ := os.ReadFile(ex); string(after) != "# user's own\n*.log\n" {
+		t.Errorf("info/exclude after the run = %q", after)
+	}
+}
