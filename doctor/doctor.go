@@ -145,6 +145,9 @@ type Options struct {
 func Run(o Options) []Result {
 	r := newRun(o)
 	if !o.FoldersOnly {
+		// Where a sandboxed agent can write is known before nono or sbx
+		// is probed: a planted one is reported, never executed.
+		r.guard = r.silentSets()
 		r.host()
 	}
 	if !r.setHome() {
@@ -210,7 +213,9 @@ type run struct {
 	nonoPath string // where PATH has nono; "" when not found
 	sbxPath  string
 	results  []Result
-	exists   map[string]error // os.Stat results of store paths
+	// guard are the writable paths probes check first (silentSets).
+	guard  grantSets
+	exists map[string]error // os.Stat results of store paths
 	// storeFS is prepended to a store path before it is looked up: "" (the
 	// host's /nix/store) except in tests, which build a store under a
 	// temporary root.

@@ -155,6 +155,12 @@ func (r *run) grants(check func(string) string, f *agent.Folder) (*nono.Profile,
 		if np, ok := p.Prepared.(*nono.Prepared); ok {
 			profile = &np.Profile
 		}
+		// Runs under an installed nono or sbx leave the files the user's
+		// tools run code from writable: say so.
+		installed := (u.backend == posture.Nono && r.nonoPath != "") || (u.backend == posture.Sbx && r.sbxPath != "")
+		if pr := p.Protection; pr != nil && pr.Unenforced != nil && installed && !r.o.FoldersOnly {
+			r.add(check("protected files ("+u.label+")"), Warn, *pr.Unenforced, "use --sandbox-backend landlock (Linux) for an agent that should not change git hooks, editor tasks or agent settings in the project")
+		}
 		if create := p.Spec.ConfigToCreate(); len(create) > 0 && !saidCreate {
 			saidCreate = true
 			r.add(check("first run"), OK, "a run creates the missing config paths first: "+strings.Join(create, ", "), "")

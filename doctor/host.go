@@ -285,6 +285,9 @@ func (r *run) nonoResult() Result {
 		}
 		return res
 	}
+	if bad := r.guard.insideWritable("nono", r.nonoPath); len(bad) > 0 {
+		return unprobed("nono", bad)
+	}
 	return nonoVersionResult(r.nonoPath, r.probe(r.nonoPath, "--version"))
 }
 
@@ -293,6 +296,9 @@ func (r *run) nonoResult() Result {
 func (r *run) sbxResults() []Result {
 	if r.sbxPath == "" {
 		return []Result{{Check: "sbx", Status: OK, Detail: "not installed (only needed for --sandbox-backend sbx)"}}
+	}
+	if bad := r.guard.insideWritable("sbx", r.sbxPath); len(bad) > 0 {
+		return []Result{unprobed("sbx", bad)}
 	}
 	return sbxStatus(r.sbxPath, r.probe(r.sbxPath, "ls", "-q"), r.probe(r.sbxPath, "policy", "ls"))
 }

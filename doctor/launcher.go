@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/gitdir"
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
@@ -19,30 +20,102 @@ type writable struct {
 // launcherFix is the fix for a launcher inside a writable grant.
 const launcherFix = "install the program outside every path a sandboxed agent can write (the Nix package, or `go install` to ~/go/bin), or narrow the grant named above"
 
-// launcher checks that the programs doing the sandboxing (agent-sandbox
-// itself, nono, sbx) lie outside every path the checked agents can write:
-// the working directory (when a run may start there), its linked git dir,
-// each agent's state dir, config_paths and filesystem.allow/write entries,
-// and, when nono is installed, the temp directories nono's default profile
-// grants read-write.
-func (r *run) launcher(targets []target) {
-	shared := r.workdirGrants()
+// agentGrants are what one agent can write besides the shared paths.
+type agentGrants struct {
+	id     string
+	grants []writable
+}
+
+// grantSets are the paths the checked agents can write: shared by every
+// run started here, and per agent.
+type grantSets struct {
+	shared []writable
+	agents []agentGrants
+}
+
+// writableSets collects what launcher checks against: the working
+// directory (when a run may start there), its linked git dir, each agent's
+// state dir, config_paths and filesystem.allow/write entries, and, when
+// nono is installed, the temp directories nono's default profile grants
+// read-write. report says whether the workdir result is added.
+func (r *run) writableSets(targets []target, report bool) grantSets {
+	var gs grantSets
+	gs.shared = r.workdirGrants(report)
 	if r.nonoPath != "" {
 		for _, d := range uniqueCanonical(os.TempDir(), "/tmp") {
-			shared = append(shared, writable{d, "the temp directory " + d + " (nono's default profile grants it read-write to every agent: group system_write_linux)"})
+			gs.shared = append(gs.shared, writable{d, "the temp directory " + d + " (nono's default profile grants it read-write to every agent: group system_write_linux)"})
 		}
 	}
-	type agentGrants struct {
-		id     string
-		grants []writable
-	}
-	var agents []agentGrants
 	for _, t := range targets {
 		if t.folder != nil {
-			agents = append(agents, agentGrants{t.folder.ID, r.agentWritable(t)})
+			gs.agents = append(gs.agents, agentGrants{t.folder.ID, r.agentWritable(t)})
 		}
 	}
+	return gs
+}
 
+// insideWritable returns one reason per writable path that holds the
+// program name at path (as found or after symlinks); none when it lies
+// outside all of them.
+func (gs grantSets) insideWritable(name, path string) []string {
+	var out []string
+	for _, loc := range uniqueCanonicalLocations(path) {
+		for _, g := range gs.shared {
+			if grant.Within(loc, g.path) {
+				out = append(out, fmt.Sprintf("%s %s lies inside %s: a sandboxed agent could replace the program that sandboxes it", name, loc, g.why))
+			}
+		}
+		for _, a := range gs.agents {
+			for _, g := range a.grants {
+				if grant.Within(loc, g.path) {
+					out = append(out, fmt.Sprintf("%s %s lies inside %s, which agent %s can write: it could replace the program that sandboxes it", name, loc, g.why, a.id))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// silentSets computes the writable paths before the host checks probe
+// nono and sbx, without adding results: a probe must never execute a
+// program an agent could have planted. Without a usable $HOME it falls
+// back to the current directory alone.
+func (r *run) silentSets() grantSets {
+	s := *r
+	s.results, s.exists = nil, map[string]error{}
+	if !s.setHome() {
+		if wd, err := os.Getwd(); err == nil {
+			wd = grant.Canonical(wd)
+			return grantSets{shared: []writable{{wd, "the working directory " + wd}}}
+		}
+		return grantSets{}
+	}
+	return s.writableSets(s.targets(), false)
+}
+
+// unprobed is the result for a program doctor refuses to execute.
+func unprobed(check string, reasons []string) Result {
+	return Result{Check: check, Status: Fail,
+		Detail: strings.Join(reasons, "; ") + "; not executed (doctor never runs a program a sandboxed agent could have planted)",
+		Fix:    launcherFix}
+}
+
+// ProgramInsideWritable says why agent-sandbox must not execute the
+// program name at path outside the sandbox (nono, sbx): it lies, as found
+// or after symlinks, inside a path that a sandboxed agent started from the
+// working directory o.Workdir (or the current directory) can write. ""
+// means it may be executed. Commands that run such a program (agents,
+// prune) call it first.
+func ProgramInsideWritable(o Options, name, path string) string {
+	o.FoldersOnly = false
+	return strings.Join(newRun(o).silentSets().insideWritable(name, path), "; ")
+}
+
+// launcher checks that the programs doing the sandboxing (agent-sandbox
+// itself, nono, sbx) lie outside every path the checked agents can write
+// (writableSets).
+func (r *run) launcher(targets []target) {
+	gs := r.writableSets(targets, true)
 	executable := r.o.executable
 	if executable == nil {
 		executable = os.Executable
@@ -62,26 +135,12 @@ func (r *run) launcher(targets []target) {
 	}
 	for _, p := range progs {
 		check := "launcher " + p.name
-		locs := uniqueCanonicalLocations(p.path)
-		bad := false
-		for _, loc := range locs {
-			for _, g := range shared {
-				if grant.Within(loc, g.path) {
-					bad = true
-					r.add(check, Fail, fmt.Sprintf("%s %s lies inside %s: a sandboxed agent could replace the program that sandboxes it", p.name, loc, g.why), launcherFix)
-				}
-			}
-			for _, a := range agents {
-				for _, g := range a.grants {
-					if grant.Within(loc, g.path) {
-						bad = true
-						r.add(check, Fail, fmt.Sprintf("%s %s lies inside %s, which agent %s can write: it could replace the program that sandboxes it", p.name, loc, g.why, a.id), launcherFix)
-					}
-				}
-			}
+		bad := gs.insideWritable(p.name, p.path)
+		for _, why := range bad {
+			r.add(check, Fail, why, launcherFix)
 		}
-		if !bad {
-			r.add(check, OK, fmt.Sprintf("%s is outside every path the %d checked agent(s) can write", describeLocs(locs), len(agents)), "")
+		if len(bad) == 0 {
+			r.add(check, OK, fmt.Sprintf("%s is outside every path the %d checked agent(s) can write", describeLocs(uniqueCanonicalLocations(p.path)), len(gs.agents)), "")
 		}
 	}
 }
@@ -90,10 +149,14 @@ func (r *run) launcher(targets []target) {
 // directory gets: the directory itself and its linked git dirs. A working
 // directory where runs are refused adds nothing; the "workdir" result says
 // which case applies.
-func (r *run) workdirGrants() []writable {
+func (r *run) workdirGrants(report bool) []writable {
 	c := grant.Checker{Home: r.home, Protected: r.home.Protected(r.lookup.Paths()...)}
+	add := r.add
+	if !report {
+		add = func(string, Status, string, string) {}
+	}
 	if err := c.Check(r.workdir, true); err != nil {
-		r.add("workdir", OK, fmt.Sprintf("%s: a run started here is refused (the working directory %v), so it is not counted as writable", r.workdir, err), "")
+		add("workdir", OK, fmt.Sprintf("%s: a run started here is refused (the working directory %v), so it is not counted as writable", r.workdir, err), "")
 		return nil
 	}
 	out := []writable{{r.workdir, "the working directory " + r.workdir + " (read-write in every run started there)"}}
@@ -103,7 +166,7 @@ func (r *run) workdirGrants() []writable {
 			out = append(out, writable{d, "the linked git dir " + d + " of the working directory (read-write in every run started there)"})
 		}
 	}
-	r.add("workdir", OK, r.workdir+": runs started here get it read-write; the launcher check counts it as writable", "")
+	add("workdir", OK, r.workdir+": runs started here get it read-write; the launcher check counts it as writable", "")
 	return out
 }
 

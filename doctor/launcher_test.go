@@ -3,6 +3,7 @@ package doctor
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -87,4 +88,50 @@ func TestLauncherNonoTemp(t *testing.T) {
 	nono := fakeProgram(t, "nono", "exit 99\n")
 	rs := launcherRun(t, f, f.home, exe, map[string]string{"nono": nono})
 	only(t, rs, "launcher agent-sandbox", Fail, "(nono's default profile grants it read-write to every agent")
+}
+
+// TestPlantedProgramNotExecuted (issue 10 item 8): a nono or sbx found
+// inside a path a sandboxed agent can write (the working directory, an
+// agent's config_paths) fails the check and is never executed; the same
+// programs outside every grant are probed.
+func TestPlantedProgramNotExecuted(t *testing.T) {
+	f := newFixture(t, "tools", map[string]string{
+		"agent.toml":        "command = \"/bin/sh\"\nconfig_paths = [\"~/.tools\"]\n",
+		"sandbox/nono.json": "{}",
+	})
+	project := filepath.Join(filepath.Dir(f.home), "project")
+	canary := filepath.Join(filepath.Dir(f.home), "ran")
+	script := "#!/bin/sh\ntouch " + canary + "\necho nono 0.74.0\n"
+	venvNono := filepath.Join(project, ".venv", "bin", "nono")
+	toolsSbx := filepath.Join(f.home, ".tools", "sbx")
+	writeFile(t, venvNono, script, 0o755)
+	writeFile(t, toolsSbx, script, 0o755)
+	o := f.options(false)
+	o.Workdir = project
+	o.LookPath = lookPathOnly(map[string]string{"nono": venvNono, "sbx": toolsSbx})
+	o.executable = func() (string, error) { return "/usr/bin/true", nil }
+	rs := Run(o)
+	if _, err := os.Stat(canary); err == nil {
+		t.Fatalf("doctor executed a program inside a writable grant: %+v", rs)
+	}
+	only(t, rs, "nono", Fail, "nono "+venvNono+" lies inside the working directory "+project)
+	only(t, rs, "sbx", Fail, `config_paths[0] = "~/.tools", which agent tools can write`)
+	if got := ProgramInsideWritable(o, "nono", venvNono); !strings.Contains(got, venvNono) {
+		t.Errorf("ProgramInsideWritable = %q", got)
+	}
+
+	// Neighbour: the same program outside every grant is probed (as sbx:
+	// with nono installed, the temp directory this test lives in counts
+	// as writable).
+	outside := filepath.Join(filepath.Dir(f.home), "opt", "sbx")
+	writeFile(t, outside, script, 0o755)
+	o.LookPath = lookPathOnly(map[string]string{"sbx": outside})
+	rs = Run(o)
+	only(t, rs, "sbx", OK, "installed: "+outside)
+	if _, err := os.Stat(canary); err != nil {
+		t.Errorf("the sbx outside every grant was not probed: %+v", rs)
+	}
+	if got := ProgramInsideWritable(o, "sbx", outside); got != "" {
+		t.Errorf("ProgramInsideWritable(outside) = %q", got)
+	}
 }

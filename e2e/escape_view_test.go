@@ -530,6 +530,7 @@ func TestEscapeView(t *testing.T) {
 				})
 			}
 			configPathCases(t, bin, b)
+			protectCasesFor(t, bin, b)
 			policyFileCases(t, bin, b)
 			t.Run("empty-allow-domain", func(t *testing.T) { emptyAllowList(t, bin, b, false) })
 			t.Run("empty-allow-host", func(t *testing.T) { emptyAllowList(t, bin, b, true) })

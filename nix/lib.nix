@@ -26,6 +26,7 @@ rec {
     "env"
     "set_env"
     "exec_paths"
+    "allow_edit"
     "loopback_env"
     "sbx"
   ];

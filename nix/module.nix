@@ -54,6 +54,7 @@ let
         description = "Variables set for the agent.";
       };
       exec_paths = strList "Absolute paths of further programs the agent runs; their closures are granted read and execute. Prefer `execPackages`, which renders these from packages.";
+      allow_edit = strList "Protected project paths the agent may edit (`.git/hooks`, `.vscode`, ...; see `agent-sandbox --help`); by default the built-in engine keeps them read-only.";
       loopback_env = strList "Variables whose loopback URLs are rewritten to host.docker.internal under sbx.";
       sbx = mkOption {
         default = { };

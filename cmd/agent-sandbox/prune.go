@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"text/tabwriter"
 
+	"github.com/agent-sandbox/agent-sandbox/doctor"
 	"github.com/agent-sandbox/agent-sandbox/internal/agent"
 	"github.com/agent-sandbox/agent-sandbox/internal/backend/sbx"
 	"github.com/agent-sandbox/agent-sandbox/internal/cli"
@@ -13,6 +14,12 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/plan"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 )
+
+// plantedSbx says why the sbx at path must not be executed (it lies where a
+// sandboxed agent can write: doctor.ProgramInsideWritable), or "".
+func plantedSbx(e env, path string) string {
+	return doctor.ProgramInsideWritable(doctor.Options{Getenv: e.getenv, LookPath: e.lookPath}, "sbx", path)
+}
 
 // pruneSandboxes is `agent-sandbox prune [--yes]`: it lists the stale
 // agent-sandbox-* sandboxes (see sbx.Classify) and, with --yes, removes them
@@ -28,6 +35,9 @@ func pruneSandboxes(e env, p cli.Prune) int {
 	}
 	if abs, err := filepath.Abs(sbxPath); err == nil {
 		sbxPath = abs
+	}
+	if why := plantedSbx(e, sbxPath); why != "" {
+		return fail(e.stdio.Err, fmt.Errorf("%s; not executed: install sbx outside every path a sandboxed agent can write", why))
 	}
 	names, err := sbx.List(sbxPath)
 	if err != nil {
@@ -140,6 +150,10 @@ func listSbxSandboxes(e env) {
 	}
 	if abs, err := filepath.Abs(sbxPath); err == nil {
 		sbxPath = abs
+	}
+	if why := plantedSbx(e, sbxPath); why != "" {
+		diag.Warnf(e.stdio.Err, "sbx sandboxes not listed: %s; not executed: install sbx outside every path a sandboxed agent can write", why)
+		return
 	}
 	names, err := sbx.List(sbxPath)
 	if err != nil {

@@ -26,6 +26,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{`command = "x"` + "\n[sbx]\ninstall = \"pip:x\"", `sbx.install: "pip:x"`},
 		{`command = "x"` + "\n[sbx]\nhome = \"rel\"", `sbx.home: "rel"`},
 		{`command = "x" = "y"`, "/f/agent.toml:1:"},
+		{`command = "x"` + "\nallow_edit = [\".git/objects\"]", `allow_edit[0]: ".git/objects" is not a protected path`},
 	}
 	for _, tt := range tests {
 		_, err := ParseConfig("/f/agent.toml", []byte(tt.src))

@@ -12,6 +12,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
+	"github.com/agent-sandbox/agent-sandbox/internal/protect"
 	"github.com/agent-sandbox/agent-sandbox/internal/suggest"
 )
 
@@ -36,6 +37,10 @@ type Config struct {
 	// ExecPaths are absolute paths of programs the agent runs besides its
 	// own command; kernel backends grant their closures read and execute.
 	ExecPaths []string `toml:"exec_paths"`
+	// AllowEdit names protected paths of the working directory the agent
+	// may edit (internal/protect.Names: ".git/hooks", ".vscode", ...); by
+	// default the built-in engine keeps them read-only.
+	AllowEdit []string `toml:"allow_edit"`
 	// LoopbackEnv names variables whose loopback URLs are rewritten to
 	// host.docker.internal under sbx (for example OLLAMA_HOST).
 	LoopbackEnv []string `toml:"loopback_env"`
@@ -84,7 +89,7 @@ func ParseConfig(path string, b []byte) (*Config, error) {
 			known = append(known, k)
 		}
 		sort.Strings(known)
-		return nil, fmt.Errorf("%s: %s: unknown key%s; agent.toml accepts command, args, description, config_paths, read_paths, env, set_env, exec_paths, loopback_env and [sbx] install, version_command, home", path, keys[0], suggest.Phrase(keys[0], known))
+		return nil, fmt.Errorf("%s: %s: unknown key%s; agent.toml accepts command, args, description, config_paths, read_paths, env, set_env, exec_paths, allow_edit, loopback_env and [sbx] install, version_command, home", path, keys[0], suggest.Phrase(keys[0], known))
 	}
 	if err := c.validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -137,6 +142,9 @@ func (c *Config) validate() error {
 		if strings.ContainsRune(v, 0) {
 			return fmt.Errorf("set_env.%s: value contains a NUL byte", k)
 		}
+	}
+	if err := protect.CheckNames("allow_edit", c.AllowEdit); err != nil {
+		return err
 	}
 	if c.Sbx.Install != "" && !installR.MatchString(c.Sbx.Install) {
 		return fmt.Errorf("sbx.install: %q: want npm:<package>, e.g. npm:@anthropic-ai/claude-code", c.Sbx.Install)

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
+	"github.com/agent-sandbox/agent-sandbox/internal/protect"
 	"github.com/agent-sandbox/agent-sandbox/internal/sandboxfile"
 )
 
@@ -49,6 +50,8 @@ Run flags:
       --read PATH                also grant PATH read-only, this run (repeatable)
       --write PATH               also grant PATH read-write, this run (repeatable)
       --network open             unrestricted network for this run (over the folder's list)
+      --allow-edit NAME          let the agent edit a protected path (.git/hooks, .vscode, ...;
+                                 repeatable; the built-in engine keeps them read-only)
       --dry-run                  print what would run; start nothing
       --json                     with --dry-run: print the plan as one JSON object
   -v, --verbose                  show the posture and the backend's own banner
@@ -98,6 +101,9 @@ type Run struct {
 	// Read and Write are the per-run grants (--read, --write; read-only
 	// and read-write), as typed: checked like folder grants by plan.
 	Read, Write []string
+	// AllowEdit are --allow-edit names: protected paths (internal/protect)
+	// the agent may edit in this run.
+	AllowEdit []string
 }
 
 // Prune holds the flags of `agent-sandbox prune`.
@@ -200,6 +206,7 @@ func parseRun(args []string, program bool) (Invocation, error) {
 	fs.BoolVarP(&r.Verbose, "verbose", "v", false, "")
 	fs.BoolVarP(&r.Quiet, "quiet", "q", false, "")
 	fs.BoolVarP(&help, "help", "h", false, "")
+	fs.StringArrayVar(&r.AllowEdit, "allow-edit", nil, "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return Invocation{Command: CmdHelp}, nil
@@ -208,6 +215,9 @@ func parseRun(args []string, program bool) (Invocation, error) {
 			return Invocation{}, errors.New(why)
 		}
 		return Invocation{}, fmt.Errorf("%v%s (see agent-sandbox --help)", err, flagSuggestion(fs, err))
+	}
+	if err := protect.CheckNames("--allow-edit", r.AllowEdit); err != nil {
+		return Invocation{}, err
 	}
 	if help {
 		return Invocation{Command: CmdHelp}, nil

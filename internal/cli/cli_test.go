@@ -27,6 +27,8 @@ func TestParse(t *testing.T) {
 		{[]string{"help"}, Invocation{Command: CmdHelp}},
 		{[]string{"--help"}, Invocation{Command: CmdHelp}},
 		{[]string{"-h", "claude"}, Invocation{Command: CmdHelp}},
+		{[]string{"--allow-edit", ".vscode", "--allow-edit=.git/hooks", "claude"},
+			Invocation{Command: CmdRun, Run: Run{Agent: "claude", Args: []string{}, AllowEdit: []string{".vscode", ".git/hooks"}}}},
 		// A subcommand name after a flag is an agent name.
 		{[]string{"-v", "version"}, Invocation{Command: CmdRun, Run: Run{Verbose: true, Agent: "version", Args: []string{}}}},
 	}
@@ -58,6 +60,7 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"--allow-host", "a.com", "--allow-host", " ", "claude"}, `--allow-host " ": an empty host name`},
 		{[]string{"--json", "claude"}, "--json goes with --dry-run"},
 		{[]string{"--workdir", " ", "claude"}, "--workdir: empty"},
+		{[]string{"--allow-edit", "src", "claude"}, `--allow-edit[0]: "src" is not a protected path`},
 		{[]string{"version", "x"}, "version takes no arguments"},
 		{[]string{"agents", "x"}, `agents: unknown action "x"`},
 	}

@@ -254,9 +254,13 @@ func (c Checker) Check(p string, writable bool) error {
 		}
 	}
 	if writable {
-		for _, pers := range c.Home.PersistencePaths() {
-			if pers = canonicalCached(pers); Overlaps(p, pers) {
-				return fmt.Errorf("would let the agent write %s, from which your own programs run code later (outside the sandbox); grant it read-only, or a narrower path", pers)
+		for _, pp := range c.Home.PersistencePaths() {
+			pp = canonicalCached(pp)
+			if Within(p, pp) {
+				return fmt.Errorf("lies inside %s, from where the host runs code later (at login, in a shell, an editor or git): it may be granted read-only, never writable", pp)
+			}
+			if Within(pp, p) {
+				return fmt.Errorf("contains %s, from where the host runs code later (at login, in a shell, an editor or git): grant a narrower path, or this one read-only", pp)
 			}
 		}
 		for _, prot := range c.Protected {

@@ -155,3 +155,61 @@ func TestCredentialPathsFollowPlatform(t *testing.T) {
 		t.Error("darwin list wrong")
 	}
 }
+
+// TestPersistencePathsRefusedWritable: paths from where the host runs code
+// later (issue 10 item 9) are refused as writable grants, inside and
+// around them, and accepted read-only.
+func TestPersistencePathsRefusedWritable(t *testing.T) {
+	h, _ := testHome(t)
+	c := Checker{Home: h}
+	cases := []struct {
+		path string
+		why  string // "" = allowed writable
+	}{
+		{"~/.bash_aliases", "runs code later"},
+		{"~/.config/autostart", "runs code later"},
+		{"~/.config/autostart/evil.desktop", "lies inside"},
+		{"~/.config/systemd/user", "runs code later"},
+		{"~/.config/systemd", "contains"},
+		{"~/.config/environment.d", "runs code later"},
+		{"~/.local/bin", "runs code later"},
+		{"~/.local/bin/claude", "lies inside"},
+		{"~/.gitconfig", "runs code later"},
+		{"~/.config/git", "runs code later"},
+		{"~/.config/git/config", "lies inside"},
+		{"~/.vimrc", "runs code later"},
+		{"~/.config/nvim", "runs code later"},
+		{"~/.pam_environment", "runs code later"},
+		{"~/.xsessionrc", "runs code later"},
+		{"~/.config/direnv", "runs code later"},
+		{"~/.ipython", "runs code later"},
+		{"~/.ipython/profile_default/startup", "lies inside"},
+		// Neighbours: agents' own state stays writable.
+		{"~/.claude", ""},
+		{"~/.config/opencode", ""},
+		{"~/.local/share/opencode", ""},
+		{"~/.config/gitui", ""},
+		{"~/.local/binaries", ""},
+	}
+	for _, tc := range cases {
+		_, err := c.Resolve(tc.path, true)
+		switch {
+		case tc.why == "" && err != nil:
+			t.Errorf("writable %q refused: %v", tc.path, err)
+		case tc.why != "" && (err == nil || !strings.Contains(err.Error(), tc.why)):
+			t.Errorf("writable %q = %v, want a refusal mentioning %q", tc.path, err, tc.why)
+		}
+		if tc.why != "" && err != nil && !strings.Contains(err.Error(), tc.path) {
+			t.Errorf("refusal of %q does not name it: %v", tc.path, err)
+		}
+		if _, err := c.Resolve(tc.path, false); err != nil {
+			t.Errorf("read-only %q refused: %v", tc.path, err)
+		}
+	}
+	// $XDG_CONFIG_HOME elsewhere: its autostart is refused too.
+	x := h
+	x.XDGConfig = filepath.Join(filepath.Dir(h.Dir), "xdg")
+	if _, err := (Checker{Home: x}).Resolve(filepath.Join(x.XDGConfig, "autostart"), true); err == nil {
+		t.Errorf("writable $XDG_CONFIG_HOME/autostart accepted")
+	}
+}

@@ -1,6 +1,9 @@
 package grant
 
-import "path/filepath"
+import (
+	"path/filepath"
+	"strings"
+)
 
 // persistence are paths in the home from which the user's own programs
 // later run code or take settings that run code (session autostart,
@@ -18,11 +21,18 @@ var persistence = []string{
 	".tmux.conf", ".config/tmux",
 }
 
-// PersistencePaths are the absolute persistence paths of this home.
+// PersistencePaths are the absolute persistence paths of this home: a
+// writable grant may neither contain one nor lie inside one. The ones
+// under ~/.config are also listed under $XDG_CONFIG_HOME when that
+// differs.
 func (h Home) PersistencePaths() []string {
-	out := make([]string, len(persistence))
-	for i, r := range persistence {
-		out[i] = filepath.Join(h.Dir, r)
+	out := make([]string, 0, 2*len(persistence))
+	dotConfig := filepath.Join(h.Dir, ".config")
+	for _, r := range persistence {
+		out = append(out, filepath.Join(h.Dir, r))
+		if rest, ok := strings.CutPrefix(r, ".config/"); ok && h.XDGConfig != "" && h.XDGConfig != dotConfig {
+			out = append(out, filepath.Join(h.XDGConfig, rest))
+		}
 	}
 	return out
 }

@@ -9,7 +9,7 @@ func TestPersistence(t *testing.T) {
 	h, _ := testHome(t)
 	c := Checker{Home: h}
 	for _, p := range []string{"~/.local/bin", "~/.local/bin/tool", "~/.config/autostart", "~/.config/systemd/user/x.service", "~/.gitconfig", "~/.config/git", "~/.vimrc", "~/.config/nvim/init.lua", "~/bin", "~/.pam_environment"} {
-		if _, err := c.Resolve(p, true); err == nil || !strings.Contains(err.Error(), "from which your own programs run code later") {
+		if _, err := c.Resolve(p, true); err == nil || !strings.Contains(err.Error(), "from where the host runs code later") {
 			t.Errorf("writable %q: %v, want the persistence refusal", p, err)
 		}
 		if _, err := c.Resolve(p, false); err != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	"github.com/agent-sandbox/agent-sandbox/internal/optfile"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
+	"github.com/agent-sandbox/agent-sandbox/internal/protect"
 	"github.com/agent-sandbox/agent-sandbox/internal/sandboxfile"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 	"github.com/agent-sandbox/agent-sandbox/internal/uniq"
@@ -67,6 +68,9 @@ type Input struct {
 	// --write: read-write), absolute or starting with ~/; checked like
 	// the folder's grants.
 	RunRead, RunWrite []string
+	// AllowEdit are --allow-edit names (checked by internal/cli): with
+	// the folder's allow_edit, the protected paths the agent may edit.
+	AllowEdit []string
 }
 
 // Plan is one run, ready to execute or print.
@@ -101,6 +105,10 @@ type Plan struct {
 	// --quiet drops them. Loud warnings (an opt-out, --no-sandbox,
 	// --network open, the weaker sandbox) are never among them.
 	Repeating []string `json:"-"`
+	// Protection says which paths inside the writable grants, that the
+	// user's tools run code from, the backend keeps read-only; null when
+	// unsandboxed.
+	Protection *Protection `json:"protection"`
 	// Spec is the backend-neutral run.
 	Spec    spec.Spec       `json:"-"`
 	Posture posture.Posture `json:"-"`
@@ -114,6 +122,52 @@ type Plan struct {
 type RunGrants struct {
 	Read  []string `json:"read"`
 	Write []string `json:"write"`
+}
+
+// Protection is the plan's protected paths (internal/protect).
+type Protection struct {
+	// Enforced says whether the backend keeps Paths read-only (the
+	// built-in engine's view); false under nono, sbx and the weaker
+	// sandbox, which cannot.
+	Enforced bool `json:"enforced"`
+	// Paths are the protected paths; under the built-in engine, as
+	// checked (existing optional ones, none through a symlink).
+	Paths []protect.Path `json:"paths"`
+	// AllowEdit are the names allow_edit and --allow-edit lifted.
+	AllowEdit []string `json:"allow_edit"`
+	// Unenforced says why the backend cannot, when it cannot.
+	Unenforced *string `json:"unenforced"`
+}
+
+// protection describes what the prepared run does with the protected paths.
+func protection(s spec.Spec, prepared backend.Prepared) *Protection {
+	pr := &Protection{Paths: s.Protected, AllowEdit: s.AllowEdit}
+	why := ""
+	switch b := prepared.(type) {
+	case *landlock.Prepared:
+		pr.Enforced = b.Engine == landlock.EngineView
+		if pr.Enforced {
+			pr.Paths = b.Spec.Protected
+		} else {
+			why = "the weaker sandbox (no namespace view) cannot keep paths inside a writable grant read-only"
+		}
+	case *nono.Prepared:
+		why = b.Unprotected
+	case *sbx.Prepared:
+		why = b.Unprotected
+	default:
+		why = "this backend does not protect them"
+	}
+	if why != "" && len(pr.Paths) > 0 {
+		pr.Unenforced = &why
+	}
+	if pr.Paths == nil {
+		pr.Paths = []protect.Path{}
+	}
+	if pr.AllowEdit == nil {
+		pr.AllowEdit = []string{}
+	}
+	return pr
 }
 
 // Network is the plan's network policy as printed.
@@ -232,6 +286,7 @@ func Build(in Input) (*Plan, error) {
 		return nil, err
 	}
 	p.finish(prepared)
+	p.Protection = protection(s, prepared)
 	return p, nil
 }
 
@@ -403,6 +458,12 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 		s.GitDirs = append(s.GitDirs, d)
 		g.add(&s.Allow, d)
 	}
+	s.AllowEdit = uniq.Sorted(protect.Normalize(append(append([]string{}, f.Config.AllowEdit...), in.AllowEdit...)))
+	var gd, cd string
+	if linked != nil {
+		gd, cd = linked.GitDir, linked.CommonDir
+	}
+	s.Protected = protect.For(wd, gd, cd, s.AllowEdit)
 
 	tomlPath := filepath.Join(f.Dir, "agent.toml")
 	type list struct {

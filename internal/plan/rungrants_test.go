@@ -44,7 +44,7 @@ func TestRunGrants(t *testing.T) {
 		want        string
 	}{
 		{[]string{"~/.ssh"}, nil, `--read "~/.ssh" lies inside the credential path`},
-		{nil, []string{"~/.local/bin"}, "from which your own programs run code later"},
+		{nil, []string{"~/.local/bin"}, "from where the host runs code later"},
 		{nil, []string{"~/.local/state/agent-sandbox"}, "where agent-sandbox keeps policy or state"},
 		{nil, []string{"/"}, "grants the whole filesystem"},
 		{[]string{"rel"}, nil, "relative paths are refused"},

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
+	"github.com/agent-sandbox/agent-sandbox/internal/protect"
 )
 
 // Spec is one run, with every path absolute and canonical.
@@ -61,6 +62,15 @@ type Spec struct {
 	Links []Link
 	// Missing are granted paths that do not exist (backends skip them).
 	Missing []string
+	// Protected are the paths inside the writable grants that make the
+	// user's tools run code later (git config and hooks, .vscode,
+	// .claude settings...; internal/protect), minus those the user
+	// allowed the agent to edit (AllowEdit). The built-in engine keeps
+	// them read-only; other backends say that they cannot.
+	Protected []protect.Path
+	// AllowEdit are the protected names the user let the agent edit
+	// (agent.toml allow_edit and --allow-edit).
+	AllowEdit []string
 
 	Network posture.Network
 

@@ -72,6 +72,7 @@ let
         env = [ ];
         set_env = { };
         exec_paths = [ ];
+        allow_edit = [ ];
         loopback_env = [ ];
         sbx = {
           install = null;
@@ -545,6 +546,7 @@ let
         "env"
         "set_env"
         "exec_paths"
+        "allow_edit"
         "loopback_env"
         "sbx"
       ];

@@ -3,12 +3,14 @@ package landlock
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/backend"
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	ll "github.com/agent-sandbox/agent-sandbox/internal/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
+	"github.com/agent-sandbox/agent-sandbox/internal/protect"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
 
@@ -85,6 +87,11 @@ type PrintedPolicy struct {
 	Create []string `json:"create"`
 	// Limits are the resource limits the agent gets.
 	Limits map[string]uint64 `json:"limits"`
+	// Protected are the paths inside writable grants kept read-only
+	// (internal/protect), those missing created empty for the run.
+	Protected []protect.Path `json:"protected"`
+	// AllowEdit are the protected names the agent may edit this run.
+	AllowEdit []string `json:"allow_edit"`
 }
 
 // Prepare refuses what the engine cannot enforce (a nono network profile;
@@ -114,6 +121,11 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 	if abiErr != nil {
 		p.Refusal = fmt.Sprintf("the landlock backend cannot run here: %v", abiErr)
 	}
+	// The paths the user's tools run code from, inside the writable
+	// grants: checked now (no symlink on their way), kept read-only by
+	// the view.
+	prot, _, perr := protect.Check(s.Protected, s.Writable())
+	p.Spec.Protected = prot
 	expected, why := viewExpectedOr(b.View)
 	weaker := WeakerSandboxAllowed
 	if b.Weaker != nil {
@@ -127,6 +139,7 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 		p.Engine = EngineWeaker
 		narrowed := s
 		narrowed.Toolchains = narrowForWeaker(s.Toolchains, s.Home)
+		narrowed.Protected = nil
 		p.Spec, p.Policy = narrowed, PolicyFor(narrowed, b.NixStore, self)
 		p.Warnings = append([]string{weakerWarning(why)}, KernelWarnings(p.Policy, abi)...)
 		if netPlan.Mode == posture.NetAllowlist {
@@ -135,11 +148,17 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 		if len(netPlan.Listen) > 0 && p.Refusal == "" {
 			p.Refusal = weakerListenRefusal
 		}
+		if len(prot) > 0 {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("the weaker sandbox cannot keep paths inside a writable grant read-only (Landlock only adds rights): the agent can write %s, which your tools run later (git, editors, direnv, agents)", joinProtected(prot)))
+		}
 	default:
 		p.Engine = EngineView
 		if p.Refusal == "" {
 			p.Refusal = noViewRefusal(why)
 		}
+	}
+	if perr != nil && p.Engine == EngineView && p.Refusal == "" {
+		p.Refusal = perr.Error()
 	}
 	return p, nil
 }
@@ -170,6 +189,7 @@ func (p *Prepared) Describe() backend.Description {
 		comments = append(comments, fmt.Sprintf("created before the run (missing): %s", c))
 	}
 	comments = append(comments, p.Net.Comments()...)
+	comments = append(comments, protectedComments(p.Spec)...)
 	comments = append(comments, fmt.Sprintf("resource limits: %d processes, %d open files", defaultMaxProcesses, defaultMaxOpenFiles))
 	toolchains := p.Spec.Toolchains
 	if toolchains == nil {
@@ -188,10 +208,62 @@ func (p *Prepared) Describe() backend.Description {
 		Refusal:  p.Refusal,
 		JSON: map[string]any{"landlock": &PrintedPolicy{
 			Engine: p.Engine, Toolchains: toolchains, Create: create, Net: p.Net,
-			Limits:   map[string]uint64{"processes": defaultMaxProcesses, "open_files": defaultMaxOpenFiles},
+			Limits:    map[string]uint64{"processes": defaultMaxProcesses, "open_files": defaultMaxOpenFiles},
+			Protected: nonNil(p.Spec.Protected), AllowEdit: nonNilStrings(p.Spec.AllowEdit),
 			ReadExec: pol.ReadExec, ReadOnly: pol.ReadOnly, ReadWrite: pol.ReadWrite, WriteOnly: pol.WriteOnly, Network: string(p.Net.Mode),
 		}},
 	}
+}
+
+// protectedComments are the --dry-run lines on the protected paths: each
+// one kept read-only (a missing one is created empty for the run and
+// removed afterwards), what allow_edit lifted, and what is not covered.
+func protectedComments(s spec.Spec) []string {
+	var out []string
+	for _, pp := range s.Protected {
+		kind := "file"
+		if pp.Dir {
+			kind = "directory"
+		}
+		line := fmt.Sprintf("protected (read-only, your tools run it later): %s", pp.Path)
+		if _, err := os.Lstat(pp.Path); err != nil {
+			line += fmt.Sprintf(" (missing: an empty %s is created for the run so that the agent cannot create it, and removed after)", kind)
+			if strings.HasSuffix(pp.Path, ".json") {
+				line = strings.Replace(line, "an empty file", "a file holding {}", 1)
+			}
+		}
+		out = append(out, line)
+	}
+	if len(s.AllowEdit) > 0 {
+		out = append(out, fmt.Sprintf("editable by allow_edit/--allow-edit: %s", strings.Join(s.AllowEdit, ", ")))
+	}
+	if len(s.Protected) > 0 {
+		out = append(out, "not protected: a .git the agent creates elsewhere in the project (git init in a subdirectory) and hooks or config it writes there; agent-sandbox scans the working directory after the run and warns, naming each one")
+	}
+	return out
+}
+
+// joinProtected lists the protected paths for a message.
+func joinProtected(ps []protect.Path) string {
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = p.Path
+	}
+	return strings.Join(names, ", ")
+}
+
+func nonNil(ps []protect.Path) []protect.Path {
+	if ps == nil {
+		return []protect.Path{}
+	}
+	return ps
+}
+
+func nonNilStrings(ss []string) []string {
+	if ss == nil {
+		return []string{}
+	}
+	return ss
 }
 
 func viewExpectedOr(f func() (bool, string)) (bool, string) {

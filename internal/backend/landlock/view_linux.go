@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -19,6 +20,7 @@ import (
 	ll "github.com/agent-sandbox/agent-sandbox/internal/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
+	"github.com/agent-sandbox/agent-sandbox/internal/protect"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 	"github.com/agent-sandbox/agent-sandbox/internal/view"
 )
@@ -135,6 +137,7 @@ func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string) vi
 		scratch = append(scratch, dir)
 		c.Mounts = append(c.Mounts, view.Mount{Kind: view.Tmpfs, Path: dir})
 	}
+	c.Mounts = append(c.Mounts, protectedMounts(s.Protected, append(append([]string{}, p.ReadWrite...), p.WriteOnly...))...)
 	c.Mounts = append(c.Mounts,
 		view.Mount{Kind: view.Tmpfs, Path: "/tmp"},
 		view.Mount{Kind: view.Tmpfs, Path: "/dev/shm"},
@@ -152,6 +155,41 @@ func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string) vi
 	c.Landlock = lp
 	c.Seccomp = ll.Seccomp{DenyKeyrings: true}
 	return c
+}
+
+// protectedMounts keep the protected paths (spec.Spec.Protected) read-only
+// inside the writable grants rw: a read-only bind over each, and every
+// directory between the grant and it bound onto itself, read-write, so
+// that each is a mount point the agent can neither remove nor rename away
+// (a .git renamed aside and rebuilt would carry new hooks). The binds are
+// not optional: the run creates a missing protected path first
+// (ensureProtected), and a path gone by the time init opens it stops the
+// run.
+func protectedMounts(prot []protect.Path, rw []string) []view.Mount {
+	var out []view.Mount
+	self := map[string]bool{}
+	for _, pp := range prot {
+		root := ""
+		for _, r := range rw {
+			if strings.HasPrefix(pp.Path, r+"/") && len(r) > len(root) {
+				root = r
+			}
+		}
+		if root == "" {
+			continue
+		}
+		parts := strings.Split(strings.TrimPrefix(pp.Path, root+"/"), "/")
+		cur := root
+		for _, part := range parts[:len(parts)-1] {
+			cur = filepath.Join(cur, part)
+			if !self[cur] {
+				self[cur] = true
+				out = append(out, view.Mount{Kind: view.ReadWrite, Path: cur})
+			}
+		}
+		out = append(out, view.Mount{Kind: view.ReadOnly, Path: pp.Path})
+	}
+	return out
 }
 
 // insideBound reports whether p lies in (or is) one of the bound paths.
@@ -229,17 +267,29 @@ func defaultRlimits() []view.Rlimit {
 func startInView(p ll.Policy, s spec.Spec, n Net, sess *netSession, stderr io.Writer, fallback func(cmd *exec.Cmd) (func() error, error)) func(cmd *exec.Cmd) (func() error, error) {
 	return func(cmd *exec.Cmd) (func() error, error) {
 		argv := append([]string{cmd.Path}, cmd.Args[1:]...)
+		release, err := ensureProtected(s, stderr)
+		if err != nil {
+			return nil, &launch.SetupError{Err: err}
+		}
+		// After the placeholders: what changes from now on is the agent's.
+		started := time.Now()
 		c := viewConfig(p, s, argv, cmd.Env, cmd.Dir)
 		viewNetwork(&c, n)
 		c.TerminalSignals = launch.IsTerminal(cmd.Stdin)
 		path, args, env, dir := cmd.Path, cmd.Args, cmd.Env, cmd.Dir
 		in, out, errw := cmd.Stdin, cmd.Stdout, cmd.Stderr
 		proc, err := view.Start(cmd, c)
+		if err != nil {
+			release()
+		}
 		if errors.Is(err, view.ErrUnavailable) {
 			if !WeakerSandboxAllowed() {
 				return nil, &launch.SetupError{Err: errors.New(noViewRefusal(err.Error()))}
 			}
 			diag.Warnf(stderr, "%s", weakerWarning(err.Error()))
+			if len(s.Protected) > 0 {
+				diag.Warnf(stderr, "the weaker sandbox cannot keep paths inside a writable grant read-only (Landlock only adds rights): the agent can write %s, which your tools run later (git, editors, direnv, agents)", joinProtected(s.Protected))
+			}
 			// view.Start left cmd unstarted but rewritten: restore it.
 			cmd.Path, cmd.Args, cmd.Env, cmd.Dir = path, args, env, dir
 			cmd.Stdin, cmd.Stdout, cmd.Stderr = in, out, errw
@@ -258,6 +308,8 @@ func startInView(p ll.Policy, s spec.Spec, n Net, sess *netSession, stderr io.Wr
 			if errors.As(err, &se) {
 				diag.Errorf(stderr, "%s", se.Msg)
 			}
+			release()
+			warnPlantedGit(stderr, s.Workdir, started)
 			return err
 		}, nil
 	}

@@ -18,11 +18,15 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 // Describe is the nono launch, the profile and where it is written: the
 // plan's "profile" and "profile_path".
 func (p *Prepared) Describe() backend.Description {
+	comments := []string{"profile: " + p.ProfilePath}
+	if p.Unprotected != "" {
+		comments = append(comments, p.Unprotected)
+	}
 	return backend.Description{
 		Commands: p.Steps,
 		Warnings: p.Warnings,
 		Refusal:  p.Refusal,
-		Comments: []string{"profile: " + p.ProfilePath},
+		Comments: comments,
 		JSON:     map[string]any{"profile": &p.Profile, "profile_path": &p.ProfilePath},
 	}
 }

@@ -38,6 +38,7 @@ import (
 	"strings"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
+	"github.com/agent-sandbox/agent-sandbox/internal/protect"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
 
@@ -96,6 +97,9 @@ type Prepared struct {
 	Steps []spec.Command
 	// Warnings are extra warning lines (without the prefix); none today.
 	Warnings []string
+	// Unprotected says which protected paths nono cannot keep read-only
+	// (protect.Unenforced), for --dry-run and doctor; "" when none.
+	Unprotected string
 	// Notes are informational lines (without a prefix) for --verbose: paths
 	// left out because they do not exist, grants narrowed, keys dropped on
 	// this platform. Execute prints them, prefixed "agent-sandbox: ", when
@@ -130,6 +134,7 @@ func Prepare(s spec.Spec, o Options) (Prepared, error) {
 		Verbose:     o.Verbose,
 		Spec:        s,
 	}
+	p.Unprotected = protect.Unenforced("nono", protect.NonoCannot, s.Protected)
 	if !filepath.IsAbs(o.Path) {
 		p.Refusal = fmt.Sprintf("nono is not installed (%q not found on PATH); install nono (https://nono.sh, or `nix run .#agent-sandbox`, which brings it), or use --sandbox-backend landlock", o.Path)
 	}

@@ -18,7 +18,12 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 // Describe is the setup sequence and the guest's environment.
 func (p *Prepared) Describe() backend.Description {
 	pass, set := p.GuestEnvironment(p.Spec)
+	var comments []string
+	if p.Unprotected != "" {
+		comments = append(comments, p.Unprotected)
+	}
 	return backend.Description{
+		Comments:    comments,
 		Commands:    p.Steps,
 		Warnings:    p.Warnings,
 		Refusal:     p.Refusal,

@@ -9,11 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
+	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 	"github.com/agent-sandbox/agent-sandbox/internal/uniq"
@@ -132,7 +134,7 @@ func Execute(p Prepared, s spec.Spec, stdio launch.Stdio) int {
 // provision installs the agent in the guest when its version differs from
 // the host's, pinned to the host's version.
 func (r runner) provision(p Prepared, warn func(string)) int {
-	hostVer, hostErr := r.hostVersion(p.Install.HostVersion)
+	hostVer, hostErr := r.hostVersion(p.Install.HostVersion, append(p.Spec.Writable(), p.Spec.StateDir))
 	guestVer := ""
 	if res, err := r.capture(ProbeTimeout, p.GuestVersionArgv()[1:]...); err == nil && res.code == 0 {
 		guestVer = VersionToken(res.stdout, res.stderr)
@@ -169,9 +171,24 @@ func (r runner) provision(p Prepared, warn func(string)) int {
 }
 
 // hostVersion runs the version command on the host and reads both streams.
-func (r runner) hostVersion(argv []string) (string, error) {
+// A program found inside one of writable (what the agent can write) is not
+// executed: the agent could have planted it there, and this call runs
+// outside the sandbox.
+func (r runner) hostVersion(argv []string, writable []string) (string, error) {
 	if len(argv) == 0 {
 		return "", errors.New("no version_command")
+	}
+	if prog, err := exec.LookPath(argv[0]); err == nil {
+		if abs, err := filepath.Abs(prog); err == nil {
+			prog = abs
+		}
+		for _, loc := range []string{prog, grant.Canonical(prog)} {
+			for _, w := range writable {
+				if grant.Within(loc, w) {
+					return "", fmt.Errorf("%s lies inside %s, which the sandboxed agent can write, so it is not executed on the host", loc, w)
+				}
+			}
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ProbeTimeout)
 	defer cancel()

@@ -27,6 +27,7 @@ import (
 
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
+	"github.com/agent-sandbox/agent-sandbox/internal/protect"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 	"github.com/agent-sandbox/agent-sandbox/internal/uniq"
 )
@@ -294,6 +295,9 @@ type Prepared struct {
 	Steps []spec.Command
 	// Warnings are extra warning lines (without the prefix).
 	Warnings []string
+	// Unprotected says which protected paths sbx cannot keep read-only
+	// (protect.Unenforced), for --dry-run and doctor; "" when none.
+	Unprotected string
 	// Refusal, when not empty, is why a real run must not start (exit 125).
 	Refusal string
 	// Spec is the run this prepares.
@@ -337,6 +341,7 @@ func Prepare(s spec.Spec, o Options) (Prepared, error) {
 
 	env, warns := guestEnv(s, o)
 	p.Warnings = append(p.Warnings, warns...)
+	p.Unprotected = protect.Unenforced("sbx", protect.SbxCannot, s.Protected)
 	p.Exec = Exec{Env: env, Workdir: s.Workdir, Command: guestCommand(s.Argv)}
 	if IsPi(s, o) {
 		p.PiExtension = PiExtensionPath(s)

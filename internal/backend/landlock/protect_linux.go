@@ -1,0 +1,549 @@
+//go:build linux
+
+package landlock
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/diag"
+	"github.com/agent-sandbox/agent-sandbox/internal/gitdir"
+	"github.com/agent-sandbox/agent-sandbox/internal/spec"
+)
+
+// placeholder is one protected path a run created because it was missing:
+// the view needs something to bind read-only at its name, or the agent
+// could create it. Recorded (one JSON line each) in the workdir's registry
+// so that the last run in that workdir removes it.
+type placeholder struct {
+	Path string `json:"path"`
+	Dir  bool   `json:"dir"`
+	Dev  uint64 `json:"dev"`
+	Ino  uint64 `json:"ino"`
+	// Exclude, when set, makes this entry a line added to the git
+	// exclude file Path (after excludeMarker), so that the agent's
+	// `git add -A` does not commit a placeholder file.
+	Exclude string `json:"exclude,omitempty"`
+	// Content is what a placeholder file holds ("{}\n" for a JSON name,
+	// so that the tool reading it inside the sandbox sees an empty
+	// configuration, not a syntax error; else nothing).
+	Content string `json:"content,omitempty"`
+}
+
+// placeholderContent is what a missing protected file is created with.
+func placeholderContent(path string) string {
+	if strings.HasSuffix(path, ".json") {
+		return "{}\n"
+	}
+	return ""
+}
+
+// ensureProtected makes every protected path of s exist before the view is
+// built: a missing one (and missing directories on its way) is created
+// empty, so that the view binds it read-only and the agent cannot create
+// it (Landlock only adds rights; a bind needs a mount point). No symlink
+// is followed; one on the way refuses the run.
+//
+// Placeholders are removed after the run when still empty. Runs in one
+// workdir coordinate through a lock file in agent-sandbox's state root:
+// each holds it shared for its whole run, and only a run that then gets it
+// exclusively (no other run in that workdir is going) removes placeholders,
+// because removing a mount point in another run's namespace would detach
+// that run's protection. Placeholders left by a killed run are removed by
+// the next run that ends alone. release must be called once.
+func ensureProtected(s spec.Spec, stderr io.Writer) (release func(), err error) {
+	noop := func() {}
+	if len(s.Protected) == 0 {
+		return noop, nil
+	}
+	dir := filepath.Join(filepath.Dir(filepath.Dir(s.StateDir)), "protect")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return noop, fmt.Errorf("creating %s: %v", dir, err)
+	}
+	sum := sha256.Sum256([]byte(s.Workdir))
+	key := hex.EncodeToString(sum[:8])
+	lock, err := os.OpenFile(filepath.Join(dir, key+".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return noop, fmt.Errorf("opening the protection lock: %v", err)
+	}
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_SH); err != nil {
+		lock.Close()
+		return noop, fmt.Errorf("locking %s: %v", lock.Name(), err)
+	}
+	regPath := filepath.Join(dir, key+".placeholders")
+	release = func() {
+		removePlaceholders(lock, regPath, stderr)
+		lock.Close()
+	}
+	reg, err := os.OpenFile(regPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		release()
+		return noop, fmt.Errorf("opening %s: %v", regPath, err)
+	}
+	defer reg.Close()
+	roots := s.Writable()
+	var files []string // placeholder files created in the workdir
+	for _, pp := range s.Protected {
+		if pp.Optional {
+			continue // protected only as it exists; never created
+		}
+		root := ""
+		for _, r := range roots {
+			if strings.HasPrefix(pp.Path, r+"/") && len(r) > len(root) {
+				root = r
+			}
+		}
+		if root == "" {
+			continue
+		}
+		made, err := makeProtected(root, pp.Path, pp.Dir, reg)
+		if err != nil {
+			release()
+			return noop, fmt.Errorf("protected path %s: %v (allow the agent to edit it with --allow-edit %s, or fix it)", pp.Path, err, pp.Name)
+		}
+		for _, m := range made {
+			if !m.Dir && root == s.Workdir {
+				files = append(files, m.Path)
+			}
+		}
+	}
+	if err := excludePlaceholders(s, files, reg); err != nil {
+		release()
+		return noop, err
+	}
+	return release, nil
+}
+
+// excludeMarker precedes each line agent-sandbox adds to a repository's
+// info/exclude.
+const excludeMarker = "# agent-sandbox: a placeholder of a protected file, for this run only (remove the next line if agent-sandbox was killed)"
+
+// excludePlaceholders adds the placeholder files created in the workdir
+// to its repository's info/exclude (when that lies in a writable grant),
+// so that git inside does not list them and an agent's `git add -A` does
+// not commit them; removePlaceholders takes the lines out again.
+func excludePlaceholders(s spec.Spec, files []string, reg *os.File) error {
+	if len(files) == 0 {
+		return nil
+	}
+	ex := excludeFile(s.Workdir)
+	inside := false
+	for _, w := range s.Writable() {
+		if strings.HasPrefix(ex, w+"/") {
+			inside = true
+		}
+	}
+	if ex == "" || !inside {
+		return nil
+	}
+	if st, err := os.Lstat(ex); err == nil && !st.Mode().IsRegular() {
+		return nil // not a plain file: leave it alone
+	}
+	if err := os.MkdirAll(filepath.Dir(ex), 0o755); err != nil {
+		return fmt.Errorf("creating %s: %v", filepath.Dir(ex), err)
+	}
+	f, err := os.OpenFile(ex, os.O_WRONLY|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return fmt.Errorf("opening %s: %v", ex, err)
+	}
+	defer f.Close()
+	for _, p := range files {
+		pattern := "/" + strings.TrimPrefix(p, s.Workdir+"/")
+		if _, err := fmt.Fprintf(f, "%s\n%s\n", excludeMarker, pattern); err != nil {
+			return fmt.Errorf("writing %s: %v", ex, err)
+		}
+		b, _ := json.Marshal(placeholder{Path: ex, Exclude: pattern})
+		if _, err := reg.Write(append(b, '\n')); err != nil {
+			return fmt.Errorf("recording %s: %v", ex, err)
+		}
+	}
+	return nil
+}
+
+// excludeFile is the info/exclude git reads for the working tree workdir
+// (in the common dir of a linked worktree), or "".
+func excludeFile(workdir string) string {
+	dg := filepath.Join(workdir, ".git")
+	if st, err := os.Lstat(dg); err == nil && st.IsDir() {
+		return filepath.Join(dg, "info", "exclude")
+	}
+	l, err := gitdir.Find(workdir)
+	if err != nil || l == nil {
+		return ""
+	}
+	if l.CommonDir != "" {
+		return filepath.Join(l.CommonDir, "info", "exclude")
+	}
+	return filepath.Join(l.GitDir, "info", "exclude")
+}
+
+// unexclude removes the marker and pattern pairs recorded for the exclude
+// file ex.
+func unexclude(ex string, patterns map[string]bool) {
+	b, err := os.ReadFile(ex)
+	if err != nil {
+		return
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	var out strings.Builder
+	for i := 0; i < len(lines); i++ {
+		if strings.TrimSuffix(lines[i], "\n") == excludeMarker && i+1 < len(lines) && patterns[strings.TrimSuffix(lines[i+1], "\n")] {
+			i++
+			continue
+		}
+		out.WriteString(lines[i])
+	}
+	if out.String() != string(b) {
+		_ = os.WriteFile(ex, []byte(out.String()), 0o644)
+	}
+}
+
+// makeProtected creates what is missing of path below root (directories on
+// the way, then path itself as a directory or an empty file), refusing
+// symlinks, records what it created in reg and returns it.
+func makeProtected(root, path string, dir bool, reg *os.File) (made []placeholder, err error) {
+	cur, err := unix.Openat2(unix.AT_FDCWD, root, &unix.OpenHow{
+		Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", root, err)
+	}
+	parts := strings.Split(strings.TrimPrefix(path, root+"/"), "/")
+	at := root
+	for i, name := range parts {
+		last := i == len(parts)-1
+		at = filepath.Join(at, name)
+		next, err := unix.Openat(cur, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) {
+			asDir := !last || dir
+			if asDir {
+				err = unix.Mkdirat(cur, name, 0o755)
+			} else {
+				var f int
+				f, err = unix.Openat(cur, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+				if err == nil {
+					if c := placeholderContent(at); c != "" {
+						_, err = unix.Write(f, []byte(c))
+					}
+					unix.Close(f)
+				}
+			}
+			if err != nil && !errors.Is(err, unix.EEXIST) {
+				unix.Close(cur)
+				return made, fmt.Errorf("creating %s: %w", at, err)
+			}
+			next, err = unix.Openat(cur, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err == nil {
+				var st unix.Stat_t
+				if unix.Fstat(next, &st) == nil {
+					ph := placeholder{Path: at, Dir: asDir, Dev: st.Dev, Ino: st.Ino}
+					if !asDir {
+						ph.Content = placeholderContent(at)
+					}
+					b, _ := json.Marshal(ph)
+					made = append(made, ph)
+					if _, werr := reg.Write(append(b, '\n')); werr != nil {
+						unix.Close(next)
+						unix.Close(cur)
+						return made, fmt.Errorf("recording %s: %w", at, werr)
+					}
+				}
+			}
+		}
+		unix.Close(cur)
+		if err != nil {
+			return made, fmt.Errorf("%s: %w", at, err)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(next, &st); err != nil {
+			unix.Close(next)
+			return made, err
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFLNK:
+			unix.Close(next)
+			return made, fmt.Errorf("%s is a symlink (refusing to follow it)", at)
+		case unix.S_IFDIR:
+		case unix.S_IFREG:
+			if !last {
+				unix.Close(next)
+				return made, fmt.Errorf("%s is not a directory", at)
+			}
+		default:
+			unix.Close(next)
+			return made, fmt.Errorf("%s is neither a file nor a directory", at)
+		}
+		cur = next
+	}
+	unix.Close(cur)
+	return made, nil
+}
+
+// removePlaceholders removes the recorded placeholders that are still
+// empty and still the inode that was created, when no other run in the
+// workdir holds the lock; otherwise it leaves them to the last run.
+func removePlaceholders(lock *os.File, regPath string, stderr io.Writer) {
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return // another run in this workdir is going: it cleans up
+	}
+	f, err := os.Open(regPath)
+	if err != nil {
+		return
+	}
+	var list []placeholder
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var p placeholder
+		if json.Unmarshal(sc.Bytes(), &p) == nil && filepath.IsAbs(p.Path) {
+			list = append(list, p)
+		}
+	}
+	f.Close()
+	// Deepest first: a placeholder file before the placeholder directory
+	// that holds it.
+	sort.SliceStable(list, func(i, j int) bool {
+		return strings.Count(list[i].Path, "/") > strings.Count(list[j].Path, "/")
+	})
+	var left []string
+	excluded := map[string]map[string]bool{}
+	for _, p := range list {
+		if p.Exclude != "" {
+			if excluded[p.Path] == nil {
+				excluded[p.Path] = map[string]bool{}
+			}
+			excluded[p.Path][p.Exclude] = true
+			continue
+		}
+		if err := removeIfPlaceholder(p); err != nil {
+			left = append(left, p.Path)
+		}
+	}
+	for ex, patterns := range excluded {
+		unexclude(ex, patterns)
+	}
+	if len(left) > 0 {
+		diag.Warnf(stderr, "placeholders of protected paths could not be removed (no longer empty, or in use): %s", strings.Join(left, ", "))
+	}
+	_ = os.Truncate(regPath, 0)
+}
+
+// removeIfPlaceholder removes p when the name still holds the very inode
+// that was created and it is empty; a name that changed is left alone.
+func removeIfPlaceholder(p placeholder) error {
+	parent, err := unix.Openat2(unix.AT_FDCWD, filepath.Dir(p.Path), &unix.OpenHow{
+		Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS,
+	})
+	if err != nil {
+		return nil // gone, or no longer reachable without a symlink
+	}
+	defer unix.Close(parent)
+	name := filepath.Base(p.Path)
+	var st unix.Stat_t
+	if err := unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil
+	}
+	if st.Dev != p.Dev || st.Ino != p.Ino {
+		return nil
+	}
+	if p.Dir {
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			return nil
+		}
+		if err := unix.Unlinkat(parent, name, unix.AT_REMOVEDIR); err != nil && !errors.Is(err, unix.ENOENT) {
+			return err
+		}
+		return nil
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size != int64(len(p.Content)) {
+		return errors.New("not empty")
+	}
+	if p.Content != "" {
+		fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		buf := make([]byte, len(p.Content)+1)
+		n, _ := unix.Read(fd, buf)
+		unix.Close(fd)
+		if string(buf[:n]) != p.Content {
+			return errors.New("changed")
+		}
+	}
+	if err := unix.Unlinkat(parent, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return err
+	}
+	return nil
+}
+
+// Bounds of the scan for git metadata planted during a run.
+const (
+	scanMaxEntries = 500000
+	scanMaxTime    = 5 * time.Second
+)
+
+// warnPlantedGit scans the working directory after a run for what the
+// view cannot predict: git directories (a .git directory or file anywhere
+// below it, the workdir's own included, with their submodules and
+// worktrees) whose config, commondir, hooks or .git file were created or
+// changed since started, and the protected names (.vscode, .envrc,
+// .claude, ...) in subdirectories, where only the top of the workdir is
+// protected. It warns, naming each: the user's next git command there, or
+// opening that folder, runs what the agent planted. node_modules trees are
+// skipped; the scan is bounded (scanMaxEntries, scanMaxTime) and says so
+// when it stops early.
+func warnPlantedGit(stderr io.Writer, workdir string, started time.Time) {
+	since := started.Add(-10 * time.Millisecond)
+	deadline := time.Now().Add(scanMaxTime)
+	entries, stopped := 0, false
+	var tools []string
+	_ = filepath.WalkDir(workdir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		entries++
+		if entries > scanMaxEntries || (entries%1024 == 0 && time.Now().After(deadline)) {
+			stopped = true
+			return filepath.SkipAll
+		}
+		name := d.Name()
+		if name == "node_modules" && d.IsDir() {
+			return filepath.SkipDir
+		}
+		if name != ".git" {
+			if toolFiles[name] && filepath.Dir(path) != workdir {
+				tools = append(tools, changedTree(path, d.IsDir(), since)...)
+			}
+			return nil
+		}
+		var changed []string
+		if d.Type().IsRegular() {
+			if changedSince(path, since) {
+				changed = append(changed, path)
+			}
+		} else if d.IsDir() {
+			changed = gitDirChanged(path, since, 0)
+		}
+		if len(changed) > 0 {
+			diag.Warnf(stderr, "the agent created or changed git metadata that git runs on the host: %s; your next git command in %s runs what it planted: inspect it (or remove that .git) before running git there", strings.Join(changed, ", "), filepath.Dir(path))
+		}
+		if d.IsDir() {
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	if len(tools) > 0 {
+		diag.Warnf(stderr, "the agent created or changed files your tools run code from, in subdirectories of the project (only its top is kept read-only): %s; inspect them before opening those folders or entering them with direnv", strings.Join(tools, ", "))
+	}
+	if stopped {
+		diag.Warnf(stderr, "the scan of %s for git metadata and tool files planted during the run stopped after %d entries: what lies beyond was not checked", workdir, entries)
+	}
+}
+
+// toolFiles are the base names of the protected project names
+// (internal/protect), looked for in subdirectories after a run.
+var toolFiles = map[string]bool{
+	".vscode": true, ".idea": true, ".codex": true, ".claude": true,
+	".mcp.json": true, ".gitmodules": true, ".envrc": true,
+}
+
+// changedTree lists path, when changed since, and for a directory the
+// entries below it (two levels) changed since.
+func changedTree(path string, dir bool, since time.Time) []string {
+	if !dir {
+		if changedSince(path, since) {
+			return []string{path}
+		}
+		return nil
+	}
+	var out []string
+	var walk func(p string, depth int)
+	walk = func(p string, depth int) {
+		ents, err := os.ReadDir(p)
+		if err != nil {
+			return
+		}
+		for i, e := range ents {
+			if i >= maxScanNested {
+				break
+			}
+			q := filepath.Join(p, e.Name())
+			if changedSince(q, since) {
+				out = append(out, q)
+			}
+			if e.IsDir() && depth < 2 {
+				walk(q, depth+1)
+			}
+		}
+	}
+	if changedSince(path, since) {
+		out = append(out, path)
+	}
+	walk(path, 1)
+	return out
+}
+
+// gitDirChanged lists config, config.worktree, hooks/ and each hook of the
+// git dir g (and of its submodules and worktrees) changed since.
+func gitDirChanged(g string, since time.Time, depth int) []string {
+	var out []string
+	for _, name := range []string{"config", "config.worktree", "commondir", "hooks"} {
+		if p := filepath.Join(g, name); changedSince(p, since) {
+			out = append(out, p)
+		}
+	}
+	if ents, err := os.ReadDir(filepath.Join(g, "hooks")); err == nil {
+		for _, e := range ents {
+			if strings.HasSuffix(e.Name(), ".sample") {
+				continue // git never runs these
+			}
+			if p := filepath.Join(g, "hooks", e.Name()); changedSince(p, since) {
+				out = append(out, p)
+			}
+		}
+	}
+	if depth >= 4 {
+		return out
+	}
+	for _, kind := range []string{"modules", "worktrees"} {
+		ents, err := os.ReadDir(filepath.Join(g, kind))
+		if err != nil {
+			continue
+		}
+		for i, e := range ents {
+			if i >= maxScanNested {
+				break
+			}
+			if e.IsDir() {
+				out = append(out, gitDirChanged(filepath.Join(g, kind, e.Name()), since, depth+1)...)
+			}
+		}
+	}
+	return out
+}
+
+// maxScanNested bounds the submodule and worktree entries scanned per
+// git dir.
+const maxScanNested = 256
+
+// changedSince reports whether p exists with a status change (ctime, which
+// the agent cannot set back) at or after since.
+func changedSince(p string, since time.Time) bool {
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		return false
+	}
+	return !time.Unix(st.Ctim.Unix()).Before(since)
+}

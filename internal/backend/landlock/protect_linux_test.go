@@ -1,0 +1,181 @@
+//go:build linux
+
+package landlock
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/protect"
+	"github.com/agent-sandbox/agent-sandbox/internal/spec"
+	"github.com/agent-sandbox/agent-sandbox/internal/view"
+)
+
+// The view binds each protected path read-only and each directory between
+// the writable grant and it onto itself (so it cannot be renamed away).
+func TestProtectedMounts(t *testing.T) {
+	got := protectedMounts([]protect.Path{
+		{Path: "/w/.git/config"}, {Path: "/w/.git/hooks", Dir: true},
+		{Path: "/w/.vscode", Dir: true}, {Path: "/main/.git/modules/m/hooks", Dir: true},
+		{Path: "/elsewhere/.envrc"},
+	}, []string{"/w", "/main/.git"})
+	want := []view.Mount{
+		{Kind: view.ReadWrite, Path: "/w/.git"},
+		{Kind: view.ReadOnly, Path: "/w/.git/config"},
+		{Kind: view.ReadOnly, Path: "/w/.git/hooks"},
+		{Kind: view.ReadOnly, Path: "/w/.vscode"},
+		{Kind: view.ReadWrite, Path: "/main/.git/modules"},
+		{Kind: view.ReadWrite, Path: "/main/.git/modules/m"},
+		{Kind: view.ReadOnly, Path: "/main/.git/modules/m/hooks"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("protectedMounts =\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// Placeholders: missing protected paths are created (JSON ones holding
+// {}), recorded, and removed by the last run to end in the workdir; a run
+// that ends while another holds the lock leaves them; a placeholder that
+// changed is kept.
+func TestPlaceholders(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	w := filepath.Join(root, "w")
+	if err := os.MkdirAll(filepath.Join(w, ".vscode"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := spec.Spec{Workdir: w, Allow: []string{w}, StateDir: filepath.Join(root, "state", "agents", "x"),
+		Protected: []protect.Path{
+			{Path: w + "/.vscode", Dir: true}, {Path: w + "/.claude/settings.json"}, {Path: w + "/.claude/commands", Dir: true},
+			{Path: w + "/.envrc"}, {Path: w + "/.git/commondir", Optional: true},
+		}}
+	var warn bytes.Buffer
+	rel1, err := ensureProtected(s, &warn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(w + "/.claude/settings.json"); err != nil || string(b) != "{}\n" {
+		t.Errorf(".claude/settings.json placeholder = %q, %v", b, err)
+	}
+	for _, p := range []string{w + "/.envrc", w + "/.claude/commands"} {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("no placeholder at %s: %v", p, err)
+		}
+	}
+	if _, err := os.Lstat(w + "/.git"); err == nil {
+		t.Errorf("an optional path was created")
+	}
+	rel2, err := ensureProtected(s, &warn) // a second, concurrent run
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel1() // not alone: leaves them
+	if _, err := os.Lstat(w + "/.envrc"); err != nil {
+		t.Fatalf("a run removed placeholders while another run in the workdir was going: %v", err)
+	}
+	rel2() // the last one: removes them
+	for _, p := range []string{w + "/.envrc", w + "/.claude/settings.json", w + "/.claude/commands", w + "/.claude"} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("placeholder %s left after the last run", p)
+		}
+	}
+	if _, err := os.Lstat(w + "/.vscode"); err != nil {
+		t.Errorf("the user's own .vscode was removed")
+	}
+
+	// A placeholder the user filled during the run is kept (and said so).
+	rel, err := ensureProtected(s, &warn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(w+"/.envrc", []byte("export X=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rel()
+	if b, _ := os.ReadFile(w + "/.envrc"); string(b) != "export X=1\n" {
+		t.Errorf(".envrc written during the run was removed or changed: %q", b)
+	}
+	if !strings.Contains(warn.String(), w+"/.envrc") {
+		t.Errorf("no warning about the kept placeholder: %s", warn.String())
+	}
+
+	// A symlink on the way refuses.
+	os.Remove(w + "/.envrc")
+	if err := os.Symlink("/etc/passwd", w+"/.envrc"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ensureProtected(s, &warn); err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Errorf("ensureProtected through a symlink: %v", err)
+	}
+}
+
+// The scan after a run names a planted repository's hook and config, and a
+// tool file in a subdirectory, but not git's samples or what predates the run.
+func TestWarnPlantedGit(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	old := filepath.Join(root, "vendor", "lib", ".git")
+	if err := os.MkdirAll(filepath.Join(old, "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(old, "config"), []byte("[core]\n"), 0o644)
+	time.Sleep(20 * time.Millisecond)
+	started := time.Now()
+	sub := filepath.Join(root, "sub", ".git")
+	os.MkdirAll(filepath.Join(sub, "hooks"), 0o755)
+	os.WriteFile(filepath.Join(sub, "config"), []byte("[core]\n\tfsmonitor = x\n"), 0o644)
+	os.WriteFile(filepath.Join(sub, "hooks", "post-checkout"), []byte("#!/bin/sh\n"), 0o755)
+	os.WriteFile(filepath.Join(sub, "hooks", "pre-commit.sample"), []byte("#!/bin/sh\n"), 0o755)
+	os.MkdirAll(filepath.Join(root, "pkg", ".vscode"), 0o755)
+	os.WriteFile(filepath.Join(root, "pkg", ".vscode", "tasks.json"), []byte("{}"), 0o644)
+	os.MkdirAll(filepath.Join(root, "node_modules", "x", ".git"), 0o755)
+	os.WriteFile(filepath.Join(root, "node_modules", "x", ".git", "config"), []byte(""), 0o644)
+	var out bytes.Buffer
+	warnPlantedGit(&out, root, started)
+	got := out.String()
+	for _, want := range []string{filepath.Join(sub, "config"), filepath.Join(sub, "hooks", "post-checkout"), filepath.Join(root, "pkg", ".vscode", "tasks.json")} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%s not reported: %s", want, got)
+		}
+	}
+	for _, not := range []string{"sample", old, "node_modules"} {
+		if strings.Contains(got, not) {
+			t.Errorf("%q reported: %s", not, got)
+		}
+	}
+}
+
+// Placeholder files in a repository's workdir are listed in its
+// info/exclude for the run (git inside does not show them, `git add -A`
+// does not commit them), and the lines go again with the placeholders.
+func TestPlaceholdersExcluded(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	w := filepath.Join(root, "w")
+	ex := filepath.Join(w, ".git", "info", "exclude")
+	if err := os.MkdirAll(filepath.Dir(ex), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(ex, []byte("# user's own\n*.log\n"), 0o644)
+	s := spec.Spec{Workdir: w, Allow: []string{w}, StateDir: filepath.Join(root, "state", "agents", "x"),
+		Protected: []protect.Path{{Path: w + "/.envrc"}, {Path: w + "/.mcp.json"}, {Path: w + "/.vscode", Dir: true}}}
+	rel, err := ensureProtected(s, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	during, _ := os.ReadFile(ex)
+	for _, want := range []string{"*.log\n", excludeMarker + "\n/.envrc\n", excludeMarker + "\n/.mcp.json\n"} {
+		if !strings.Contains(string(during), want) {
+			t.Errorf("info/exclude during the run lacks %q: %s", want, during)
+		}
+	}
+	if strings.Contains(string(during), "/.vscode") {
+		t.Errorf("a placeholder directory (git does not track empty ones) was excluded: %s", during)
+	}
+	rel()
+	if after, _ := os.ReadFile(ex); string(after) != "# user's own\n*.log\n" {
+		t.Errorf("info/exclude after the run = %q", after)
+	}
+}
