@@ -366,6 +366,11 @@ func Host(in Input) (Answer, error) {
 
 func policyPath(in Input) string {
 	if pf := in.Plan.Posture.Policy; pf != nil {
+		if id, ok := strings.CutPrefix(pf.Path, "builtin:"); ok {
+			// A built-in folder exists only in the binary: edit a copy.
+			id, _, _ = strings.Cut(id, "/")
+			return fmt.Sprintf("a copy of the built-in folder (agent-sandbox agents copy %s, then edit ~/.config/agent-sandbox/agents/%s/sandbox/nono.json)", id, id)
+		}
 		return pf.Path
 	}
 	if in.Folder != nil {
