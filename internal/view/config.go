@@ -171,3 +171,36 @@ func ordered(ms []Mount) []Mount {
 }
 
 func depth(p string) int { return strings.Count(p, "/") }
+
+// coveredBinds reports, for mounts in placing order (ordered) whose
+// sources were opened (opened[i]), the binds that would show nothing new:
+// the mount that most closely encloses the bind's path is a bind of the
+// same kind (read-only in read-only, read-write in read-write) of the same
+// host path, whose recursive clone already shows this very tree there with
+// the same flags (a system file such as /etc/hosts inside /etc). Placing
+// them would only cost system calls. A bind from another host path, or
+// under a mount of another kind, is never covered.
+func coveredBinds(ms []Mount, opened []bool) []bool {
+	covered := make([]bool, len(ms))
+	for i, m := range ms {
+		if (m.Kind != ReadOnly && m.Kind != ReadWrite) || !opened[i] || m.source() != m.Path {
+			continue
+		}
+		near := -1
+		for j := 0; j < i; j++ {
+			p := ms[j].Path
+			if p == m.Path || !(p == "/" || strings.HasPrefix(m.Path, p+"/")) {
+				continue
+			}
+			if near < 0 || len(p) >= len(ms[near].Path) {
+				near = j
+			}
+		}
+		if near < 0 {
+			continue
+		}
+		n := ms[near]
+		covered[i] = n.Kind == m.Kind && opened[near] && n.source() == n.Path
+	}
+	return covered
+}

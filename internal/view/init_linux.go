@@ -264,6 +264,16 @@ func buildRoot(mounts []Mount) error {
 			}
 		}
 	}
+	opened := make([]bool, len(ms))
+	for i, fd := range src {
+		opened[i] = fd > 0
+	}
+	for i, skip := range coveredBinds(ms, opened) {
+		if skip {
+			unix.Close(src[i])
+			src[i] = 0
+		}
+	}
 	// The new root is a tmpfs over /tmp, in this mount namespace only.
 	const stage = "/tmp"
 	if err := unix.Mount("tmpfs", stage, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
