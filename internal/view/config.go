@@ -181,19 +181,25 @@ func depth(p string) int { return strings.Count(p, "/") }
 // them would only cost system calls. A bind from another host path, or
 // under a mount of another kind, is never covered.
 func coveredBinds(ms []Mount, opened []bool) []bool {
+	// The mount on top at each path: ordered places parents first, so
+	// every mount at a path above a mount's lies before it.
+	top := map[string]int{}
+	for i, m := range ms {
+		top[m.Path] = i
+	}
 	covered := make([]bool, len(ms))
 	for i, m := range ms {
-		if (m.Kind != ReadOnly && m.Kind != ReadWrite) || !opened[i] || m.source() != m.Path {
+		if (m.Kind != ReadOnly && m.Kind != ReadWrite) || !opened[i] || m.source() != m.Path || m.Path == "/" {
 			continue
 		}
 		near := -1
-		for j := 0; j < i; j++ {
-			p := ms[j].Path
-			if p == m.Path || !(p == "/" || strings.HasPrefix(m.Path, p+"/")) {
-				continue
-			}
-			if near < 0 || len(p) >= len(ms[near].Path) {
+		for p := parentDir(m.Path); ; p = parentDir(p) {
+			if j, ok := top[p]; ok {
 				near = j
+				break
+			}
+			if p == "/" {
+				break
 			}
 		}
 		if near < 0 {
@@ -203,4 +209,13 @@ func coveredBinds(ms []Mount, opened []bool) []bool {
 		covered[i] = n.Kind == m.Kind && opened[near] && n.source() == n.Path
 	}
 	return covered
+}
+
+// parentDir is the parent of the absolute, clean path p ("/" for "/").
+func parentDir(p string) string {
+	i := strings.LastIndexByte(p, '/')
+	if i <= 0 {
+		return "/"
+	}
+	return p[:i]
 }
