@@ -10,6 +10,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
+	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -136,7 +138,9 @@ func Start(cmd *exec.Cmd, c Config) (*Process, error) {
 
 	cmd.Path = "/proc/self/exe"
 	cmd.Args = []string{"agent-sandbox", InitArg}
-	cmd.Env = []string{}
+	// Only GOMAXPROCS, which spares init's Go runtime reading the
+	// cgroup's CPU limit at start (the parent has read it already).
+	cmd.Env = []string{"GOMAXPROCS=" + strconv.Itoa(runtime.GOMAXPROCS(0))}
 	cmd.Dir = "/"
 	cmd.ExtraFiles = extra
 	cmd.SysProcAttr = a
