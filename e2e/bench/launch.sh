@@ -25,6 +25,8 @@
 #   AGENTS=/dir/with/claude/and/pi (default /opt/agent-sandbox-e2e/node_modules/.bin)
 #   AS=/path/to/agent-sandbox uses that binary instead of building one
 #   (built with CGO_ENABLED=0, as the README says).
+#   BEFORE=/path/to/an/older/agent-sandbox adds its rows to the /bin/true
+#   table, in the same rounds (before/after comparisons).
 set -euo pipefail
 rounds=${1:-30}
 tables=${2:-"true agents scaling"}
@@ -42,6 +44,9 @@ if [ -n "${AS:-}" ]; then
   cp "$AS" "$work/agent-sandbox"
 else
   (cd "$repo" && CGO_ENABLED=0 go build -o "$work/agent-sandbox" ./cmd/agent-sandbox)
+fi
+if [ -n "${BEFORE:-}" ]; then
+  cp "$BEFORE" "$work/before"
 fi
 mkdir -p "$work/execgo"
 cat > "$work/execgo/main.go" <<'GO'
@@ -91,6 +96,11 @@ fj=$(command -v firejail || true)
   echo "agent-sandbox, open|$as $work/agents/true"
   echo "agent-sandbox --offline|$as --offline $work/agents/true"
   echo "agent-sandbox --no-sandbox|$work/agent-sandbox --no-sandbox $work/agents/true"
+  if [ -n "${BEFORE:-}" ]; then
+    echo "before: agent-sandbox, open|$work/before --sandbox-backend landlock $work/agents/true"
+    echo "before: agent-sandbox --offline|$work/before --sandbox-backend landlock --offline $work/agents/true"
+    echo "before: agent-sandbox --no-sandbox|$work/before --no-sandbox $work/agents/true"
+  fi
   echo "bwrap --unshare-all --share-net (open)|$bw --share-net /bin/true"
   echo "bwrap --unshare-all (offline)|$bw /bin/true"
   if [ -n "$fj" ]; then
@@ -131,15 +141,62 @@ for line in open(path):
 
 devnull = os.open(os.devnull, os.O_RDWR)
 
+# CPU time: wait4's rusage misses what a sandbox's inner processes use when
+# the sandbox does not reap them into its own parent (bwrap's do not), so
+# the runner moves itself into a cgroup of its own and reads the cgroup's
+# CPU counter around each run (its own share in that window is the spawn
+# and the wait). Without a writable cgroup, rusage it is, and bwrap's CPU
+# is then undercounted.
+def cgroup():
+    mounts = [l.split() for l in open("/proc/mounts")]
+    name = f"agent-sandbox-bench-{os.getpid()}"
+    for dev, mnt, fs, opts, *_ in mounts:
+        if fs == "cgroup2":
+            read = lambda d: int(next(l.split()[1] for l in open(d + "/cpu.stat") if l.startswith("usage_usec"))) * 1000
+        elif fs == "cgroup" and "cpuacct" in opts.split(","):
+            read = lambda d: int(open(d + "/cpuacct.usage").read())
+        else:
+            continue
+        d = os.path.join(mnt, name)
+        try:
+            os.mkdir(d)
+            with open(d + "/cgroup.procs", "w") as f:
+                f.write(str(os.getpid()))
+            read(d)
+            return d, read
+        except OSError:
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
+    return None, None
+
+cg, cgread = cgroup()
+
+def leave():
+    try:
+        with open(os.path.dirname(cg) + "/cgroup.procs", "w") as f:
+            f.write(str(os.getpid()))
+        os.rmdir(cg)
+    except OSError:
+        pass
+
+if cg:
+    import atexit
+    atexit.register(leave)
+
 def run(argv):
     fa = [(os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, devnull, 1), (os.POSIX_SPAWN_DUP2, devnull, 2)]
+    u0 = cgread(cg) if cg else 0
     t0 = time.perf_counter_ns()
     pid = os.posix_spawnp(argv[0], argv, os.environ, file_actions=fa)
     _, status, ru = os.wait4(pid, 0)
     t1 = time.perf_counter_ns()
+    u1 = cgread(cg) if cg else 0
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"{shlex.join(argv)} exited with {os.waitstatus_to_exitcode(status)}")
-    return (t1 - t0) / 1e6, (ru.ru_utime + ru.ru_stime) * 1e3
+    c = (u1 - u0) / 1e6 if cg else (ru.ru_utime + ru.ru_stime) * 1e3
+    return (t1 - t0) / 1e6, c
 
 def pct(xs, q):
     xs = sorted(xs)
@@ -148,11 +205,14 @@ def pct(xs, q):
     return xs[f] + (xs[min(f + 1, len(xs) - 1)] - xs[f]) * (k - f)
 
 # The reference of each row for the per-round ratios: bwrap with the same
-# network, or the bare command for the real agents and the 0-grant run for
-# the scaling table.
+# network (the Go program that only execs true for --no-sandbox), the bare
+# command for the real agents, and for the scaling table the 0-grant run
+# or the same script at the top.
 def reference(table, name):
     if table == "true":
-        if name.startswith("agent-sandbox --offline") or name.endswith("offline") or "offline)" in name:
+        if "--no-sandbox" in name:
+            return "Go program that execs true"
+        if "offline" in name:
             return "bwrap --unshare-all (offline)"
         return "bwrap --unshare-all --share-net (open)"
     if table == "agents":
@@ -162,7 +222,8 @@ def reference(table, name):
         return "agent-sandbox, script at the top"
     return "agent-sandbox, open, 0 read grants"
 
-print(f"uptime: {open('/proc/loadavg').read().split()[:3]} (load average), {os.cpu_count()} CPUs, rounds: {rounds}")
+print(f"load average {' '.join(open('/proc/loadavg').read().split()[:3])}, {os.cpu_count()} CPUs, {rounds} rounds, "
+      f"CPU time from {'the cgroup ' + cg if cg else 'rusage (no writable cgroup: sandboxes that do not reap their inner processes are undercounted)'}")
 for t in wanted:
     cmds = tables.get(t)
     if not cmds:
@@ -182,16 +243,17 @@ for t in wanted:
     print()
     print(f"### {t}")
     print()
-    print("| command | median ms | p10–p90 ms | CPU ms (median) | reference | wall ratio (median per round) | CPU ratio (median per round) |")
-    print("|---|---|---|---|---|---|---|")
+    print("| command | median ms | p10–p90 ms | CPU ms (median) | reference | wall ratio (median per round) | CPU ratio (median per round) | added wall ms (median per round) |")
+    print("|---|---|---|---|---|---|---|---|")
     for n, _ in cmds:
         ref = reference(t, n)
         if ref == n or ref not in wall:
-            rr = cr = "—"
+            rr = cr = dd = "—"
             ref = "—"
         else:
             rr = f"{statistics.median(a / b for a, b in zip(wall[n], wall[ref])):.2f}x"
             cr = f"{statistics.median(a / b for a, b in zip(cpu[n], cpu[ref]) if b > 0):.2f}x" if any(cpu[ref]) else "—"
+            dd = f"{statistics.median(a - b for a, b in zip(wall[n], wall[ref])):+.2f}"
         print(f"| {n} | {statistics.median(wall[n]):.2f} | {pct(wall[n], .1):.2f}–{pct(wall[n], .9):.2f} | "
-              f"{statistics.median(cpu[n]):.2f} | {ref} | {rr} | {cr} |")
+              f"{statistics.median(cpu[n]):.2f} | {ref} | {rr} | {cr} | {dd} |")
 PY
