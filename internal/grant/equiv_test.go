@@ -216,3 +216,15 @@ func BenchmarkFixedPathsOld(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCheckOld is BenchmarkCheck the old way (the credential list
+// rebuilt and looked up in the per-path cache for every grant).
+func BenchmarkCheckOld(b *testing.B) {
+	h := Home{Dir: b.TempDir(), GOOS: "linux"}
+	c := Checker{Home: h, Protected: h.Protected()}
+	_ = oldCheck(c, "/usr/share", true)
+	b.ResetTimer()
+	for range b.N {
+		_ = oldCheck(c, "/usr/share/doc", false)
+	}
+}
