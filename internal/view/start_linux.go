@@ -151,10 +151,6 @@ func Start(cmd *exec.Cmd, c Config) (*Process, error) {
 	if devNull != nil {
 		defer devNull.Close()
 	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		return nil, err
-	}
 	if err := cmd.Start(); err != nil {
 		cfgW.Close()
 		statR.Close()
@@ -172,8 +168,12 @@ func Start(cmd *exec.Cmd, c Config) (*Process, error) {
 	if ctlChild != nil {
 		ctlChild.Close()
 	}
+	// Encoded while init's runtime starts (a Config always encodes; were
+	// it not to, init would report the truncated configuration).
 	go func() {
-		_, _ = cfgW.Write(b)
+		if b, err := json.Marshal(c); err == nil {
+			_, _ = cfgW.Write(b)
+		}
 		cfgW.Close()
 	}()
 	p := &Process{Pid: cmd.Process.Pid, cmd: cmd, status: statR, dec: json.NewDecoder(statR)}
