@@ -71,6 +71,9 @@ func (c *stagedDirs) close() {
 // cache, when not nil, holds and supplies the descriptors of the parents
 // (see stagedDirs; the caller has called cache.at(path)).
 func makeTarget(cache *stagedDirs, root, path string, dir bool) (int, error) {
+	if cache != nil && cache.fds == nil {
+		cache = nil // not readied: no caching
+	}
 	rel := strings.TrimPrefix(path, "/")
 	parts := strings.Split(rel, "/")
 	start := 0
