@@ -140,7 +140,7 @@
               pkgs.python3
               pkgs.gcc
               pkgs.jq
-              # e2e/bench/landlock.sh compares against bubblewrap with hyperfine.
+              # ad hoc timing; e2e/bench/launch.sh compares against bubblewrap.
               pkgs.hyperfine
             ]
             ++ lib.optional pkgs.stdenv.hostPlatform.isLinux pkgs.bubblewrap;

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/landlock"
 )
@@ -222,11 +223,11 @@ func selfPath() string {
 	return p
 }
 
-var versionRe = regexp.MustCompile(`(\d+)\.(\d+)(?:\.(\d+))?`)
+var versionRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(\d+)\.(\d+)(?:\.(\d+))?`) })
 
 // parseVersion finds the first "x.y[.z]" in s.
 func parseVersion(s string) ([3]int, bool) {
-	m := versionRe.FindStringSubmatch(s)
+	m := versionRe().FindStringSubmatch(s)
 	if m == nil {
 		return [3]int{}, false
 	}

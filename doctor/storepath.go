@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/BurntSushi/toml"
 	"github.com/tailscale/hujson"
@@ -15,7 +16,9 @@ import (
 // storePathRe matches a Nix store path, /nix/store/<32 nixbase32
 // characters>-<name>, and any path inside it. Characters that cannot occur
 // in store path names (quotes, spaces, commas, colons) end the match.
-var storePathRe = regexp.MustCompile(`/nix/store/[0-9a-df-np-sv-z]{32}-[0-9A-Za-z+._?=-]+(?:/[0-9A-Za-z+._?=@%~-]+)*`)
+var storePathRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`/nix/store/[0-9a-df-np-sv-z]{32}-[0-9A-Za-z+._?=-]+(?:/[0-9A-Za-z+._?=@%~-]+)*`)
+})
 
 // storeRoot returns the store path itself, /nix/store/<hash>-<name>, of a
 // path inside it.
@@ -59,7 +62,7 @@ func findStorePaths(raw []byte, values []stringAt) []storeRef {
 		}
 	}
 	for _, v := range values {
-		for _, p := range storePathRe.FindAllString(v.value, -1) {
+		for _, p := range storePathRe().FindAllString(v.value, -1) {
 			ref := get(p)
 			if !slices.Contains(ref.keys, v.key) {
 				ref.keys = append(ref.keys, v.key)
@@ -70,7 +73,7 @@ func findStorePaths(raw []byte, values []stringAt) []storeRef {
 			addLine(ref, v.line)
 		}
 	}
-	for _, loc := range storePathRe.FindAllIndex(raw, -1) {
+	for _, loc := range storePathRe().FindAllIndex(raw, -1) {
 		addLine(get(string(raw[loc[0]:loc[1]])), lineOf(raw, loc[0]))
 	}
 	out := make([]storeRef, 0, len(order))

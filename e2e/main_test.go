@@ -104,6 +104,8 @@ func buildAgentSandbox(t *testing.T) string {
 		}
 		cmd := exec.Command("go", append(args, "./cmd/agent-sandbox")...)
 		cmd.Dir = ".."
+		// Static, as the README builds it.
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go %s ./cmd/agent-sandbox: %v\n%s", strings.Join(args, " "), err, out)
 			return

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/optfile"
 	"github.com/agent-sandbox/agent-sandbox/internal/sandboxfile"
@@ -62,12 +63,14 @@ func (f *Folder) Warnings() []string {
 	return w
 }
 
-var idRe = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+// Compiled on first use: the sandbox init, which is this binary too,
+// never needs it.
+var idRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`) })
 
 // CheckID enforces the agent id rule: the folder name, made of [a-z0-9._-],
 // starting with a letter or digit, at most 64 characters.
 func CheckID(id string) error {
-	if len(id) > 64 || !idRe.MatchString(id) {
+	if len(id) > 64 || !idRe().MatchString(id) {
 		return fmt.Errorf("agent id %q: an agent folder's name must be 1-64 characters of a-z, 0-9, '.', '_' and '-', starting with a letter or digit", id)
 	}
 	return nil

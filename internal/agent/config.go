@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/BurntSushi/toml"
 
@@ -59,8 +60,10 @@ type SbxConfig struct {
 }
 
 var (
-	envName  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	installR = regexp.MustCompile(`^npm:(@[a-z0-9][a-z0-9._-]*/)?[a-z0-9][a-z0-9._-]*$`)
+	envName  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
+	installR = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^npm:(@[a-z0-9][a-z0-9._-]*/)?[a-z0-9][a-z0-9._-]*$`)
+	})
 )
 
 // ParseConfig parses agent.toml contents. path is used in messages. Unknown
@@ -130,13 +133,13 @@ func (c *Config) validate() error {
 	}
 	for key, list := range map[string][]string{"env": c.Env, "loopback_env": c.LoopbackEnv} {
 		for i, n := range list {
-			if !envName.MatchString(n) {
+			if !envName().MatchString(n) {
 				return fmt.Errorf("%s[%d]: %q is not a variable name", key, i, n)
 			}
 		}
 	}
 	for k, v := range c.SetEnv {
-		if !envName.MatchString(k) {
+		if !envName().MatchString(k) {
 			return fmt.Errorf("set_env.%s: not a variable name", k)
 		}
 		if strings.ContainsRune(v, 0) {
@@ -146,7 +149,7 @@ func (c *Config) validate() error {
 	if err := protect.CheckNames("allow_edit", c.AllowEdit); err != nil {
 		return err
 	}
-	if c.Sbx.Install != "" && !installR.MatchString(c.Sbx.Install) {
+	if c.Sbx.Install != "" && !installR().MatchString(c.Sbx.Install) {
 		return fmt.Errorf("sbx.install: %q: want npm:<package>, e.g. npm:@anthropic-ai/claude-code", c.Sbx.Install)
 	}
 	if h := c.Sbx.Home; h != "" && h != "~" && !strings.HasPrefix(h, "~/") && !filepath.IsAbs(h) {

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
@@ -101,7 +102,11 @@ func (u Unsandboxed) Execute(stdio launch.Stdio) int {
 // Self is the agent-sandbox executable (symlinks resolved). plan.Build
 // checks that it lies outside every writable grant, and the landlock
 // backend runs it inside the sandbox as the trampoline.
-func Self() (string, error) {
+func Self() (string, error) { return self() }
+
+// self is computed once per process: a run asks for it several times
+// (plan.Build, the backend's Prepare, the weaker engine's start).
+var self = sync.OnceValues(func() (string, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return "", fmt.Errorf("cannot find the agent-sandbox executable: %v", err)
@@ -111,7 +116,7 @@ func Self() (string, error) {
 		return "", fmt.Errorf("cannot resolve the agent-sandbox executable %s: %v", exe, err)
 	}
 	return real, nil
-}
+})
 
 // CreateConfig creates the config paths of s that do not exist yet
 // (spec.ConfigToCreate): directories with mode 0700, files empty with mode

@@ -118,12 +118,18 @@ func CheckNoGlob(p string) error {
 // Canonical resolves symlinks in the longest existing prefix of an absolute
 // path and appends the rest unchanged, so a path that does not exist yet is
 // still judged by where it would land.
-func Canonical(p string) string {
+func Canonical(p string) string { return canonical(p, nil) }
+
+// canonical is Canonical. It walks up from p to the longest prefix that
+// filepath.EvalSymlinks resolves; memo, when not nil, keeps the answers for
+// prefixes between calls that resolve paths sharing them (one batch, such
+// as the credential paths under one home).
+func canonical(p string, memo map[string]evalResult) string {
 	p = filepath.Clean(p)
 	rest := ""
 	cur := p
 	for i := 0; i < 255; i++ {
-		if r, err := filepath.EvalSymlinks(cur); err == nil {
+		if r, ok := evalSymlinks(cur, memo); ok {
 			return filepath.Join(r, rest)
 		}
 		parent := filepath.Dir(cur)
@@ -134,6 +140,26 @@ func Canonical(p string) string {
 		cur = parent
 	}
 	return p
+}
+
+// evalResult is one filepath.EvalSymlinks answer.
+type evalResult struct {
+	path string
+	ok   bool
+}
+
+func evalSymlinks(p string, memo map[string]evalResult) (string, bool) {
+	if r, ok := memo[p]; ok {
+		return r.path, r.ok
+	}
+	var r evalResult
+	if s, err := filepath.EvalSymlinks(p); err == nil {
+		r = evalResult{s, true}
+	}
+	if memo != nil {
+		memo[p] = r
+	}
+	return r.path, r.ok
 }
 
 // CredentialPaths lists the paths nono always denies (its required deny
@@ -194,7 +220,8 @@ func Within(p, base string) bool {
 	if base == "/" {
 		return strings.HasPrefix(p, "/")
 	}
-	return strings.HasPrefix(p, base+"/")
+	// strings.HasPrefix(p, base+"/"), without building base+"/".
+	return len(p) > len(base) && p[len(base)] == '/' && strings.HasPrefix(p, base)
 }
 
 // Overlaps reports whether one of a and b lies within the other.
@@ -208,9 +235,8 @@ type Checker struct {
 	Protected []string
 }
 
-// canonicalOnce memoises Canonical for the fixed paths Check compares
-// against (home, nono's roots, credential paths, protected dirs): one run
-// checks dozens of grants against the same few dozen paths.
+// canonicalOnce memoises Canonical for the protected dirs Check compares
+// writable grants against.
 var canonicalOnce sync.Map
 
 func canonicalCached(p string) string {
@@ -222,10 +248,44 @@ func canonicalCached(p string) string {
 	return c
 }
 
+// fixedPaths are the canonical forms of the paths Check compares every
+// grant against, for one Home: computed once per process (one run checks
+// dozens to thousands of grants against the same few dozen paths), in one
+// batch that resolves each shared prefix (the home, ~/.config) once.
+type fixedPaths struct {
+	home  string
+	nono  []string
+	creds []string
+	// persist are PersistencePaths, canonical.
+	persist []string
+}
+
+var fixedByHome sync.Map // Home → *fixedPaths
+
+func (h Home) fixed() *fixedPaths {
+	if v, ok := fixedByHome.Load(h); ok {
+		return v.(*fixedPaths)
+	}
+	memo := map[string]evalResult{}
+	f := &fixedPaths{home: canonical(h.Dir, memo)}
+	for _, root := range h.NonoStateRoots() {
+		f.nono = append(f.nono, canonical(root, memo))
+	}
+	for _, cred := range h.CredentialPaths() {
+		f.creds = append(f.creds, canonical(cred, memo))
+	}
+	for _, pp := range h.PersistencePaths() {
+		f.persist = append(f.persist, canonical(pp, memo))
+	}
+	v, _ := fixedByHome.LoadOrStore(h, f)
+	return v.(*fixedPaths)
+}
+
 // Check judges the absolute, canonical path p. writable says whether the
 // grant lets the agent write. The error says why the grant is refused.
 func (c Checker) Check(p string, writable bool) error {
-	home := canonicalCached(c.Home.Dir)
+	f := c.Home.fixed()
+	home := f.home
 	switch {
 	case p == "/":
 		return errors.New("grants the whole filesystem; grant only the paths the agent needs")
@@ -235,8 +295,7 @@ func (c Checker) Check(p string, writable bool) error {
 		}
 		return fmt.Errorf("is a parent of your home directory %s; grant only the paths the agent needs", home)
 	}
-	for _, root := range c.Home.NonoStateRoots() {
-		root = canonicalCached(root)
+	for _, root := range f.nono {
 		if Within(p, root) {
 			return fmt.Errorf("lies inside nono's protected state root %s", root)
 		}
@@ -244,8 +303,7 @@ func (c Checker) Check(p string, writable bool) error {
 			return fmt.Errorf("contains nono's protected state root %s; grant a narrower path", root)
 		}
 	}
-	for _, cred := range c.Home.CredentialPaths() {
-		cred = canonicalCached(cred)
+	for _, cred := range f.creds {
 		if Within(p, cred) {
 			return fmt.Errorf("lies inside the credential path %s, which is never granted", cred)
 		}
@@ -254,8 +312,7 @@ func (c Checker) Check(p string, writable bool) error {
 		}
 	}
 	if writable {
-		for _, pp := range c.Home.PersistencePaths() {
-			pp = canonicalCached(pp)
+		for _, pp := range f.persist {
 			if Within(p, pp) {
 				return fmt.Errorf("lies inside %s, from where the host runs code later (at login, in a shell, an editor or git): it may be granted read-only, never writable", pp)
 			}

@@ -5,7 +5,6 @@ package launch
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,6 +28,11 @@ func becomeSubreaper() error {
 func sweep() {
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
+		// ECHILD: no child is left, running or dead, so there is nothing
+		// to look up in /proc (the common case, and the cheap one).
+		if _, err := syscall.Wait4(-1, nil, syscall.WNOHANG, nil); err == syscall.ECHILD {
+			return
+		}
 		kids := children()
 		for _, pid := range kids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -46,12 +50,19 @@ func sweep() {
 	}
 }
 
-// children lists the live children of this process (all its threads).
+// children lists the live children of this process (all its threads). It
+// reads the task list and each task's children file directly: a glob would
+// stat every per-thread directory on the way.
 func children() []int {
-	tasks, _ := filepath.Glob("/proc/self/task/*/children")
+	d, err := os.Open("/proc/self/task")
+	if err != nil {
+		return nil
+	}
+	tids, _ := d.Readdirnames(-1)
+	d.Close()
 	var out []int
-	for _, t := range tasks {
-		b, err := os.ReadFile(t)
+	for _, t := range tids {
+		b, err := os.ReadFile("/proc/self/task/" + t + "/children")
 		if err != nil {
 			continue
 		}

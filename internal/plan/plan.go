@@ -650,8 +650,12 @@ func outsideWritable(name, path string, s spec.Spec) error {
 // firstWithin returns the first file lying inside one of dirs, and that dir.
 func firstWithin(files, dirs []string) (string, string) {
 	for _, f := range files {
+		if len(dirs) == 0 {
+			break
+		}
+		canon := grant.Canonical(f)
 		for _, d := range dirs {
-			if grant.Within(f, d) || grant.Within(grant.Canonical(f), d) {
+			if grant.Within(f, d) || grant.Within(canon, d) {
 				return f, d
 			}
 		}

@@ -194,3 +194,51 @@ func ordered(ms []Mount) []Mount {
 }
 
 func depth(p string) int { return strings.Count(p, "/") }
+
+// coveredBinds reports, for mounts in placing order (ordered) whose
+// sources were opened (opened[i]), the binds that would show nothing new:
+// the mount that most closely encloses the bind's path is a bind of the
+// same kind (read-only in read-only, read-write in read-write) of the same
+// host path, whose recursive clone already shows this very tree there with
+// the same flags (a system file such as /etc/hosts inside /etc). Placing
+// them would only cost system calls. A bind from another host path, or
+// under a mount of another kind, is never covered.
+func coveredBinds(ms []Mount, opened []bool) []bool {
+	// The mount on top at each path: ordered places parents first, so
+	// every mount at a path above a mount's lies before it.
+	top := map[string]int{}
+	for i, m := range ms {
+		top[m.Path] = i
+	}
+	covered := make([]bool, len(ms))
+	for i, m := range ms {
+		if (m.Kind != ReadOnly && m.Kind != ReadWrite) || !opened[i] || m.source() != m.Path || m.Path == "/" {
+			continue
+		}
+		near := -1
+		for p := parentDir(m.Path); ; p = parentDir(p) {
+			if j, ok := top[p]; ok {
+				near = j
+				break
+			}
+			if p == "/" {
+				break
+			}
+		}
+		if near < 0 {
+			continue
+		}
+		n := ms[near]
+		covered[i] = n.Kind == m.Kind && opened[near] && n.source() == n.Path
+	}
+	return covered
+}
+
+// parentDir is the parent of the absolute, clean path p ("/" for "/").
+func parentDir(p string) string {
+	i := strings.LastIndexByte(p, '/')
+	if i <= 0 {
+		return "/"
+	}
+	return p[:i]
+}

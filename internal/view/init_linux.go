@@ -264,16 +264,30 @@ func buildRoot(mounts []Mount) error {
 			}
 		}
 	}
+	opened := make([]bool, len(ms))
+	for i, fd := range src {
+		opened[i] = fd > 0
+	}
+	for i, skip := range coveredBinds(ms, opened) {
+		if skip {
+			unix.Close(src[i])
+			src[i] = 0
+		}
+	}
 	// The new root is a tmpfs over /tmp, in this mount namespace only.
 	const stage = "/tmp"
 	if err := unix.Mount("tmpfs", stage, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
 		return fmt.Errorf("mounting the new root: %w", err)
 	}
+	dirs := &stagedDirs{}
+	defer dirs.close()
 	for i, m := range ms {
-		if err := place(stage, m, src[i], devNull); err != nil {
+		dirs.at(m.Path)
+		if err := place(stage, m, src[i], devNull, dirs); err != nil {
 			return fmt.Errorf("%s %s: %w", m.Kind, m.Path, err)
 		}
 	}
+	dirs.close()
 	// Directories init created on a writable tmpfs only to hold the mount
 	// points below them (a workdir or home under /tmp) are read-only, as
 	// the root's skeleton is: writes there would vanish with the run.
@@ -360,7 +374,7 @@ func readOnlySelfBind(path string) error {
 }
 
 // place puts one mount into the staged root.
-func place(stage string, m Mount, srcFd, devNull int) error {
+func place(stage string, m Mount, srcFd, devNull int, dirs *stagedDirs) error {
 	switch m.Kind {
 	case ReadOnly, ReadWrite:
 		if srcFd <= 0 {
@@ -370,7 +384,7 @@ func place(stage string, m Mount, srcFd, devNull int) error {
 		if err != nil {
 			return err
 		}
-		t, err := makeTarget(stage, m.Path, dir)
+		t, err := makeTarget(dirs, stage, m.Path, dir)
 		if err != nil {
 			return err
 		}
@@ -411,7 +425,7 @@ func place(stage string, m Mount, srcFd, devNull int) error {
 		}
 		return bindAt(devNull, t, true)
 	case Tmpfs, Proc, Devpts, Dir:
-		t, err := makeTarget(stage, m.Path, true)
+		t, err := makeTarget(dirs, stage, m.Path, true)
 		if err != nil {
 			return err
 		}
@@ -426,7 +440,7 @@ func place(stage string, m Mount, srcFd, devNull int) error {
 		}
 		return nil
 	case Symlink:
-		parent, err := makeTarget(stage, parentOf(m.Path), true)
+		parent, err := makeTarget(dirs, stage, parentOf(m.Path), true)
 		if err != nil {
 			return err
 		}

@@ -39,20 +39,73 @@ func isDirFd(fd int) (bool, error) {
 	return st.Mode&unix.S_IFMT == unix.S_IFDIR, nil
 }
 
+// stagedDirs caches O_PATH descriptors of the directories above the mount
+// points in the staged root, for the mounts of one depth (ordered places
+// parents first): while mounts of depth d are placed, no mount lands on a
+// directory of depth below d any more, so a cached descriptor still names
+// what its path shows. Siblings (a thousand grants in one directory) then
+// share the walk to their parent. At each new depth the cache starts over.
+type stagedDirs struct {
+	depth int
+	fds   map[string]int
+}
+
+// at readies the cache for placing a mount at path.
+func (c *stagedDirs) at(path string) {
+	if d := depth(path); d != c.depth || c.fds == nil {
+		c.close()
+		c.depth, c.fds = d, map[string]int{}
+	}
+}
+
+func (c *stagedDirs) close() {
+	for _, fd := range c.fds {
+		unix.Close(fd)
+	}
+	c.fds = nil
+}
+
 // makeTarget creates path below root (a directory, or an empty file when
 // dir is false) unless it exists, without following symlinks, and returns
 // an O_PATH descriptor of it. Missing parents are created as directories.
-func makeTarget(root, path string, dir bool) (int, error) {
+// cache, when not nil, holds and supplies the descriptors of the parents
+// (see stagedDirs; the caller has called cache.at(path)).
+func makeTarget(cache *stagedDirs, root, path string, dir bool) (int, error) {
+	if cache != nil && cache.fds == nil {
+		cache = nil // not readied: no caching
+	}
 	rel := strings.TrimPrefix(path, "/")
 	parts := strings.Split(rel, "/")
-	cur, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return -1, err
+	start := 0
+	cur := -1
+	if cache != nil && rel != "" {
+		for k := len(parts) - 1; k > 0; k-- {
+			if fd, ok := cache.fds[strings.Join(parts[:k], "/")]; ok {
+				cur, start = fd, k
+				break
+			}
+		}
+	}
+	// release closes cur unless the cache holds it.
+	release := func(fd int, i int) {
+		if cache == nil || i < 0 || cache.fds[strings.Join(parts[:i+1], "/")] != fd {
+			unix.Close(fd)
+		}
+	}
+	held := start - 1 // the index of the component cur is, when cached
+	if cur < 0 {
+		var err error
+		cur, err = unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return -1, err
+		}
+		held = -1
 	}
 	if rel == "" {
 		return cur, nil
 	}
-	for i, name := range parts {
+	for i := start; i < len(parts); i++ {
+		name := parts[i]
 		last := i == len(parts)-1
 		next, err := unix.Openat(cur, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if errors.Is(err, unix.ENOENT) {
@@ -66,12 +119,12 @@ func makeTarget(root, path string, dir bool) (int, error) {
 				}
 			}
 			if err != nil && !errors.Is(err, unix.EEXIST) {
-				unix.Close(cur)
+				release(cur, held)
 				return -1, fmt.Errorf("creating the mount point %s: %w", filepath.Join("/", filepath.Join(parts[:i+1]...)), err)
 			}
 			next, err = unix.Openat(cur, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		}
-		unix.Close(cur)
+		release(cur, held)
 		if err != nil {
 			return -1, fmt.Errorf("mount point %s: %w", path, err)
 		}
@@ -84,7 +137,11 @@ func makeTarget(root, path string, dir bool) (int, error) {
 			unix.Close(next)
 			return -1, fmt.Errorf("mount point %s: %s is a symlink (refusing to follow it)", path, filepath.Join("/", filepath.Join(parts[:i+1]...)))
 		}
-		cur = next
+		cur, held = next, -1
+		if cache != nil && !last {
+			cache.fds[strings.Join(parts[:i+1], "/")] = next
+			held = i
+		}
 	}
 	return cur, nil
 }

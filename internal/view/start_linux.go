@@ -10,6 +10,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
+	"strconv"
 	"sync"
 	"syscall"
 
@@ -151,7 +153,9 @@ func Start(cmd *exec.Cmd, c Config) (*Process, error) {
 
 	cmd.Path = "/proc/self/exe"
 	cmd.Args = []string{"agent-sandbox", InitArg}
-	cmd.Env = []string{}
+	// Only GOMAXPROCS, which spares init's Go runtime reading the
+	// cgroup's CPU limit at start (the parent has read it already).
+	cmd.Env = []string{"GOMAXPROCS=" + strconv.Itoa(runtime.GOMAXPROCS(0))}
 	cmd.Dir = "/"
 	cmd.ExtraFiles = extra
 	cmd.SysProcAttr = a
@@ -161,10 +165,6 @@ func Start(cmd *exec.Cmd, c Config) (*Process, error) {
 	}
 	if devNull != nil {
 		defer devNull.Close()
-	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
 		cfgW.Close()
@@ -183,8 +183,12 @@ func Start(cmd *exec.Cmd, c Config) (*Process, error) {
 	if ctlChild != nil {
 		ctlChild.Close()
 	}
+	// Encoded while init's runtime starts (a Config always encodes; were
+	// it not to, init would report the truncated configuration).
 	go func() {
-		_, _ = cfgW.Write(b)
+		if b, err := json.Marshal(c); err == nil {
+			_, _ = cfgW.Write(b)
+		}
 		cfgW.Close()
 	}()
 	p := &Process{Pid: cmd.Process.Pid, cmd: cmd, status: statR, dec: json.NewDecoder(statR)}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/agent-sandbox/agent-sandbox/internal/landlock"
 )
 
@@ -306,5 +308,63 @@ c,_=s.accept(); c.sendall(b"inside"); c.close()' ` + work
 	}
 	if _, err := p.DialInside(4800, false); err == nil {
 		t.Errorf("DialInside after the sandbox ended succeeded")
+	}
+}
+
+// TestMakeTargetCache: mount points made through the per-depth cache of
+// parent directories are the same as without it, and a symlink on the way
+// is still refused.
+func TestMakeTargetCache(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(root+"/a/real", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(root+"/a/real", root+"/a/link"); err != nil {
+		t.Fatal(err)
+	}
+	c := &stagedDirs{}
+	defer c.close()
+	for _, tc := range []struct {
+		path string
+		dir  bool
+		fail bool
+	}{
+		{"/a/b", true, false},
+		{"/a/c", false, false},
+		{"/a/b/x/y", true, false},
+		{"/a/b/x/z", false, false},
+		{"/a/b/w/v", true, false},
+		{"/a/link/q/r", true, true}, // through the symlink: refused, cached parents or not
+		{"/a/b/x/u", true, false},
+	} {
+		c.at(tc.path)
+		fd, err := makeTarget(c, root, tc.path, tc.dir)
+		if tc.fail {
+			if err == nil || !strings.Contains(err.Error(), "symlink") {
+				t.Errorf("%s: %v, want a refused symlink", tc.path, err)
+			}
+			if err == nil {
+				unix.Close(fd)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.path, err)
+		}
+		var got unix.Stat_t
+		if err := unix.Fstat(fd, &got); err != nil {
+			t.Fatal(err)
+		}
+		unix.Close(fd)
+		var want unix.Stat_t
+		if err := unix.Lstat(root+tc.path, &want); err != nil {
+			t.Fatalf("%s was not created: %v", tc.path, err)
+		}
+		if got.Ino != want.Ino || (want.Mode&unix.S_IFMT == unix.S_IFDIR) != tc.dir {
+			t.Errorf("%s: descriptor of inode %d, want %d (dir %v)", tc.path, got.Ino, want.Ino, tc.dir)
+		}
+	}
+	if _, err := os.Lstat(root + "/a/real/q"); err == nil {
+		t.Errorf("a mount point was made through the symlink")
 	}
 }

@@ -58,8 +58,9 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 		return refuse(stdio.Err, fmt.Errorf("creating the run's TMPDIR: %v", err))
 	}
 	defer os.RemoveAll(runTmp)
+	tmp, canonTmp := s.TempDir(), grant.Canonical(s.TempDir())
 	for i, d := range p.ReadWrite {
-		if d == s.TempDir() || d == grant.Canonical(s.TempDir()) {
+		if d == tmp || d == canonTmp {
 			p.ReadWrite[i] = runTmp
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
@@ -31,7 +32,9 @@ func installFor(s spec.Spec, o Options) *Install {
 	return &Install{Package: pkg, HostVersion: host, GuestVersion: guest}
 }
 
-var semverRe = regexp.MustCompile(`^v?(\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?)$`)
+var semverRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^v?(\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?)$`)
+})
 
 // VersionToken returns the first version-looking token (major.minor.patch
 // with an optional pre-release or build suffix; a leading "v" and
@@ -43,7 +46,7 @@ func VersionToken(outputs ...string) string {
 	for _, out := range outputs {
 		for _, f := range strings.Fields(out) {
 			f = strings.Trim(f, "()[]{}<>,;:'\"")
-			if m := semverRe.FindStringSubmatch(f); m != nil {
+			if m := semverRe().FindStringSubmatch(f); m != nil {
 				return m[1]
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/atomicfile"
@@ -52,11 +53,11 @@ func RecordDir(stateRoot string) string { return filepath.Join(stateRoot, record
 
 const recordDirName = "sbx"
 
-var nameRe = regexp.MustCompile(`^agent-sandbox-[A-Za-z0-9][A-Za-z0-9.+-]*$`)
+var nameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^agent-sandbox-[A-Za-z0-9][A-Za-z0-9.+-]*$`) })
 
 // ValidName reports whether s is a name agent-sandbox could have given (and
 // so safe as a file name).
-func ValidName(s string) bool { return nameRe.MatchString(s) && len(s) <= 200 }
+func ValidName(s string) bool { return nameRe().MatchString(s) && len(s) <= 200 }
 
 func recordPath(stateRoot, name string) string {
 	return filepath.Join(RecordDir(stateRoot), name+".json")
