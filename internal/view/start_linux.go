@@ -146,9 +146,11 @@ func Start(cmd *exec.Cmd, c Config) (*Process, error) {
 	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 	a.GidMappingsEnableSetgroups = false
-	// What init needs to build the view, in the new user namespace only.
-	// The agent gets none of it: init drops them before the agent starts.
-	a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP}
+	// What init needs to build the view, in the new user namespace only
+	// (CAP_NET_BIND_SERVICE: the listeners of forwarded ports below 1024
+	// in the sandbox's network namespace). The agent gets none of it:
+	// init drops them before the agent starts.
+	a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_BIND_SERVICE}
 	a.Pdeathsig = syscall.SIGKILL
 
 	cmd.Path = "/proc/self/exe"
@@ -156,6 +158,11 @@ func Start(cmd *exec.Cmd, c Config) (*Process, error) {
 	// Only GOMAXPROCS, which spares init's Go runtime reading the
 	// cgroup's CPU limit at start (the parent has read it already).
 	cmd.Env = []string{"GOMAXPROCS=" + strconv.Itoa(runtime.GOMAXPROCS(0))}
+	if d := os.Getenv("GOCOVERDIR"); d != "" {
+		// A -cover build (the e2e suite's) writes init's coverage too,
+		// instead of warning on the agent's stderr that it cannot.
+		cmd.Env = append(cmd.Env, "GOCOVERDIR="+d)
+	}
 	cmd.Dir = "/"
 	cmd.ExtraFiles = extra
 	cmd.SysProcAttr = a

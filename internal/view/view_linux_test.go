@@ -368,3 +368,41 @@ func TestMakeTargetCache(t *testing.T) {
 		t.Errorf("a mount point was made through the symlink")
 	}
 }
+
+// TestViewForwardLowPort: init can listen on a forwarded port below 1024
+// in the sandbox's network namespace even for an ordinary user (it has
+// CAP_NET_BIND_SERVICE there), and the agent cannot bind one itself.
+func TestViewForwardLowPort(t *testing.T) {
+	work, _ := filepath.EvalSymlinks(t.TempDir())
+	script := `exec 3<>/dev/tcp/127.0.0.1/80 && printf ping >&3 && head -c4 <&3 && echo
+python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 81)); print("agent-bound-81")' 2>/dev/null || echo agent-bind-refused`
+	c := testConfig(t, work, script)
+	c.Argv = []string{"/bin/bash", "-c", script}
+	c.ForwardPorts = []int{80}
+	var out bytes.Buffer
+	p, err := Start(&exec.Cmd{Stdout: &out, Stderr: &out}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		conn, err := p.Forwards()[0].Accept()
+		if err != nil {
+			return
+		}
+		b := make([]byte, 4)
+		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := conn.Read(b); err == nil {
+			_, _ = conn.Write([]byte("pong"))
+		}
+		conn.Close()
+	}()
+	if err := p.Wait(); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "pong") {
+		t.Errorf("no answer through forwarded port 80: %q", out.String())
+	}
+	if os.Geteuid() != 0 && !strings.Contains(out.String(), "agent-bind-refused") {
+		t.Errorf("the agent bound a port below 1024 (it must have no capability): %q", out.String())
+	}
+}
