@@ -47,16 +47,8 @@ func (p *Proxy) ServeForward(l net.Listener, f Forward) error {
 
 func (p *Proxy) forwardConn(c net.Conn, f Forward) {
 	a := &attempt{start: time.Now(), method: f.Method, host: f.Host, port: f.Port}
-	p.mu.Lock()
-	p.active++
-	over := p.active > p.cfg.MaxConns
-	p.mu.Unlock()
-	defer func() {
-		p.mu.Lock()
-		p.active--
-		p.mu.Unlock()
-	}()
-	if over {
+	defer p.leave()
+	if p.enter() {
 		a.decision, a.reason = DecisionRefused, fmt.Sprintf("too many concurrent connections (limit %d)", p.cfg.MaxConns)
 		p.record(a)
 		return

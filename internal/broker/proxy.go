@@ -159,18 +159,26 @@ func (p *Proxy) record(a *attempt) {
 	}
 }
 
+// enter counts a connection being served and reports whether it is over
+// Config.MaxConns; leave ends it.
+func (p *Proxy) enter() (over bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.active++
+	return p.active > p.cfg.MaxConns
+}
+
+func (p *Proxy) leave() {
+	p.mu.Lock()
+	p.active--
+	p.mu.Unlock()
+}
+
 // handle serves one client connection: one CONNECT, or a keep-alive
 // sequence of plain HTTP requests.
 func (p *Proxy) handle(c net.Conn) {
-	p.mu.Lock()
-	p.active++
-	over := p.active > p.cfg.MaxConns
-	p.mu.Unlock()
-	defer func() {
-		p.mu.Lock()
-		p.active--
-		p.mu.Unlock()
-	}()
+	over := p.enter()
+	defer p.leave()
 	lr := &io.LimitedReader{R: c, N: maxHeaderBytes}
 	br := bufio.NewReaderSize(lr, 4096)
 	for first := true; ; first = false {
