@@ -58,6 +58,11 @@ type Mount struct {
 	Target string `json:"target,omitempty"`
 	// Optional skips the mount when its source does not exist.
 	Optional bool `json:"optional,omitempty"`
+	// Pin makes a bind a mount point of its own even where an enclosing
+	// bind shows the same tree already (see coveredBinds): a directory
+	// that must be neither removed nor renamed away (.git above its
+	// read-only config and hooks).
+	Pin bool `json:"pin,omitempty"`
 }
 
 // Network is the sandbox's network.
@@ -202,7 +207,7 @@ func depth(p string) int { return strings.Count(p, "/") }
 // host path, whose recursive clone already shows this very tree there with
 // the same flags (a system file such as /etc/hosts inside /etc). Placing
 // them would only cost system calls. A bind from another host path, or
-// under a mount of another kind, is never covered.
+// under a mount of another kind, or pinned (Mount.Pin), is never covered.
 func coveredBinds(ms []Mount, opened []bool) []bool {
 	// The mount on top at each path: ordered places parents first, so
 	// every mount at a path above a mount's lies before it.
@@ -212,7 +217,7 @@ func coveredBinds(ms []Mount, opened []bool) []bool {
 	}
 	covered := make([]bool, len(ms))
 	for i, m := range ms {
-		if (m.Kind != ReadOnly && m.Kind != ReadWrite) || !opened[i] || m.source() != m.Path || m.Path == "/" {
+		if (m.Kind != ReadOnly && m.Kind != ReadWrite) || !opened[i] || m.source() != m.Path || m.Path == "/" || m.Pin {
 			continue
 		}
 		near := -1

@@ -13,6 +13,7 @@ func TestCoveredBinds(t *testing.T) {
 		{Kind: ReadWrite, Path: "/etc/rw"},                     // another kind
 		{Kind: ReadOnly, Path: "/etc/rw/ro"},                   // under a read-write bind
 		{Kind: ReadWrite, Path: "/etc/rw/rw"},                  // covered
+		{Kind: ReadWrite, Path: "/etc/rw/pin", Pin: true},      // pinned: a mount point of its own
 		{Kind: ReadOnly, Path: "/etc/other", Source: "/srv/x"}, // another host path
 		{Kind: ReadOnly, Path: "/etc/other/y"},                 // under a bind of another path
 		{Kind: Tmpfs, Path: "/etc/tmp"},                        //

@@ -158,10 +158,12 @@ func Start(cmd *exec.Cmd, c Config) (*Process, error) {
 	// Only GOMAXPROCS, which spares init's Go runtime reading the
 	// cgroup's CPU limit at start (the parent has read it already).
 	cmd.Env = []string{"GOMAXPROCS=" + strconv.Itoa(runtime.GOMAXPROCS(0))}
-	if d := os.Getenv("GOCOVERDIR"); d != "" {
-		// A -cover build (the e2e suite's) writes init's coverage too,
-		// instead of warning on the agent's stderr that it cannot.
-		cmd.Env = append(cmd.Env, "GOCOVERDIR="+d)
+	if os.Getenv("GOCOVERDIR") != "" {
+		// A -cover build (the e2e suite's): init's counters go to the
+		// sandbox's private /tmp, which vanishes with it, rather than a
+		// warning on the agent's stderr (the host's coverage directory
+		// is not in the view, and must not be).
+		cmd.Env = append(cmd.Env, "GOCOVERDIR=/tmp")
 	}
 	cmd.Dir = "/"
 	cmd.ExtraFiles = extra

@@ -17,7 +17,8 @@ import (
 )
 
 // The view binds each protected path read-only and each directory between
-// the writable grant and it onto itself (so it cannot be renamed away).
+// the writable grant and it onto itself, pinned as a mount point of its
+// own (so it cannot be renamed away).
 func TestProtectedMounts(t *testing.T) {
 	got := protectedMounts([]protect.Path{
 		{Path: "/w/.git/config"}, {Path: "/w/.git/hooks", Dir: true},
@@ -25,12 +26,12 @@ func TestProtectedMounts(t *testing.T) {
 		{Path: "/elsewhere/.envrc"},
 	}, []string{"/w", "/main/.git"})
 	want := []view.Mount{
-		{Kind: view.ReadWrite, Path: "/w/.git"},
+		{Kind: view.ReadWrite, Path: "/w/.git", Pin: true},
 		{Kind: view.ReadOnly, Path: "/w/.git/config"},
 		{Kind: view.ReadOnly, Path: "/w/.git/hooks"},
 		{Kind: view.ReadOnly, Path: "/w/.vscode"},
-		{Kind: view.ReadWrite, Path: "/main/.git/modules"},
-		{Kind: view.ReadWrite, Path: "/main/.git/modules/m"},
+		{Kind: view.ReadWrite, Path: "/main/.git/modules", Pin: true},
+		{Kind: view.ReadWrite, Path: "/main/.git/modules/m", Pin: true},
 		{Kind: view.ReadOnly, Path: "/main/.git/modules/m/hooks"},
 	}
 	if !reflect.DeepEqual(got, want) {

@@ -184,7 +184,9 @@ func protectedMounts(prot []protect.Path, rw []string) []view.Mount {
 			cur = filepath.Join(cur, part)
 			if !self[cur] {
 				self[cur] = true
-				out = append(out, view.Mount{Kind: view.ReadWrite, Path: cur})
+				// Pinned: a mount point of its own, so that it
+				// cannot be renamed away and rebuilt.
+				out = append(out, view.Mount{Kind: view.ReadWrite, Path: cur, Pin: true})
 			}
 		}
 		out = append(out, view.Mount{Kind: view.ReadOnly, Path: pp.Path})
