@@ -79,6 +79,20 @@ func survivors(marker string, d time.Duration) []int {
 	}
 }
 
+// appears polls for up to d for a process carrying marker (the control
+// of a survivor case: a background process that its shell has not exec'd
+// yet carries no marker for a moment, on a loaded machine).
+func appears(marker string, d time.Duration) bool {
+	for deadline := time.Now().Add(d); ; time.Sleep(50 * time.Millisecond) {
+		if len(markerProcesses(marker)) > 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
 // killMarked SIGKILLs the processes carrying marker: only processes a test
 // started itself carry one.
 func killMarked(marker string) {
