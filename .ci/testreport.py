@@ -33,6 +33,9 @@ MUST_RUN = [
     "e2e-user TestBrokerRealAgents",
     "e2e-user TestBrokerPorts",
     "e2e TestNoUserNamespaces",
+    "e2e TestProtectPlantedCommondir",
+    "e2e-user TestProtectPlantedCommondir",
+    "e2e TestProtectExcludeThroughSymlink",
     "e2e TestResolveRealPrograms",
     "e2e TestSbxPiExtensionRealPi",
 ]

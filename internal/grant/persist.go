@@ -19,6 +19,14 @@ var persistence = []string{
 	".bash_aliases", ".config/direnv", ".ipython",
 	".vimrc", ".vim", ".config/nvim", ".emacs", ".emacs.d", ".config/emacs",
 	".tmux.conf", ".config/tmux",
+	// Python's user site (a .pth file there runs in every later python),
+	// user services and D-Bus activation, the bin directories toolchains
+	// put on PATH, editor extensions and settings, per-directory tool
+	// versions and hooks, shell snippet directories and frameworks.
+	".local/lib", ".local/share/systemd", ".local/share/dbus-1",
+	".cargo/bin", "go/bin", ".npm-global/bin", ".deno/bin", ".bun/bin",
+	".vscode", ".vscode-server", ".config/Code", ".config/Cursor", ".cursor",
+	".config/mise", ".config/fish", ".bashrc.d", ".profile.d", ".oh-my-zsh", ".zshrc.d",
 }
 
 // PersistencePaths are the absolute persistence paths of this home: a

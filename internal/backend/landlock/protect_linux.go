@@ -152,10 +152,13 @@ func excludePlaceholders(s spec.Spec, files []string, reg *os.File) error {
 	if st, err := os.Lstat(ex); err == nil && !st.Mode().IsRegular() {
 		return nil // not a plain file: leave it alone
 	}
-	if err := os.MkdirAll(filepath.Dir(ex), 0o755); err != nil {
+	// The git dir is the agent's to write (between runs too): no
+	// component of the way to info/exclude may be a symlink, or the
+	// lines would land wherever it points.
+	if err := mkdirNoSymlinks(filepath.Dir(ex)); err != nil {
 		return fmt.Errorf("creating %s: %v", filepath.Dir(ex), err)
 	}
-	f, err := os.OpenFile(ex, os.O_WRONLY|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW, 0o644)
+	f, err := openNoSymlinks(ex, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return fmt.Errorf("opening %s: %v", ex, err)
 	}
@@ -193,7 +196,12 @@ func excludeFile(workdir string) string {
 // unexclude removes the marker and pattern pairs recorded for the exclude
 // file ex.
 func unexclude(ex string, patterns map[string]bool) {
-	b, err := os.ReadFile(ex)
+	f, err := openNoSymlinks(ex, os.O_RDWR, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
 	if err != nil {
 		return
 	}
@@ -207,7 +215,98 @@ func unexclude(ex string, patterns map[string]bool) {
 		out.WriteString(lines[i])
 	}
 	if out.String() != string(b) {
-		_ = os.WriteFile(ex, []byte(out.String()), 0o644)
+		if f.Truncate(0) == nil {
+			_, _ = f.WriteAt([]byte(out.String()), 0)
+		}
+	}
+}
+
+// openNoSymlinks opens path (absolute) refusing a symlink in any of its
+// components.
+func openNoSymlinks(path string, flags int, mode uint32) (*os.File, error) {
+	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
+		Flags: uint64(flags | unix.O_CLOEXEC), Mode: uint64(mode), Resolve: unix.RESOLVE_NO_SYMLINKS,
+	})
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// mkdirNoSymlinks creates dir (absolute) when it is missing, its parent
+// opened refusing symlinks; an existing dir must not be reached through
+// one either.
+func mkdirNoSymlinks(dir string) error {
+	if f, err := openNoSymlinks(dir, unix.O_PATH|unix.O_DIRECTORY, 0); err == nil {
+		return f.Close()
+	} else if !errors.Is(err, unix.ENOENT) {
+		return err
+	}
+	parent, err := openNoSymlinks(filepath.Dir(dir), unix.O_PATH|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return err
+	}
+	defer parent.Close()
+	if err := unix.Mkdirat(int(parent.Fd()), filepath.Base(dir), 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+		return err
+	}
+	return nil
+}
+
+// runGitDirs are the git directories of a run whose commondir git would
+// follow: the workdir's .git (when a directory), the run's linked git dirs
+// and their submodules' git dirs (.git/modules/*).
+func runGitDirs(s spec.Spec) []string {
+	var dirs []string
+	if st, err := os.Lstat(filepath.Join(s.Workdir, ".git")); err == nil && st.IsDir() {
+		dirs = append(dirs, filepath.Join(s.Workdir, ".git"))
+	}
+	dirs = append(dirs, s.GitDirs...)
+	var out []string
+	for _, d := range dirs {
+		out = append(out, d)
+		if ents, err := os.ReadDir(filepath.Join(d, "modules")); err == nil {
+			for i, e := range ents {
+				if i < maxScanNested && e.IsDir() {
+					out = append(out, filepath.Join(d, "modules", e.Name()))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// missingCommondirs lists the commondir files absent from the run's git
+// dirs before it starts. A commondir that exists is bound read-only in
+// the view; one that is missing cannot be (no mount point), so the agent
+// could create it and point the host's git at a repository it built, with
+// its own config (core.fsmonitor) and hooks.
+func missingCommondirs(s spec.Spec) []string {
+	var out []string
+	for _, g := range runGitDirs(s) {
+		p := filepath.Join(g, "commondir")
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// disarmCommondirs moves aside each of paths (commondir files missing
+// before the run) that exists after it, so that the host's next git
+// command does not follow it, and says so. It runs before the bounded
+// scan of the workdir, which cannot be made to skip it.
+func disarmCommondirs(stderr io.Writer, paths []string) {
+	for _, p := range paths {
+		if _, err := os.Lstat(p); err != nil {
+			continue
+		}
+		aside := fmt.Sprintf("%s.planted-%d", p, time.Now().Unix())
+		if err := os.Rename(p, aside); err != nil {
+			diag.Warnf(stderr, "DANGER: the agent created %s, which points your next git command in that repository at a repository of its own making (its config and hooks run on the host); moving it aside failed (%v): remove it before running git there", p, err)
+			continue
+		}
+		diag.Warnf(stderr, "the agent created %s, which would point your next git command at a repository of its own making (its config and hooks run on the host): it was moved aside to %s; inspect it, then delete it", p, aside)
 	}
 }
 

@@ -275,6 +275,7 @@ func startInView(p ll.Policy, s spec.Spec, n Net, sess *netSession, stderr io.Wr
 		}
 		// After the placeholders: what changes from now on is the agent's.
 		started := time.Now()
+		commondirs := missingCommondirs(s)
 		c := viewConfig(p, s, argv, cmd.Env, cmd.Dir)
 		viewNetwork(&c, n)
 		c.TerminalSignals = launch.IsTerminal(cmd.Stdin)
@@ -311,6 +312,7 @@ func startInView(p ll.Policy, s spec.Spec, n Net, sess *netSession, stderr io.Wr
 				diag.Errorf(stderr, "%s", se.Msg)
 			}
 			release()
+			disarmCommondirs(stderr, commondirs)
 			warnPlantedGit(stderr, s.Workdir, started)
 			return err
 		}, nil
