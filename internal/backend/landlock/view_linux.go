@@ -290,6 +290,9 @@ func startInView(p ll.Policy, s spec.Spec, n Net, sess *netSession, stderr io.Wr
 				return nil, &launch.SetupError{Err: errors.New(noViewRefusal(err.Error()))}
 			}
 			diag.Warnf(stderr, "%s", weakerWarning(err.Error()))
+			if n.Mode == posture.NetAllowlist {
+				diag.Warnf(stderr, "%s", weakerAllowlistWarning)
+			}
 			if len(s.Protected) > 0 {
 				diag.Warnf(stderr, "the weaker sandbox cannot keep paths inside a writable grant read-only (Landlock only adds rights): the agent can write %s, which your tools run later (git, editors, direnv, agents)", joinProtected(s.Protected))
 			}
