@@ -7,6 +7,7 @@ import (
 
 	"github.com/agent-sandbox/agent-sandbox/internal/broker"
 	"github.com/agent-sandbox/agent-sandbox/internal/cli"
+	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
 
 // showLog is `agent-sandbox log [--json] [-n N] [AGENT]`: the egress
@@ -14,7 +15,7 @@ import (
 // ($XDG_STATE_HOME/agent-sandbox/audit/<id>.jsonl), oldest first. AGENT may
 // be a name or a folder path; its id is the folder's name.
 func showLog(e env, l cli.Log) int {
-	dir := filepath.Join(e.home.StateRoot(), "audit")
+	dir := filepath.Join(e.home.StateRoot(), spec.AuditDirName)
 	id := l.Agent
 	if strings.Contains(id, "/") {
 		id = filepath.Base(filepath.Clean(id))

@@ -1,6 +1,10 @@
 package cli
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/suggest"
+)
 
 // Agents holds the arguments of `agent-sandbox agents [show NAME | copy
 // NAME [DIR]]`.
@@ -26,7 +30,7 @@ func parseAgents(args []string) (Invocation, error) {
 	case a.Action == "-h" || a.Action == "--help":
 		return Invocation{Command: CmdHelp}, nil
 	case a.Action != "show" && a.Action != "copy":
-		return Invocation{}, fmt.Errorf("agents: unknown action %q%s; usage: %s", a.Action, suggestOf(a.Action, []string{"show", "copy"}), usage)
+		return Invocation{}, fmt.Errorf("agents: unknown action %q%s; usage: %s", a.Action, suggest.Phrase(a.Action, []string{"show", "copy"}), usage)
 	case len(args) < 2 || args[1] == "":
 		return Invocation{}, fmt.Errorf("agents %s: name an agent; usage: %s", a.Action, usage)
 	case a.Action == "show" && len(args) > 2, a.Action == "copy" && len(args) > 3:

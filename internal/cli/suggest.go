@@ -9,11 +9,8 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/suggest"
 )
 
-// suggestOf is ` (did you mean "X"?)` for the closest of choices to s, or "".
-func suggestOf(s string, choices []string) string { return suggest.Phrase(s, choices) }
-
 // Subcommands are the first words that are not agent names.
-var Subcommands = []string{CmdRun, CmdAgents, CmdPrune, CmdDoctor, CmdResolve, CmdVersion, CmdHelp, CmdWhy}
+var Subcommands = []string{CmdRun, CmdAgents, CmdPrune, CmdDoctor, CmdResolve, CmdLog, CmdVersion, CmdHelp, CmdWhy}
 
 // flagSuggestion is the did-you-mean of pflag's "unknown flag: --NAME".
 func flagSuggestion(fs *pflag.FlagSet, err error) string {

@@ -121,12 +121,17 @@ func (s Spec) Writable() []string {
 // MiseCacheDir is the agent's private mise cache (MISE_CACHE_DIR).
 func (s Spec) MiseCacheDir() string { return filepath.Join(s.StateDir, "mise-cache") }
 
-// AuditDir is the egress broker's audit directory,
-// $XDG_STATE_HOME/agent-sandbox/audit: beside the agents' state dirs,
-// outside every grant.
-func (s Spec) AuditDir() string {
-	return filepath.Join(filepath.Dir(filepath.Dir(s.StateDir)), "audit")
-}
+// StateRoot is agent-sandbox's own state directory
+// ($XDG_STATE_HOME/agent-sandbox, grant.Home.StateRoot), which holds the
+// agents' state dirs (StateRoot/agents/<id>) and is outside every grant.
+func (s Spec) StateRoot() string { return filepath.Dir(filepath.Dir(s.StateDir)) }
+
+// AuditDir is the egress broker's audit directory, StateRoot/audit
+// (AuditDirName).
+func (s Spec) AuditDir() string { return filepath.Join(s.StateRoot(), AuditDirName) }
+
+// AuditDirName is the audit directory's name in the state root.
+const AuditDirName = "audit"
 
 // TempDir is the agent's private TMPDIR.
 func (s Spec) TempDir() string { return filepath.Join(s.StateDir, "tmp") }

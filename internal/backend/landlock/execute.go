@@ -64,19 +64,13 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 			p.ReadWrite[i] = runTmp
 		}
 	}
-	env := Env(s, os.LookupEnv)
-	for i, kv := range env {
-		if strings.HasPrefix(kv, "TMPDIR=") {
-			env[i] = "TMPDIR=" + runTmp
-		}
-	}
 	sess, err := newNetSession(n, s.AgentID, s.AuditDir(), stdio.Err)
 	if err != nil {
 		diag.Errorf(stdio.Err, "%v", err)
 		return launch.ExitRefused
 	}
 	defer sess.close(true)
-	env = withEnv(env, sess.env(n.ProxyPort))
+	env := withEnv(Env(s, os.LookupEnv), append([]string{"TMPDIR=" + runTmp}, sess.env(n.ProxyPort)...))
 	weak := func(cmd *exec.Cmd) (func() error, error) {
 		if len(n.Listen) > 0 {
 			return nil, &launch.SetupError{Err: errors.New(weakerListenRefusal)}

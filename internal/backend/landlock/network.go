@@ -179,7 +179,7 @@ type netSession struct {
 // newNetSession opens what the run's network needs on the host: nil when
 // the network is open or nothing is forwarded (blocked without ports).
 func newNetSession(n Net, agentID, auditDir string, warn io.Writer) (*netSession, error) {
-	if n.Mode == posture.NetOpen || n.Mode == posture.NetBlocked && len(n.Forward) == 0 && len(n.Listen) == 0 {
+	if n.Mode == posture.NetOpen || (n.Mode == posture.NetBlocked && len(n.Forward) == 0 && len(n.Listen) == 0) {
 		return nil, nil
 	}
 	token := broker.NewToken()

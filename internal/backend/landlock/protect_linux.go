@@ -69,7 +69,7 @@ func ensureProtected(s spec.Spec, stderr io.Writer) (release func(), err error) 
 	if len(s.Protected) == 0 {
 		return noop, nil
 	}
-	dir := filepath.Join(filepath.Dir(filepath.Dir(s.StateDir)), "protect")
+	dir := filepath.Join(s.StateRoot(), "protect")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return noop, fmt.Errorf("creating %s: %v", dir, err)
 	}
