@@ -106,6 +106,9 @@ func failureHint(p *plan.Plan, r cli.Run, code int) string {
 	}
 	// The run flags that change the answer come along.
 	var flags []string
+	if r.Workdir != "" {
+		flags = append(flags, "--workdir", r.Workdir)
+	}
 	if r.Posture.Offline {
 		flags = append(flags, "--offline")
 	}

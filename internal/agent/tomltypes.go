@@ -13,7 +13,7 @@ import (
 var tomlSchema = map[string]string{
 	"command": "String", "args": "Array", "description": "String",
 	"config_paths": "Array", "read_paths": "Array", "env": "Array", "set_env": "Table",
-	"exec_paths": "Array", "loopback_env": "Array", "sbx": "Table",
+	"exec_paths": "Array", "allow_edit": "Array", "loopback_env": "Array", "sbx": "Table",
 	"sbx.install": "String", "sbx.version_command": "Array", "sbx.home": "String",
 }
 

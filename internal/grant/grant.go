@@ -75,7 +75,8 @@ func (h Home) NonoStateRoots() []string {
 // Expand turns a grant as written in a folder file into an absolute, clean
 // path: "~" and "~/x" expand to the home directory. Relative paths, "~user"
 // forms and "$VAR" references are refused, because their meaning would depend
-// on where the agent is started; so are globs (see CheckNoGlob).
+// on where the agent is started. (Globs are refused where a path is a
+// grant: Checker.Resolve.)
 func (h Home) Expand(p string) (string, error) {
 	switch {
 	case p == "":
@@ -84,8 +85,6 @@ func (h Home) Expand(p string) (string, error) {
 		return "", fmt.Errorf("%q: variables are not expanded; write an absolute path or one starting with ~/", p)
 	case strings.ContainsRune(p, 0):
 		return "", fmt.Errorf("%q: path contains a NUL byte", p)
-	case strings.ContainsAny(p, GlobChars):
-		return "", CheckNoGlob(p)
 	case p == "~":
 		return h.Dir, nil
 	case strings.HasPrefix(p, "~/"):
@@ -333,6 +332,9 @@ func (c Checker) Check(p string, writable bool) error {
 // Resolve expands p, makes it canonical and checks it. The error names the
 // path as written.
 func (c Checker) Resolve(p string, writable bool) (string, error) {
+	if err := CheckNoGlob(p); err != nil {
+		return "", err
+	}
 	abs, err := c.Home.Expand(p)
 	if err != nil {
 		return "", err

@@ -53,16 +53,20 @@ func TestExpand(t *testing.T) {
 	}
 }
 
-// TestExpandRefusesGlobs: grant paths are literal under every backend
+// TestResolveRefusesGlobs: grant paths are literal under every backend
 // (issue 15 item 5): *, ? and [ are refused with a message naming the
-// path, the character and what to do.
-func TestExpandRefusesGlobs(t *testing.T) {
+// path, the character and what to do. Expand itself takes them (`why`
+// asks about paths such as app/[id]/page.tsx).
+func TestResolveRefusesGlobs(t *testing.T) {
 	h := Home{Dir: "/h"}
 	for _, bad := range []string{"~/*", "~/projects/*/data", "/data/**", "~/file?.txt", "/srv/[ab]", "~/x[", "/a/b*"} {
-		_, err := h.Expand(bad)
+		_, err := Checker{Home: h}.Resolve(bad, false)
 		if err == nil {
-			t.Errorf("Expand(%q) accepted a glob", bad)
+			t.Errorf("Resolve(%q) accepted a glob", bad)
 			continue
+		}
+		if _, err := h.Expand(bad); err != nil {
+			t.Errorf("Expand(%q): %v (only a grant refuses globs)", bad, err)
 		}
 		if msg := err.Error(); !strings.Contains(msg, fmt.Sprintf("%q contains the glob character", bad)) || !strings.Contains(msg, "list each path the agent needs") {
 			t.Errorf("Expand(%q): %q, want the path, the character and the fix named", bad, msg)

@@ -301,19 +301,20 @@ func tomlPath(f *agent.Folder) string {
 	return filepath.Join(f.Dir, "agent.toml")
 }
 
+// copyNote says, for a built-in folder, how to get the editable copy the
+// fix names.
+func copyNote(in Input) string {
+	if f := in.Folder; f != nil && f.Builtin() {
+		return fmt.Sprintf(" (a built-in folder: `agent-sandbox agents copy %s` writes an editable copy to %s first)", f.ID, filepath.Join(in.Home.ConfigRoot(), "agents", f.ID))
+	}
+	return ""
+}
+
 // fix says what to add where so that the access is allowed.
 func fix(in Input, p, list string, system bool) string {
-	f, pl := in.Folder, in.Plan
-	where := ""
-	if f != nil && f.Builtin() {
-		where = fmt.Sprintf(" (a built-in folder: `agent-sandbox agents copy %s` writes an editable copy to %s first)", f.ID, filepath.Join(in.Home.ConfigRoot(), "agents", f.ID))
-	}
-	policy := "sandbox/nono.json"
-	if pf := pl.Posture.Policy; pf != nil {
-		policy = pf.Path
-	} else if f != nil {
-		policy = filepath.Join(f.Dir, "sandbox", "nono.json")
-	}
+	f := in.Folder
+	where := copyNote(in)
+	policy := policyPath(in)
 	switch in.Access {
 	case Write:
 		s := fmt.Sprintf("pass --write %s for one run, or add it to filesystem.allow in %s%s", p, policy, where)
@@ -350,7 +351,7 @@ func Host(in Input) (Answer, error) {
 	case n.Mode == string(posture.NetBlocked):
 		a.Rule = "network"
 		a.Reason = fmt.Sprintf("the network is blocked (from %s)", n.Source)
-		a.Fix = fmt.Sprintf("pass --allow-host %s for one run (or --network open for an unrestricted one), or replace the block with network.allow_domain [%q] in %s", in.Host, host, policyPath(in))
+		a.Fix = fmt.Sprintf("pass --allow-host %s for one run (or --network open for an unrestricted one), or replace the block with network.allow_domain [%q] in %s%s", in.Host, host, policyPath(in), copyNote(in))
 	default:
 		ok, reason, err := broker.Allowed(n.AllowDomains, host, port)
 		if err != nil {
@@ -358,19 +359,20 @@ func Host(in Input) (Answer, error) {
 		}
 		a.Allowed, a.Rule, a.Reason = ok, "network", fmt.Sprintf("%s (allow list from %s: %s)", reason, n.Source, strings.Join(n.AllowDomains, ", "))
 		if !ok {
-			a.Fix = fmt.Sprintf("pass --allow-host %s for one run (it replaces the list), or add %q to network.allow_domain in %s", in.Host, host, policyPath(in))
+			a.Fix = fmt.Sprintf("pass --allow-host %s for one run (it replaces the list), or add %q to network.allow_domain in %s%s", in.Host, host, policyPath(in), copyNote(in))
 		}
 	}
 	return a, nil
 }
 
+// policyPath is the sandbox/nono.json a fix edits: the policy file of the
+// run, or for a built-in folder (which exists only in the binary) that
+// file in the copy `agent-sandbox agents copy` writes.
 func policyPath(in Input) string {
+	if f := in.Folder; f != nil && f.Builtin() {
+		return filepath.Join(in.Home.ConfigRoot(), "agents", f.ID, "sandbox", "nono.json")
+	}
 	if pf := in.Plan.Posture.Policy; pf != nil {
-		if id, ok := strings.CutPrefix(pf.Path, "builtin:"); ok {
-			// A built-in folder exists only in the binary: edit a copy.
-			id, _, _ = strings.Cut(id, "/")
-			return fmt.Sprintf("a copy of the built-in folder (agent-sandbox agents copy %s, then edit ~/.config/agent-sandbox/agents/%s/sandbox/nono.json)", id, id)
-		}
 		return pf.Path
 	}
 	if in.Folder != nil {
