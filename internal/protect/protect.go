@@ -271,6 +271,29 @@ type nestedDir struct {
 	module bool
 }
 
+// SubmoduleGitDirs are the git dirs of the submodules below git dir g
+// (modules/<name>, nested names and submodules of submodules included)
+// that exist now.
+func SubmoduleGitDirs(g string) []string {
+	var out []string
+	for _, d := range nestedGitDirs(g) {
+		if d.module {
+			out = append(out, d.dir)
+		}
+	}
+	return out
+}
+
+// ProjectTops are the first components of the protected project names
+// (.vscode, .claude, .envrc, ...): what a scan looks for in subdirectories.
+func ProjectTops() map[string]bool {
+	out := map[string]bool{}
+	for _, p := range project {
+		out[strings.SplitN(p.name, "/", 2)[0]] = true
+	}
+	return out
+}
+
 // nestedGitDirs are the git dirs of submodules (modules/<name>..., nested)
 // and of linked worktrees (worktrees/<name>) below git dir g that exist
 // now: each holds a HEAD.

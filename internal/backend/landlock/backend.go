@@ -149,7 +149,7 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 			p.Refusal = weakerListenRefusal
 		}
 		if len(prot) > 0 {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("the weaker sandbox cannot keep paths inside a writable grant read-only (Landlock only adds rights): the agent can write %s, which your tools run later (git, editors, direnv, agents)", joinProtected(prot)))
+			p.Warnings = append(p.Warnings, weakerProtectedWarning(prot))
 		}
 	default:
 		p.Engine = EngineView
@@ -209,7 +209,7 @@ func (p *Prepared) Describe() backend.Description {
 		JSON: map[string]any{"landlock": &PrintedPolicy{
 			Engine: p.Engine, Toolchains: toolchains, Create: create, Net: p.Net,
 			Limits:    map[string]uint64{"processes": defaultMaxProcesses, "open_files": defaultMaxOpenFiles},
-			Protected: nonNil(p.Spec.Protected), AllowEdit: nonNilStrings(p.Spec.AllowEdit),
+			Protected: nonNil(p.Spec.Protected), AllowEdit: nonNil(p.Spec.AllowEdit),
 			ReadExec: pol.ReadExec, ReadOnly: pol.ReadOnly, ReadWrite: pol.ReadWrite, WriteOnly: pol.WriteOnly, Network: string(p.Net.Mode),
 		}},
 	}
@@ -252,18 +252,12 @@ func joinProtected(ps []protect.Path) string {
 	return strings.Join(names, ", ")
 }
 
-func nonNil(ps []protect.Path) []protect.Path {
-	if ps == nil {
-		return []protect.Path{}
+// nonNil is s, or an empty slice for nil (the JSON plan has no nulls).
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
 	}
-	return ps
-}
-
-func nonNilStrings(ss []string) []string {
-	if ss == nil {
-		return []string{}
-	}
-	return ss
+	return s
 }
 
 func viewExpectedOr(f func() (bool, string)) (bool, string) {

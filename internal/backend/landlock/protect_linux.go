@@ -21,6 +21,7 @@ import (
 
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/gitdir"
+	"github.com/agent-sandbox/agent-sandbox/internal/protect"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
 
@@ -255,7 +256,7 @@ func mkdirNoSymlinks(dir string) error {
 
 // runGitDirs are the git directories of a run whose commondir git would
 // follow: the workdir's .git (when a directory), the run's linked git dirs
-// and their submodules' git dirs (.git/modules/*).
+// and their submodules' git dirs (protect.SubmoduleGitDirs).
 func runGitDirs(s spec.Spec) []string {
 	var dirs []string
 	if st, err := os.Lstat(filepath.Join(s.Workdir, ".git")); err == nil && st.IsDir() {
@@ -264,14 +265,7 @@ func runGitDirs(s spec.Spec) []string {
 	dirs = append(dirs, s.GitDirs...)
 	var out []string
 	for _, d := range dirs {
-		out = append(out, d)
-		if ents, err := os.ReadDir(filepath.Join(d, "modules")); err == nil {
-			for i, e := range ents {
-				if i < maxScanNested && e.IsDir() {
-					out = append(out, filepath.Join(d, "modules", e.Name()))
-				}
-			}
-		}
+		out = append(append(out, d), protect.SubmoduleGitDirs(d)...)
 	}
 	return out
 }
@@ -551,12 +545,9 @@ func warnPlantedGit(stderr io.Writer, workdir string, started time.Time) {
 	}
 }
 
-// toolFiles are the base names of the protected project names
-// (internal/protect), looked for in subdirectories after a run.
-var toolFiles = map[string]bool{
-	".vscode": true, ".idea": true, ".codex": true, ".claude": true,
-	".mcp.json": true, ".gitmodules": true, ".envrc": true,
-}
+// toolFiles are the base names of the protected project names, looked
+// for in subdirectories after a run.
+var toolFiles = protect.ProjectTops()
 
 // changedTree lists path, when changed since, and for a directory the
 // entries below it (two levels) changed since.

@@ -294,7 +294,7 @@ func startInView(p ll.Policy, s spec.Spec, n Net, sess *netSession, stderr io.Wr
 				diag.Warnf(stderr, "%s", weakerAllowlistWarning)
 			}
 			if len(s.Protected) > 0 {
-				diag.Warnf(stderr, "the weaker sandbox cannot keep paths inside a writable grant read-only (Landlock only adds rights): the agent can write %s, which your tools run later (git, editors, direnv, agents)", joinProtected(s.Protected))
+				diag.Warnf(stderr, "%s", weakerProtectedWarning(s.Protected))
 			}
 			// view.Start left cmd unstarted but rewritten: restore it.
 			cmd.Path, cmd.Args, cmd.Env, cmd.Dir = path, args, env, dir

@@ -3,6 +3,8 @@ package landlock
 import (
 	"fmt"
 	"os"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/protect"
 )
 
 // WeakerSandboxEnv is the environment variable by which a user accepts the
@@ -45,3 +47,9 @@ const weakerAllowlistWarning = "allow-list network in the WEAKER sandbox: withou
 
 // weakerListenRefusal refuses listen_port where no view can be built.
 const weakerListenRefusal = "network.listen_port needs the built-in engine's network namespace, which this host does not allow (no user namespaces): allow unprivileged user namespaces for agent-sandbox (`agent-sandbox doctor` shows how), use nono, or remove listen_port"
+
+// weakerProtectedWarning says that the weaker sandbox leaves the protected
+// paths ps writable.
+func weakerProtectedWarning(ps []protect.Path) string {
+	return fmt.Sprintf("the weaker sandbox cannot keep paths inside a writable grant read-only (Landlock only adds rights): the agent can write %s, which your tools run later (git, editors, direnv, agents)", joinProtected(ps))
+}
