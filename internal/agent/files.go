@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -22,24 +21,28 @@ type File struct {
 // Files returns the folder's files, in the order agent.toml, then the
 // sandbox files present: from the binary for a built-in, else from disk.
 func (f *Folder) Files() ([]File, error) {
-	var fsys fs.FS
+	read := diskReader(f.Dir)
 	if f.Builtin() {
 		sub, err := fs.Sub(BuiltinFS(), strings.TrimPrefix(f.Dir, builtinPrefix))
 		if err != nil {
 			return nil, err
 		}
-		fsys = sub
-	} else {
-		fsys = os.DirFS(f.Dir)
+		read = fsReader(sub)
 	}
+	// The reader the folder was loaded with: a name that exists but
+	// cannot be read is an error here too (package optfile), never
+	// skipped.
 	var out []File
 	for _, rel := range []string{"agent.toml", sandboxfile.Nono.RelPath(), sandboxfile.Sbx.RelPath()} {
-		b, err := fs.ReadFile(fsys, filepath.ToSlash(rel))
-		if errors.Is(err, fs.ErrNotExist) && rel != "agent.toml" {
-			continue
-		}
+		b, ok, err := read(filepath.ToSlash(rel))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", filepath.Join(f.Dir, rel), err)
+		}
+		if !ok {
+			if rel == "agent.toml" {
+				return nil, fmt.Errorf("%s: %w", filepath.Join(f.Dir, rel), fs.ErrNotExist)
+			}
+			continue
 		}
 		out = append(out, File{Rel: filepath.ToSlash(rel), Data: b})
 	}
