@@ -178,24 +178,28 @@ func (r runner) hostVersion(argv []string, writable []string) (string, error) {
 	if len(argv) == 0 {
 		return "", errors.New("no version_command")
 	}
-	if prog, err := exec.LookPath(argv[0]); err == nil {
-		if abs, err := filepath.Abs(prog); err == nil {
-			prog = abs
-		}
-		for _, loc := range []string{prog, grant.Canonical(prog)} {
-			for _, w := range writable {
-				if grant.Within(loc, w) {
-					return "", fmt.Errorf("%s lies inside %s, which the sandboxed agent can write, so it is not executed on the host", loc, w)
-				}
+	prog, err := exec.LookPath(argv[0])
+	if err != nil {
+		return "", fmt.Errorf("`%s`: %v", strings.Join(argv, " "), err)
+	}
+	if abs, err := filepath.Abs(prog); err == nil {
+		prog = abs
+	}
+	for _, loc := range []string{prog, grant.Canonical(prog)} {
+		for _, w := range writable {
+			if grant.Within(loc, w) {
+				return "", fmt.Errorf("%s lies inside %s, which the sandboxed agent can write, so it is not executed on the host", loc, w)
 			}
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ProbeTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	// The program checked above, not a second PATH lookup.
+	cmd := exec.CommandContext(ctx, prog, argv[1:]...)
+	cmd.Args[0] = argv[0]
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	err = cmd.Run()
 	if v := VersionToken(out.String(), errb.String()); v != "" {
 		return v, nil
 	}
