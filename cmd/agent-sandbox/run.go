@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/agent"
+	"github.com/agent-sandbox/agent-sandbox/internal/backend/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/cli"
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
@@ -43,12 +44,19 @@ func runAgent(e env, r cli.Run) int {
 	if warn != "" {
 		pst.Warnings = append([]string{warn}, pst.Warnings...)
 	}
+	var early *landlock.Early
+	if pst.Sandboxed && pst.Backend == posture.Landlock && !r.DryRun {
+		// The built-in engine's init starts now, while the run is
+		// planned; it waits for the plan's view (see landlock.Prestart).
+		early = landlock.Prestart(pst.Network.Mode, e.stdio)
+		defer early.Abort()
+	}
 	p, err := plan.Build(plan.Input{
 		Folder: folder, Posture: pst, Home: e.home, Workdir: workdir, Args: r.Args,
 		Getenv: e.getenv, LookPath: e.lookPath, Protected: lookup.Paths(),
 		NixStore: plan.NixStore(), Verbose: r.Verbose, Quiet: r.Quiet, TTY: launch.IsTerminal(os.Stdout),
 		RunRead: cliPaths(r.Read), RunWrite: cliPaths(r.Write),
-		AllowEdit: r.AllowEdit,
+		AllowEdit: r.AllowEdit, Early: early,
 	})
 	if err != nil {
 		return fail(e.stdio.Err, err)

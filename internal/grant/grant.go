@@ -117,18 +117,16 @@ func CheckNoGlob(p string) error {
 // Canonical resolves symlinks in the longest existing prefix of an absolute
 // path and appends the rest unchanged, so a path that does not exist yet is
 // still judged by where it would land.
-func Canonical(p string) string { return canonical(p, nil) }
+func Canonical(p string) string { return newResolver().canonical(p) }
 
-// canonical is Canonical. It walks up from p to the longest prefix that
-// filepath.EvalSymlinks resolves; memo, when not nil, keeps the answers for
-// prefixes between calls that resolve paths sharing them (one batch, such
-// as the credential paths under one home).
-func canonical(p string, memo map[string]evalResult) string {
+// canonical is Canonical for a relative p: it walks up from p to the
+// longest prefix that filepath.EvalSymlinks resolves.
+func canonical(p string) string {
 	p = filepath.Clean(p)
 	rest := ""
 	cur := p
 	for i := 0; i < 255; i++ {
-		if r, ok := evalSymlinks(cur, memo); ok {
+		if r, err := filepath.EvalSymlinks(cur); err == nil {
 			return filepath.Join(r, rest)
 		}
 		parent := filepath.Dir(cur)
@@ -139,26 +137,6 @@ func canonical(p string, memo map[string]evalResult) string {
 		cur = parent
 	}
 	return p
-}
-
-// evalResult is one filepath.EvalSymlinks answer.
-type evalResult struct {
-	path string
-	ok   bool
-}
-
-func evalSymlinks(p string, memo map[string]evalResult) (string, bool) {
-	if r, ok := memo[p]; ok {
-		return r.path, r.ok
-	}
-	var r evalResult
-	if s, err := filepath.EvalSymlinks(p); err == nil {
-		r = evalResult{s, true}
-	}
-	if memo != nil {
-		memo[p] = r
-	}
-	return r.path, r.ok
 }
 
 // CredentialPaths lists the paths nono always denies (its required deny
@@ -265,16 +243,16 @@ func (h Home) fixed() *fixedPaths {
 	if v, ok := fixedByHome.Load(h); ok {
 		return v.(*fixedPaths)
 	}
-	memo := map[string]evalResult{}
-	f := &fixedPaths{home: canonical(h.Dir, memo)}
+	r := newResolver()
+	f := &fixedPaths{home: r.canonical(h.Dir)}
 	for _, root := range h.NonoStateRoots() {
-		f.nono = append(f.nono, canonical(root, memo))
+		f.nono = append(f.nono, r.canonical(root))
 	}
 	for _, cred := range h.CredentialPaths() {
-		f.creds = append(f.creds, canonical(cred, memo))
+		f.creds = append(f.creds, r.canonical(cred))
 	}
 	for _, pp := range h.PersistencePaths() {
-		f.persist = append(f.persist, canonical(pp, memo))
+		f.persist = append(f.persist, r.canonical(pp))
 	}
 	v, _ := fixedByHome.LoadOrStore(h, f)
 	return v.(*fixedPaths)

@@ -52,11 +52,23 @@ func Run(argv, env []string, dir string, stdio Stdio, start Starter) int {
 	}
 
 	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, forwarded...)
-	// Unregistering waits for the runtime's signal thread, once per
-	// signal (about 0.1 ms), and agent-sandbox exits right after Run:
-	// it happens in the background, off the way out.
-	defer func() { go signal.Stop(sigs) }()
+	// Registering (and unregistering) waits for the runtime's signal
+	// thread once per signal, about 1 ms in all on a small VM: it runs
+	// while the agent starts, and is in place before Run waits for the
+	// agent. A signal that comes before has its default effect on
+	// agent-sandbox, whose sandbox then ends with it. Unregistering
+	// happens in the background, off the way out.
+	registered := make(chan struct{})
+	go func() {
+		signal.Notify(sigs, forwarded...)
+		close(registered)
+	}()
+	defer func() {
+		go func() {
+			<-registered
+			signal.Stop(sigs)
+		}()
+	}()
 
 	if err := becomeSubreaper(); err != nil {
 		diag.Warnf(stdio.Err, "%v", err)
@@ -68,6 +80,7 @@ func Run(argv, env []string, dir string, stdio Stdio, start Starter) int {
 		diag.Errorf(stdio.Err, "cannot start %s: %v", argv[0], err)
 		return code
 	}
+	<-registered
 	// The terminal sends keyboard signals and window changes to the whole
 	// foreground process group, agent included; forward those only when
 	// agent-sandbox has no terminal. Everything else (kill, hang-up)

@@ -71,6 +71,10 @@ type Input struct {
 	// AllowEdit are --allow-edit names (checked by internal/cli): with
 	// the folder's allow_edit, the protected paths the agent may edit.
 	AllowEdit []string
+	// Early is the built-in engine's init started before planning
+	// (landlock.Prestart), or nil; the landlock backend takes it over.
+	// The caller ends it (Early.Abort) after the run.
+	Early *landlock.Early
 }
 
 // Plan is one run, ready to execute or print.
@@ -316,7 +320,7 @@ func newBackend(in Input, pst posture.Posture, o backendOptions) backend.Backend
 			Install: c.Sbx.Install, VersionCommand: c.Sbx.VersionCommand, Home: c.Sbx.Home, LoopbackEnv: c.LoopbackEnv,
 		}}
 	case posture.Landlock:
-		return landlock.Backend{NixStore: in.NixStore, Verbose: in.Verbose, Quiet: in.Quiet, PolicyFile: policyFile, UnixSocketDirs: o.unixSocketDirBind}
+		return landlock.Backend{NixStore: in.NixStore, Verbose: in.Verbose, Quiet: in.Quiet, PolicyFile: policyFile, UnixSocketDirs: o.unixSocketDirBind, Early: in.Early}
 	}
 	return unknownBackend(pst.Backend)
 }

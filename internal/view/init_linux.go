@@ -61,12 +61,34 @@ func Init() int {
 	if os.Getpid() != 1 {
 		return say(report{Error: "the sandbox init must be started by agent-sandbox in new namespaces", Code: 125})
 	}
+	// What needs no Config is done while the parent still plans the run
+	// (it sends the Config when it has it): the signal handlers, the
+	// thread that will start the agent, private mount propagation.
+	sigs := make(chan os.Signal, 32)
+	registered := make(chan struct{})
+	go func() {
+		// A round trip to the runtime's signal thread per signal: in
+		// the background, joined before the agent starts (until then
+		// a signal from outside the namespace does not reach PID 1).
+		signal.Notify(sigs, unix.SIGCHLD, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT,
+			unix.SIGWINCH, unix.SIGUSR1, unix.SIGUSR2, unix.SIGCONT)
+		close(registered)
+	}()
+	agent := agentThread()
+	defer close(agent)
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+			err = fmt.Errorf("%w (%w)", err, errRestricted)
+		}
+		err = fmt.Errorf("building the sandbox's filesystem view: making the mounts private: %w", err)
+		return say(report{Error: err.Error(), Code: 125, Unavailable: errors.Is(err, errRestricted)})
+	}
 	var c Config
 	cf := os.NewFile(configFd, "config")
 	b, err := io.ReadAll(cf)
 	cf.Close()
 	if err == nil {
-		err = json.Unmarshal(b, &c)
+		c, err = DecodeConfig(b)
 	}
 	if err == nil {
 		err = c.Validate()
@@ -77,8 +99,9 @@ func Init() int {
 	if err := setUp(c); err != nil {
 		return say(report{Error: err.Error(), Code: 125, Unavailable: errors.Is(err, errRestricted)})
 	}
+	<-registered
 	say(report{Ready: true})
-	return say(runAgent(c))
+	return say(runAgent(c, agent, sigs))
 }
 
 // setUp builds the view and everything around it, up to the agent's start.
@@ -95,6 +118,10 @@ func setUp(c Config) error {
 		if err := handOver(c); err != nil {
 			return fmt.Errorf("creating the sandbox's network sockets: %w", err)
 		}
+	} else if c.Network != NetHost {
+		// A private network's control socket, with nothing to hand
+		// over (with NetHost there is none: descriptor 5 is not ours).
+		unix.Close(controlFd)
 	}
 	// A fresh, empty session keyring: the caller's (into which
 	// pam_keyinit links the user keyring) stays out of reach.
@@ -121,37 +148,56 @@ func setUp(c Config) error {
 	return nil
 }
 
-// runAgent confines a thread, forks the agent from it and waits until the
-// agent has exited and every other process of the sandbox is gone.
-func runAgent(c Config) report {
-	sigs := make(chan os.Signal, 32)
-	signal.Notify(sigs, unix.SIGCHLD, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT,
-		unix.SIGWINCH, unix.SIGUSR1, unix.SIGUSR2, unix.SIGCONT)
-	type started struct {
-		pid int
-		err error
-	}
-	ch := make(chan started, 1)
+// started is how the agent's start went: its pid, or why it did not start.
+type started struct {
+	pid int
+	err error
+}
+
+// agentThread starts the goroutine, locked to a thread of its own, that
+// confines its thread and forks the agent from it for the Config it is
+// sent; it answers on the channel inside the Config's job. Closing the
+// channel unsent ends it. It is started before the Config arrives, so
+// that the thread exists by then.
+func agentThread() chan<- agentJob {
+	jobs := make(chan agentJob, 1)
 	go func() {
 		// This thread takes the agent's confinement and is the agent's
 		// parent (for the parent-death signal): it stays locked and
-		// parked for good.
+		// parked for good once it confined itself.
 		runtime.LockOSThread()
-		if _, err := landlock.ConfineThread(c.Landlock, c.Seccomp); err != nil {
-			ch <- started{err: fmt.Errorf("confining the agent: %w", err)}
+		j, ok := <-jobs
+		if !ok {
+			return // nothing ran on it: the runtime ends the thread
+		}
+		if _, err := landlock.ConfineThread(j.c.Landlock, j.c.Seccomp); err != nil {
+			j.done <- started{err: fmt.Errorf("confining the agent: %w", err)}
 			return
 		}
-		pid, err := syscall.ForkExec(c.Argv[0], c.Argv, &syscall.ProcAttr{
-			Env:   c.Env,
+		pid, err := syscall.ForkExec(j.c.Argv[0], j.c.Argv, &syscall.ProcAttr{
+			Env:   j.c.Env,
 			Files: []uintptr{0, 1, 2},
 			Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 		})
-		ch <- started{pid, err}
-		if err == nil {
-			select {}
-		}
+		j.done <- started{pid, err}
+		select {}
 	}()
-	s := <-ch
+	return jobs
+}
+
+// agentJob is what [agentThread] is sent.
+type agentJob struct {
+	c    Config
+	done chan started
+}
+
+// runAgent has the agent thread confine itself and fork the agent, and
+// waits until the agent has exited and every other process of the sandbox
+// is gone, passing on the signals arriving on sigs.
+func runAgent(c Config, agent chan<- agentJob, sigs <-chan os.Signal) report {
+	done := make(chan started, 1)
+	agent <- agentJob{c: c, done: done}
+	s := <-done
 	if s.err != nil {
 		code := 125
 		switch {
@@ -222,12 +268,7 @@ func terminalSignal(s os.Signal) bool {
 
 // buildRoot assembles the new root on a tmpfs and pivots into it.
 func buildRoot(mounts []Mount) error {
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
-			return fmt.Errorf("making the mounts private: %w (%w)", err, errRestricted)
-		}
-		return fmt.Errorf("making the mounts private: %w", err)
-	}
+	// Init made the mounts private before the Config came.
 	ms := ordered(mounts)
 	// Open every source first, once: the rules built below refer to what
 	// was opened here, never to a path looked up again.

@@ -89,20 +89,50 @@ func (e *SetupError) Error() string { return e.Msg }
 // ExitCode returns the exit status agent-sandbox returns.
 func (e *SetupError) ExitCode() int { return e.Code }
 
-// Start starts the sandbox init for c. cmd provides the agent's standard
-// streams and any process-group settings in its SysProcAttr; its Path,
-// Args, Env, Dir and ExtraFiles are replaced (the agent's command, working
-// directory and environment are in c). Signals sent to cmd.Process reach
-// init, which passes them on to the agent.
-//
-// With NetProxy, [Process.Listener] is the proxy's listening socket inside
-// the sandbox, which the caller must serve.
+// Pending is a sandbox init started by [Spawn] that waits for its
+// [Config]: its runtime starts, and it prepares what needs no Config,
+// while the caller finishes the run's plan. Exactly one of
+// [Pending.Start] and [Pending.Abort] must be called.
+type Pending struct {
+	cmd     *exec.Cmd
+	private bool // a network namespace of its own
+	cfgW    *os.File
+	statR   *os.File
+	ctl     *os.File // the parent's end of the control socket (private network only)
+}
+
+// Start starts the sandbox init for c and waits until the view is built
+// (see [Spawn] and [Pending.Start]).
 func Start(cmd *exec.Cmd, c Config) (*Process, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	p, err := Spawn(cmd, c.Network)
+	if err != nil {
+		return nil, err
+	}
+	return p.Start(c)
+}
+
+// Spawn starts the sandbox init in new user, mount, PID, IPC and UTS
+// namespaces, and a network namespace of its own unless network is
+// NetHost, before its Config is known. cmd provides the agent's standard
+// streams and any process-group settings in its SysProcAttr; its Path,
+// Args, Env, Dir and ExtraFiles are replaced (the agent's command,
+// working directory and environment travel in the Config). Signals sent
+// to cmd.Process reach init, which passes them on to the agent.
+//
+// Init builds nothing from the host until [Pending.Start] sends the
+// Config: what the caller creates before that (placeholders of protected
+// paths, the run's TMPDIR) is in the view.
+func Spawn(cmd *exec.Cmd, network Network) (*Pending, error) {
 	if cmd.Process != nil {
 		return nil, errors.New("view: command already started")
+	}
+	switch network {
+	case NetHost, NetLoopback, NetProxy:
+	default:
+		return nil, fmt.Errorf("view: unknown network %q", network)
 	}
 	cfgR, cfgW, err := os.Pipe()
 	if err != nil {
@@ -116,18 +146,28 @@ func Start(cmd *exec.Cmd, c Config) (*Process, error) {
 	}
 	defer statW.Close()
 	extra := []*os.File{cfgR, statW}
-	var ctlParent, ctlChild *os.File
-	if c.Network == NetProxy || len(c.ForwardPorts) > 0 || c.Inbound {
+	p := &Pending{cmd: cmd, private: network != NetHost, cfgW: cfgW, statR: statR}
+	if p.private {
+		// The proxy's and forwarded ports' listeners and Inbound's
+		// sockets come back on it; init closes its end when the
+		// Config needs none of them.
 		pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
 			cfgW.Close()
 			statR.Close()
 			return nil, err
 		}
-		ctlParent = os.NewFile(uintptr(pair[0]), "control")
-		ctlChild = os.NewFile(uintptr(pair[1]), "control-child")
+		p.ctl = os.NewFile(uintptr(pair[0]), "control")
+		ctlChild := os.NewFile(uintptr(pair[1]), "control-child")
 		defer ctlChild.Close()
 		extra = append(extra, ctlChild)
+	}
+	closeAll := func() {
+		cfgW.Close()
+		statR.Close()
+		if p.ctl != nil {
+			p.ctl.Close()
+		}
 	}
 
 	a := new(syscall.SysProcAttr)
@@ -136,10 +176,11 @@ func Start(cmd *exec.Cmd, c Config) (*Process, error) {
 	}
 	if a.Cloneflags != 0 || a.Unshareflags != 0 || a.UidMappings != nil || a.GidMappings != nil ||
 		a.Credential != nil || a.Chroot != "" || len(a.AmbientCaps) > 0 || a.Ptrace {
+		closeAll()
 		return nil, errors.New("view: the sandbox sets namespaces, id maps, credentials and capabilities itself: leave them unset in SysProcAttr")
 	}
 	a.Cloneflags = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS
-	if c.Network != NetHost {
+	if p.private {
 		a.Cloneflags |= unix.CLONE_NEWNET
 	}
 	uid, gid := os.Geteuid(), os.Getegid()
@@ -170,63 +211,96 @@ func Start(cmd *exec.Cmd, c Config) (*Process, error) {
 	cmd.SysProcAttr = a
 	devNull, err := launch.NullStdio(cmd)
 	if err != nil {
+		closeAll()
 		return nil, err
 	}
 	if devNull != nil {
 		defer devNull.Close()
 	}
 	if err := cmd.Start(); err != nil {
-		cfgW.Close()
-		statR.Close()
-		if ctlParent != nil {
-			ctlParent.Close()
-		}
+		closeAll()
 		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EUSERS) {
 			return nil, fmt.Errorf("starting the sandbox (new user, mount, PID and network namespaces): %w (%w)", err, ErrUnavailable)
 		}
 		return nil, fmt.Errorf("starting the sandbox (new user, mount, PID and network namespaces): %w", err)
 	}
-	// The parent keeps no copy of the child's ends: a failing init must
-	// end the reads below with end-of-file, not leave them waiting.
-	statW.Close()
-	if ctlChild != nil {
-		ctlChild.Close()
+	// The parent keeps no copy of the child's ends (closed by the defers
+	// above): a failing init must end the reads with end-of-file, not
+	// leave them waiting.
+	return p, nil
+}
+
+// Pid is the host pid of the pending init.
+func (p *Pending) Pid() int { return p.cmd.Process.Pid }
+
+// Abort ends a pending init that is not to run anything: it closes the
+// Config's pipe unwritten (init exits without building the view) and
+// waits for it.
+func (p *Pending) Abort() {
+	p.cfgW.Close()
+	if p.ctl != nil {
+		p.ctl.Close()
 	}
-	// Encoded while init's runtime starts (a Config always encodes; were
-	// it not to, init would report the truncated configuration).
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+	p.statR.Close()
+}
+
+// Start sends c to the pending init and waits until the view is built,
+// or until init says why it could not be. The network of c must be the
+// one the init was spawned for. On an error the init has ended.
+//
+// With NetProxy, [Process.Listener] is the proxy's listening socket inside
+// the sandbox, which the caller must serve.
+func (p *Pending) Start(c Config) (*Process, error) {
+	err := c.Validate()
+	if err == nil && (c.Network != NetHost) != p.private {
+		err = fmt.Errorf("view: the sandbox was started for another network than %q", c.Network)
+	}
+	if err != nil {
+		p.Abort()
+		return nil, err
+	}
+	// Written while init waits. A large one fills the pipe: init reads
+	// it as it comes.
+	cfgW := p.cfgW
 	go func() {
-		if b, err := json.Marshal(c); err == nil {
-			_, _ = cfgW.Write(b)
-		}
+		_, _ = cfgW.Write(c.Encode())
 		cfgW.Close()
 	}()
-	p := &Process{Pid: cmd.Process.Pid, cmd: cmd, status: statR, dec: json.NewDecoder(statR)}
+	proc := &Process{Pid: p.cmd.Process.Pid, cmd: p.cmd, status: p.statR, dec: json.NewDecoder(p.statR)}
+	ctl := p.ctl
 	// init says "ready" once the view is built, or why it could not be:
 	// a host that does not let init build it is known here, before the
 	// agent started, so the caller can decide what to do instead.
 	var r report
-	if err := p.dec.Decode(&r); err != nil || !r.Ready {
-		if ctlParent != nil {
-			ctlParent.Close()
+	if err := proc.dec.Decode(&r); err != nil || !r.Ready {
+		if ctl != nil {
+			ctl.Close()
 		}
-		return nil, p.finish(r, err)
+		return nil, proc.finish(r, err)
 	}
-	if ctlParent != nil {
-		if err := p.receiveSockets(ctlParent); err != nil {
-			ctlParent.Close()
-			p.closeSockets()
-			_ = p.Signal(syscall.SIGKILL)
-			_ = p.Wait()
+	if ctl != nil && (c.Network == NetProxy || len(c.ForwardPorts) > 0 || c.Inbound) {
+		if err := proc.receiveSockets(ctl); err != nil {
+			ctl.Close()
+			proc.closeSockets()
+			_ = proc.Signal(syscall.SIGKILL)
+			_ = proc.Wait()
 			return nil, fmt.Errorf("receiving the network sockets from the sandbox: %w", err)
 		}
 		if c.Inbound {
-			p.ctl = ctlParent
-		} else {
-			ctlParent.Close()
+			proc.ctl = ctl
+			ctl = nil
 		}
 	}
-	return p, nil
+	if ctl != nil {
+		ctl.Close()
+	}
+	return proc, nil
 }
+
+// OS is the sandbox init's process, for signals.
+func (p *Process) OS() *os.Process { return p.cmd.Process }
 
 // receiveSockets reads init's listening sockets until its "E".
 func (p *Process) receiveSockets(ctl *os.File) error {

@@ -414,3 +414,49 @@ except PermissionError:
 		t.Errorf("the agent bound a port below 1024 (it must have no capability): %q", out.String())
 	}
 }
+
+// A spawned init waits for its Config: what exists when Start sends it is
+// in the view (made after the spawn), an aborted init ends without
+// running anything, and a Config for another network than the one the
+// init was spawned for is refused, the init ended.
+func TestSpawnThenStart(t *testing.T) {
+	work, _ := filepath.EvalSymlinks(t.TempDir())
+	var out bytes.Buffer
+	p, err := Spawn(&exec.Cmd{Stdout: &out, Stderr: &out}, NetLoopback)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // init waits, its runtime started
+	if err := os.WriteFile(filepath.Join(work, "made-after-spawn"), []byte("here\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	proc, err := p.Start(testConfig(t, work, "cat made-after-spawn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.Wait(); err != nil || out.String() != "here\n" {
+		t.Fatalf("run after Spawn: %v, output %q", err, out.String())
+	}
+
+	aborted, err := Spawn(&exec.Cmd{Stdout: &out, Stderr: &out}, NetHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := aborted.cmd.Process.Pid
+	aborted.Abort()
+	if err := unix.Kill(pid, 0); !errors.Is(err, unix.ESRCH) {
+		t.Errorf("the aborted init %d is still there (kill 0: %v)", pid, err)
+	}
+
+	host, err := Spawn(&exec.Cmd{Stdout: &out, Stderr: &out}, NetHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid = host.cmd.Process.Pid
+	if _, err := host.Start(testConfig(t, work, "true")); err == nil || !strings.Contains(err.Error(), "another network") {
+		t.Errorf("a loopback Config for an init spawned with the host's network: %v", err)
+	}
+	if err := unix.Kill(pid, 0); !errors.Is(err, unix.ESRCH) {
+		t.Errorf("the refused init %d is still there (kill 0: %v)", pid, err)
+	}
+}

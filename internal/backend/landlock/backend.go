@@ -38,6 +38,9 @@ type Backend struct {
 	// Weaker says the user accepted the weaker sandbox where no view can
 	// be built (WeakerSandboxEnv); nil is WeakerSandboxAllowed.
 	Weaker func() bool
+	// Early is the view's init started before planning ([Prestart]),
+	// or nil: Execute takes it over when it fits the run.
+	Early *Early
 }
 
 // Prepared is a run under the built-in engine: the policy it enforces and
@@ -59,6 +62,8 @@ type Prepared struct {
 	Refusal string
 	// Net is how the agent gets its network (NetFor).
 	Net Net
+	// Early is Backend.Early.
+	Early *Early
 }
 
 // The engines of the built-in backend.
@@ -112,7 +117,7 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 	if len(b.UnixSocketDirs) > 0 {
 		s.Allow = append(append([]string{}, s.Allow...), b.UnixSocketDirs...)
 	}
-	p := &Prepared{Spec: s, Policy: PolicyFor(s, b.NixStore, self), Verbose: b.Verbose, Quiet: b.Quiet, Net: netPlan}
+	p := &Prepared{Spec: s, Policy: PolicyFor(s, b.NixStore, self), Verbose: b.Verbose, Quiet: b.Quiet, Net: netPlan, Early: b.Early}
 	abiOf := b.ABI
 	if abiOf == nil {
 		abiOf = ll.ABI
@@ -270,8 +275,9 @@ func viewExpectedOr(f func() (bool, string)) (bool, string) {
 // Execute runs the agent (see the package function Execute).
 func (p *Prepared) Execute(stdio launch.Stdio) int {
 	if p.Refusal != "" {
+		p.Early.Abort()
 		diag.Errorf(stdio.Err, "%s", p.Refusal)
 		return launch.ExitRefused
 	}
-	return Execute(p.Spec, p.Policy, p.Net, stdio, p.Verbose, p.Engine == EngineWeaker, !p.Verbose && !p.Quiet)
+	return Execute(p.Spec, p.Policy, p.Net, stdio, p.Verbose, p.Engine == EngineWeaker, !p.Verbose && !p.Quiet, p.Early)
 }

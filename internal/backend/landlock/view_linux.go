@@ -266,7 +266,7 @@ func defaultRlimits() []view.Rlimit {
 // turns out not to allow a view (user namespaces restricted), and the
 // user opted into the weaker sandbox, fallback starts the agent instead;
 // without the opt-in the run is refused.
-func startInView(p ll.Policy, s spec.Spec, n Net, sess *netSession, stderr io.Writer, fallback func(cmd *exec.Cmd) (func() error, error)) func(cmd *exec.Cmd) (func() error, error) {
+func startInView(early *Early, p ll.Policy, s spec.Spec, n Net, sess *netSession, stderr io.Writer, fallback func(cmd *exec.Cmd) (func() error, error)) func(cmd *exec.Cmd) (func() error, error) {
 	return func(cmd *exec.Cmd) (func() error, error) {
 		argv := append([]string{cmd.Path}, cmd.Args[1:]...)
 		release, err := ensureProtected(s, stderr)
@@ -281,7 +281,7 @@ func startInView(p ll.Policy, s spec.Spec, n Net, sess *netSession, stderr io.Wr
 		c.TerminalSignals = launch.IsTerminal(cmd.Stdin)
 		path, args, env, dir := cmd.Path, cmd.Args, cmd.Env, cmd.Dir
 		in, out, errw := cmd.Stdin, cmd.Stdout, cmd.Stderr
-		proc, err := view.Start(cmd, c)
+		proc, err := early.start(cmd, c)
 		if err != nil {
 			release()
 		}
@@ -296,7 +296,8 @@ func startInView(p ll.Policy, s spec.Spec, n Net, sess *netSession, stderr io.Wr
 			if len(s.Protected) > 0 {
 				diag.Warnf(stderr, "%s", weakerProtectedWarning(s.Protected))
 			}
-			// view.Start left cmd unstarted but rewritten: restore it.
+			// cmd is unstarted; restore it all the same (view.Start,
+			// without an early init, rewrites it).
 			cmd.Path, cmd.Args, cmd.Env, cmd.Dir = path, args, env, dir
 			cmd.Stdin, cmd.Stdout, cmd.Stderr = in, out, errw
 			cmd.ExtraFiles, cmd.SysProcAttr = nil, nil
@@ -322,18 +323,114 @@ func startInView(p ll.Policy, s spec.Spec, n Net, sess *netSession, stderr io.Wr
 	}
 }
 
+// Early is the view's init started before the run is fully planned (see
+// [view.Spawn]), in the background: the fork and exec of init, and its
+// runtime's start, overlap with the planning, the run's directories, the
+// placeholders of protected paths and the view's configuration. Init
+// builds nothing until it is sent that configuration. A nil *Early is
+// valid: it has nothing started.
+type Early struct {
+	mode    posture.NetMode
+	done    chan struct{} // closed when Spawn has returned
+	pending *view.Pending
+	err     error // Spawn's: reported at start, as view.Start would
+}
+
+// Prestart starts the view's init for a run with the network mode mode,
+// when this host is expected to allow a view; nil otherwise. The run's
+// Execute takes it over when it runs in the view with that mode; the
+// caller must call [Early.Abort] once the run is over (or will not
+// happen), which ends it if nothing took it.
+func Prestart(mode posture.NetMode, stdio launch.Stdio) *Early {
+	if ok, _ := view.Expected(); !ok {
+		return nil
+	}
+	return spawnView(mode, stdio)
+}
+
+// spawnView spawns the init for network mode with the agent's stdio.
+func spawnView(mode posture.NetMode, stdio launch.Stdio) *Early {
+	e := &Early{mode: mode, done: make(chan struct{})}
+	vm := viewNetworkMode(Net{Mode: mode})
+	go func() {
+		defer close(e.done)
+		// The thread that forks init is the one whose end sends init
+		// its parent-death signal. The runtime keeps its threads for
+		// the life of the process (only a goroutine that ends locked to
+		// its thread takes the thread with it; this one never locks).
+		cmd := &exec.Cmd{Stdin: stdio.In, Stdout: stdio.Out, Stderr: stdio.Err}
+		e.pending, e.err = view.Spawn(cmd, vm)
+	}()
+	return e
+}
+
+// take hands the init over to a run with the network n: e itself when it
+// was started for n's mode, else nil (and e is ended).
+func (e *Early) take(n Net) *Early {
+	if e == nil {
+		return nil
+	}
+	if e.mode != n.Mode {
+		e.Abort()
+		return nil
+	}
+	return e
+}
+
+// start sends c to the early init (or starts one) and makes cmd, launch's
+// command, stand for it: signals sent to cmd.Process reach init.
+func (e *Early) start(cmd *exec.Cmd, c view.Config) (*view.Process, error) {
+	if e == nil {
+		return view.Start(cmd, c)
+	}
+	<-e.done
+	if e.err != nil {
+		return nil, e.err
+	}
+	pending := e.pending
+	e.pending = nil
+	proc, err := pending.Start(c)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Process = proc.OS()
+	return proc, nil
+}
+
+// Abort ends the init when no run took it; it does nothing after a run
+// started it, or on a nil *Early.
+func (e *Early) Abort() {
+	if e == nil {
+		return
+	}
+	<-e.done
+	if e.pending != nil {
+		e.pending.Abort()
+		e.pending = nil
+	}
+}
+
+// viewNetworkMode is the view's network for n.
+func viewNetworkMode(n Net) view.Network {
+	switch n.Mode {
+	case posture.NetOpen:
+		return view.NetHost
+	case posture.NetAllowlist:
+		return view.NetProxy
+	}
+	return view.NetLoopback
+}
+
 // viewNetwork sets the view's network from n: a private namespace unless
 // the network is open, the broker's socket in it for an allow list, and
 // the forwarded ports.
 func viewNetwork(c *view.Config, n Net) {
-	switch n.Mode {
-	case posture.NetOpen:
-		c.Network = view.NetHost
+	c.Network = viewNetworkMode(n)
+	switch c.Network {
+	case view.NetHost:
 		return
-	case posture.NetAllowlist:
-		c.Network, c.ProxyPort = view.NetProxy, n.ProxyPort
-	default:
-		c.Network = view.NetLoopback
+	case view.NetProxy:
+		c.ProxyPort = n.ProxyPort
 	}
 	c.ForwardPorts = n.ForwardPorts()
 	c.Inbound = len(n.Listen) > 0

@@ -8,15 +8,30 @@ import (
 	"os/exec"
 
 	ll "github.com/agent-sandbox/agent-sandbox/internal/landlock"
+	"github.com/agent-sandbox/agent-sandbox/internal/launch"
+	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
 
 // startInView is Linux-only.
-func startInView(ll.Policy, spec.Spec, Net, *netSession, io.Writer, func(*exec.Cmd) (func() error, error)) func(cmd *exec.Cmd) (func() error, error) {
+func startInView(*Early, ll.Policy, spec.Spec, Net, *netSession, io.Writer, func(*exec.Cmd) (func() error, error)) func(cmd *exec.Cmd) (func() error, error) {
 	return func(*exec.Cmd) (func() error, error) {
 		return nil, errors.New("the namespace view is Linux-only")
 	}
 }
+
+// Early is Linux-only: off Linux, Prestart starts nothing.
+type Early struct{}
+
+// Prestart starts nothing off Linux.
+func Prestart(posture.NetMode, launch.Stdio) *Early { return nil }
+
+// Abort does nothing off Linux.
+func (*Early) Abort() {}
+
+func (*Early) take(Net) *Early { return nil }
+
+func spawnView(posture.NetMode, launch.Stdio) *Early { return nil }
 
 // viewExpected is false off Linux.
 func viewExpected() (bool, string) { return false, "namespace views exist only on Linux" }

@@ -1,0 +1,111 @@
+package grant
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// resolveTree builds a directory full of what makes canonical forms
+// differ from the paths as written: absolute and relative links, links
+// with "..", links to files, dangling links, loops, chains, links whose
+// target goes on past a file, and trailing slashes.
+func resolveTree(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{"d/e", "d/f", "x"} {
+		must(os.MkdirAll(filepath.Join(root, d), 0o755))
+	}
+	must(os.WriteFile(filepath.Join(root, "file"), nil, 0o644))
+	must(os.WriteFile(filepath.Join(root, "d/file"), nil, 0o644))
+	links := map[string]string{
+		"abs":        root + "/d",
+		"rel":        "d/e",
+		"up":         "d/../x",
+		"upfile":     "file/..",
+		"slash":      "file/",
+		"dslash":     "d/",
+		"dang":       "missing/x",
+		"loop":       "loop",
+		"loop2":      "loop3",
+		"loop3":      "loop2",
+		"chain":      "abs/e",
+		"chainfile":  "abs/file",
+		"tofile":     "file",
+		"past":       "tofile/x",
+		"pastup":     "tofile/..",
+		"d/e/back":   "../..",
+		"d/e/self":   ".",
+		"d/e/abs":    "/",
+		"d/f/parent": "../f/../e",
+		"d/lnk":      "../abs/e/back",
+		"x/deep":     "../d/e/back/chain",
+	}
+	for name, target := range links {
+		must(os.Symlink(target, filepath.Join(root, name)))
+	}
+	return root
+}
+
+// TestResolverMatchesCanonical holds the one-pass resolver to the old
+// Canonical (filepath.EvalSymlinks on ever shorter prefixes) on every
+// path of up to three components over the tree's names, and ".." and
+// missing names, resolved singly and as one batch.
+func TestResolverMatchesCanonical(t *testing.T) {
+	root := resolveTree(t)
+	names := []string{"abs", "rel", "up", "upfile", "slash", "dslash", "dang", "loop", "loop2", "chain",
+		"chainfile", "tofile", "past", "pastup", "d", "e", "f", "x", "file", "back", "self", "parent",
+		"lnk", "deep", "missing", ".."}
+	var paths []string
+	var gen func(prefix string, depth int)
+	gen = func(prefix string, depth int) {
+		paths = append(paths, prefix)
+		if depth == 3 {
+			return
+		}
+		for _, n := range names {
+			gen(prefix+"/"+n, depth+1)
+		}
+	}
+	gen(root, 0)
+	paths = append(paths, "/", root+"/", "/nonexistent/a/b", root+"//d/./e")
+	batch := newResolver()
+	for _, p := range paths {
+		want := oldCanonical(p)
+		if got := newResolver().canonical(p); got != want {
+			t.Errorf("canonical(%s) = %s, want %s", p, got, want)
+		}
+		if got := batch.canonical(p); got != want {
+			t.Errorf("batch canonical(%s) = %s, want %s", p, got, want)
+		}
+	}
+	if len(paths) < 10000 {
+		t.Fatalf("only %d paths", len(paths))
+	}
+}
+
+// BenchmarkCanonicalMissing is one path whose last two components do not
+// exist, the usual credential path.
+func BenchmarkCanonicalMissing(b *testing.B) {
+	home := b.TempDir()
+	p := filepath.Join(home, ".config", "gcloud", "x")
+	b.Run("resolver", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			newResolver().canonical(p)
+		}
+	})
+	b.Run("old", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			oldCanonical(p)
+		}
+	})
+}
