@@ -12,12 +12,16 @@
 //
 // The start sequence:
 //
-//  1. The parent ([Start]) re-executes agent-sandbox (/proc/self/exe) with
-//     the hidden first argument [InitArg], cloned into the new namespaces,
-//     with the caller's uid and gid mapped to themselves and the
-//     capabilities it needs to build the view (kept across exec as ambient
-//     capabilities of the new user namespace only). The Config travels on
-//     a pipe; a second pipe carries back how the agent ended.
+//  1. The parent ([Spawn], or [Start] for both steps) re-executes
+//     agent-sandbox (/proc/self/exe) with the hidden first argument
+//     [InitArg], cloned into the new namespaces, with the caller's uid and
+//     gid mapped to themselves and the capabilities it needs to build the
+//     view (kept across exec as ambient capabilities of the new user
+//     namespace only). Init's runtime starts, and it registers its signals
+//     and makes the mounts private, while the parent still plans the run;
+//     then it waits. [Pending.Start] sends the Config on a pipe (in the
+//     encoding of [Config.Encode]); a second pipe carries back how the
+//     agent ended.
 //  2. The sandbox init ([Init], PID 1 in the new PID namespace) opens every
 //     source path once, refusing symlinks on the way (openat2
 //     RESOLVE_NO_SYMLINKS), builds the new root from those descriptors,
