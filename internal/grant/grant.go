@@ -210,6 +210,17 @@ type Checker struct {
 	// Protected are directories no writable grant may overlap: agent-sandbox's
 	// configuration and state roots, the agent folder, agent lookup dirs.
 	Protected []string
+	// memo, when set (Memoize), keeps Resolve's lookups.
+	memo *resolver
+}
+
+// Memoize returns c with a memory of the lookups Resolve makes, so that
+// the grants of one plan share their common prefixes (a thousand grants
+// in one directory look the directory up once). It answers from what it
+// saw: use it for one plan, not across changes to the filesystem.
+func (c Checker) Memoize() Checker {
+	c.memo = newResolver()
+	return c
 }
 
 // canonicalOnce memoises Canonical for the protected dirs Check compares
@@ -317,7 +328,12 @@ func (c Checker) Resolve(p string, writable bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	canon := Canonical(abs)
+	var canon string
+	if c.memo != nil {
+		canon = c.memo.canonical(abs)
+	} else {
+		canon = Canonical(abs)
+	}
 	if err := c.Check(canon, writable); err != nil {
 		if canon != abs {
 			return "", fmt.Errorf("%q (resolves to %s) %s", p, canon, err.Error())

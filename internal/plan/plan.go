@@ -419,7 +419,7 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 		s.AgentDir = f.Dir
 		protected = append(protected, f.Dir)
 	}
-	g := &grantSet{checker: grant.Checker{Home: h, Protected: protected}, seen: map[string]bool{}}
+	g := &grantSet{checker: grant.Checker{Home: h, Protected: protected}.Memoize(), seen: map[string]bool{}}
 
 	wd := grant.Canonical(in.Workdir)
 	if s.AgentDir != "" {

@@ -107,7 +107,14 @@ func makeTarget(cache *stagedDirs, root, path string, dir bool) (int, error) {
 	for i := start; i < len(parts); i++ {
 		name := parts[i]
 		last := i == len(parts)-1
-		next, err := unix.Openat(cur, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		var next int
+		var err error = unix.ENOENT
+		if !last {
+			next, err = unix.Openat(cur, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		}
+		// The mount point itself is new far more often than not: it is
+		// created first (what exists already, a symlink included, makes
+		// that fail with EEXIST and is opened and checked below).
 		if errors.Is(err, unix.ENOENT) {
 			if !last || dir {
 				err = unix.Mkdirat(cur, name, 0o755)
