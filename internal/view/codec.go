@@ -161,24 +161,15 @@ func (d *decoder) fail(format string, args ...any) {
 	}
 }
 
-func (d *decoder) uint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail("truncated or malformed number")
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
+func (d *decoder) uint() uint64 { return number(d, binary.Uvarint) }
+func (d *decoder) int() int64   { return number(d, binary.Varint) }
 
-func (d *decoder) int() int64 {
+// number reads one varint with read (binary.Uvarint or binary.Varint).
+func number[T uint64 | int64](d *decoder, read func([]byte) (T, int)) T {
 	if d.err != nil {
 		return 0
 	}
-	v, n := binary.Varint(d.b)
+	v, n := read(d.b)
 	if n <= 0 {
 		d.fail("truncated or malformed number")
 		return 0
