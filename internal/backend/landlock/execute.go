@@ -64,17 +64,15 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 		launch.Banner(stdio.Err, "landlock")
 	}
 	p.ReadWrite = append(p.ReadWrite, TerminalNodes(stdio)...)
-	// TMPDIR is private to this run: a directory of its own under the
-	// agent's tmp/, granted instead of tmp/ itself and emptied afterwards,
-	// so that concurrent or later runs share nothing through it.
-	rt, err := claimRunTmp(s.TempDir())
+	// TMPDIR is private to this run: a fresh directory under the agent's
+	// tmp/, granted instead of tmp/ itself and removed afterwards, so that
+	// concurrent or later runs share nothing through it (not even its own
+	// extended attributes, or a descriptor kept to it: it is never reused).
+	runTmp, err := os.MkdirTemp(s.TempDir(), "run-")
 	if err != nil {
 		return refuse(stdio.Err, fmt.Errorf("creating the run's TMPDIR: %v", err))
 	}
-	runTmp := rt.path
-	// Kept for a later run only after a run in the view, whose PID
-	// namespace leaves no process behind that could still write to it.
-	defer func() { rt.release(early.ran()) }()
+	defer os.RemoveAll(runTmp)
 	tmp, canonTmp := s.TempDir(), grant.Canonical(s.TempDir())
 	for i, d := range p.ReadWrite {
 		if d == tmp || d == canonTmp {

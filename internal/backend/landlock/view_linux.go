@@ -334,7 +334,6 @@ type Early struct {
 	done    chan struct{} // closed when Spawn has returned
 	pending *view.Pending
 	err     error // Spawn's: reported at start, as view.Start would
-	started bool  // the agent's run in the view began
 }
 
 // Prestart starts the view's init for a run with the network mode mode,
@@ -389,18 +388,17 @@ func (e *Early) start(cmd *exec.Cmd, c view.Config) (*view.Process, error) {
 		return nil, e.err
 	}
 	pending := e.pending
+	if pending == nil {
+		return view.Start(cmd, c) // taken already: a fresh init
+	}
 	e.pending = nil
 	proc, err := pending.Start(c)
 	if err != nil {
 		return nil, err
 	}
 	cmd.Process = proc.OS()
-	e.started = true
 	return proc, nil
 }
-
-// ran reports whether a run in the view started from e.
-func (e *Early) ran() bool { return e != nil && e.started }
 
 // Abort ends the init when no run took it; it does nothing after a run
 // started it, or on a nil *Early.

@@ -31,8 +31,6 @@ func (*Early) Abort() {}
 
 func (*Early) take(Net) *Early { return nil }
 
-func (*Early) ran() bool { return false }
-
 func spawnView(posture.NetMode, launch.Stdio) *Early { return nil }
 
 // viewExpected is false off Linux.
