@@ -68,8 +68,9 @@ func Init() int {
 	registered := make(chan struct{})
 	go func() {
 		// A round trip to the runtime's signal thread per signal: in
-		// the background, joined before the agent starts (until then
-		// a signal from outside the namespace does not reach PID 1).
+		// the background, joined before the agent starts. Until then
+		// a terminal's signal (init is in agent-sandbox's process
+		// group) ends init, as it ends agent-sandbox: nothing ran.
 		signal.Notify(sigs, unix.SIGCHLD, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT,
 			unix.SIGWINCH, unix.SIGUSR1, unix.SIGUSR2, unix.SIGCONT)
 		close(registered)
