@@ -533,11 +533,12 @@ func emptyDir(fd int) bool {
 // allocates one; with a journal it is about even. An inode only ever
 // returns to the path it was made for, so a placeholder someone kept a
 // descriptor to cannot carry what they write through it to another
-// project. Each slot is checked (ours, the right kind, empty or holding
-// exactly the placeholder's content) before it is used, and after a
-// placeholder is put back (a write that raced the check sends it back to
-// its path, where the end-of-run check finds it). A nil *stash (the state
-// root unusable) keeps nothing: placeholders are created and deleted.
+// project. Each slot is checked (asMade: ours, the right kind, empty or
+// holding exactly the placeholder's content, no attribute a writer could
+// set) before it is used, and after a placeholder is put back (a write
+// that raced the check sends it back to its path, where the end-of-run
+// check finds it). A nil *stash (the state root unusable) keeps nothing:
+// placeholders are created and deleted.
 type stash struct {
 	fd  int
 	dev uint64
@@ -595,7 +596,7 @@ func (st *stash) take(path string, dir bool, content string, at int, name string
 		return false
 	}
 	defer unix.Close(fd)
-	if !st.valid(fd, dir, content) {
+	if !asMade(fd, dir, content) {
 		// Not what it should be: it stays out of use.
 		_ = unix.Renameat(st.fd, s, st.fd, s+".bad")
 		return false
@@ -624,14 +625,14 @@ func (st *stash) keep(p placeholder, parent int, name string) bool {
 	}
 	defer unix.Close(fd)
 	var fst unix.Stat_t
-	if unix.Fstat(fd, &fst) != nil || fst.Ino != p.Ino || fst.Dev != p.Dev || !st.valid(fd, p.Dir, p.Content) {
+	if unix.Fstat(fd, &fst) != nil || fst.Ino != p.Ino || fst.Dev != p.Dev || !asMade(fd, p.Dir, p.Content) {
 		return false
 	}
 	s := slot(p.Path, p.Dir, p.Content)
 	if err := unix.Renameat2(parent, name, st.fd, s, unix.RENAME_NOREPLACE); err != nil {
 		return false
 	}
-	if !st.valid(fd, p.Dir, p.Content) {
+	if !asMade(fd, p.Dir, p.Content) {
 		// Written between the check and the rename: back to its name
 		// (or, should that be taken meanwhile, out of use).
 		if unix.Renameat2(st.fd, s, parent, name, unix.RENAME_NOREPLACE) != nil {
@@ -642,12 +643,14 @@ func (st *stash) keep(p placeholder, parent int, name string) bool {
 	return true
 }
 
-// valid reports whether fd is a placeholder as made: owned by this user,
+// asMade reports whether fd is a placeholder as made: owned by this user,
 // a directory with no entries, or a file with one link holding exactly
-// content.
-func (st *stash) valid(fd int, dir bool, content string) bool {
+// content, and with no extended attribute anyone could have set on it (a
+// user.* attribute, or an ACL, which would also change the rights of what
+// the user creates in it later).
+func asMade(fd int, dir bool, content string) bool {
 	var fst unix.Stat_t
-	if unix.Fstat(fd, &fst) != nil || fst.Uid != uint32(os.Geteuid()) {
+	if unix.Fstat(fd, &fst) != nil || fst.Uid != uint32(os.Geteuid()) || settableXattrs(fd) {
 		return false
 	}
 	if dir {
@@ -655,6 +658,26 @@ func (st *stash) valid(fd int, dir bool, content string) bool {
 	}
 	return fst.Mode&unix.S_IFMT == unix.S_IFREG && fst.Nlink == 1 &&
 		fst.Size == int64(len(content)) && (content == "" || holds(fd, content))
+}
+
+// settableXattrs reports whether fd has a user.* or ACL attribute (or its
+// attributes cannot be listed). Attributes an LSM sets on every file
+// (security.*) do not count.
+func settableXattrs(fd int) bool {
+	buf := make([]byte, 1024)
+	n, err := unix.Flistxattr(fd, buf)
+	if errors.Is(err, unix.ENOTSUP) {
+		return false // the filesystem has none
+	}
+	if err != nil {
+		return true
+	}
+	for _, name := range strings.Split(string(buf[:n]), "\x00") {
+		if strings.HasPrefix(name, "user.") || strings.HasPrefix(name, "system.posix_acl") {
+			return true
+		}
+	}
+	return false
 }
 
 // Bounds of the scan for git metadata planted during a run.

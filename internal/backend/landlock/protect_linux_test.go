@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/agent-sandbox/agent-sandbox/internal/protect"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 	"github.com/agent-sandbox/agent-sandbox/internal/view"
@@ -304,5 +306,38 @@ func TestPlaceholderStashTampered(t *testing.T) {
 	}
 	if inode(t, dirSlot) != 0 {
 		t.Errorf("a placeholder with an entry was stashed")
+	}
+}
+
+// A stashed placeholder that someone gave an extended attribute (a
+// user.* one, or an ACL) is not moved into the project again.
+func TestPlaceholderStashXattr(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	w := filepath.Join(root, "w")
+	if err := os.MkdirAll(w, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := spec.Spec{Workdir: w, Allow: []string{w}, StateDir: filepath.Join(root, "state", "agents", "x"),
+		Protected: []protect.Path{{Path: w + "/.vscode", Dir: true}}}
+	rel, err := ensureProtected(s, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := inode(t, w+"/.vscode")
+	rel()
+	dirSlot := filepath.Join(root, "state", "protect", "stash", slot(w+"/.vscode", true, ""))
+	if err := unix.Setxattr(dirSlot, "user.planted", []byte("x"), 0); err != nil {
+		t.Skipf("needs user extended attributes on %s: %v", root, err)
+	}
+	rel, err = ensureProtected(s, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rel()
+	if inode(t, w+"/.vscode") == first {
+		t.Errorf("a stashed placeholder with a user.* attribute was moved into the project")
+	}
+	if inode(t, dirSlot+".bad") != first {
+		t.Errorf("the slot with the attribute was not put out of use")
 	}
 }
