@@ -107,11 +107,16 @@ func setUpUserNamespace(pid int) error {
 		return err
 	}
 	mapped := make(chan error, 1)
-	go func() { mapped <- writeIDMaps(pid) }()
+	go func() { mapped <- WriteIDMaps(pid) }()
 	return <-mapped
 }
 
-func writeIDMaps(pid int) error {
+// WriteIDMaps maps the caller's effective uid and gid to themselves in the
+// user namespace of the process pid (which must have none yet), denying
+// setgroups there first, as an unprivileged caller must before it maps its
+// gid. It is how the engines give a child cloned with CLONE_NEWUSER its
+// ids, after its exec (see setUpUserNamespace and view.Spawn).
+func WriteIDMaps(pid int) error {
 	dir := "/proc/" + strconv.Itoa(pid) + "/"
 	uid, gid := os.Geteuid(), os.Getegid()
 	if err := writeProcFile(dir+"uid_map", fmt.Sprintf("%d %d 1\n", uid, uid)); err != nil {

@@ -56,8 +56,6 @@ func Init() int {
 		_ = json.NewEncoder(status).Encode(r)
 		return r.Code
 	}
-	// Nothing inside may read init's memory or open its descriptors.
-	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	if os.Getpid() != 1 {
 		return say(report{Error: "the sandbox init must be started by agent-sandbox in new namespaces", Code: 125})
 	}
@@ -88,6 +86,13 @@ func Init() int {
 	cf := os.NewFile(configFd, "config")
 	b, err := io.ReadAll(cf)
 	cf.Close()
+	// Nothing inside may read init's memory or open its descriptors: init
+	// is not dumpable from here on, before it opens anything of the host.
+	// Not before its Config has come: the parent writes init's uid and gid
+	// maps after init's exec and sends the Config after that, and the
+	// /proc files of a process that is not dumpable belong to root, so
+	// the parent could not have written them.
+	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	if err == nil {
 		c, err = DecodeConfig(b)
 	}

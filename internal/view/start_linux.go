@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 )
 
@@ -33,6 +34,10 @@ type Process struct {
 
 	ctlMu sync.Mutex
 	ctl   *os.File // with Inbound: asks init for sockets
+
+	ended  bool          // Ended has returned
+	result error         // what it returned
+	reaped chan struct{} // closed once init itself is reaped
 }
 
 // Forwarded is a listening socket on the sandbox's loopback for one of
@@ -183,14 +188,15 @@ func Spawn(cmd *exec.Cmd, network Network) (*Pending, error) {
 	if p.private {
 		a.Cloneflags |= unix.CLONE_NEWNET
 	}
-	uid, gid := os.Geteuid(), os.Getegid()
-	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
-	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
-	a.GidMappingsEnableSetgroups = false
 	// What init needs to build the view, in the new user namespace only
 	// (CAP_NET_BIND_SERVICE: the listeners of forwarded ports below 1024
 	// in the sandbox's network namespace). The agent gets none of it:
-	// init drops them before the agent starts.
+	// init drops them before the agent starts. The uid and gid maps are
+	// written after init's exec (below), not by the child before it:
+	// then the exec does not wait for that round trip to the parent,
+	// and, its ids still unmapped at exec, init holds these ambient
+	// capabilities and nothing more, a root caller's too (whose uid 0
+	// mapped at exec would have had every capability in the namespace).
 	a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_BIND_SERVICE}
 	a.Pdeathsig = syscall.SIGKILL
 
@@ -219,15 +225,31 @@ func Spawn(cmd *exec.Cmd, network Network) (*Pending, error) {
 	}
 	if err := cmd.Start(); err != nil {
 		closeAll()
-		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EUSERS) {
-			return nil, fmt.Errorf("starting the sandbox (new user, mount, PID and network namespaces): %w (%w)", err, ErrUnavailable)
-		}
-		return nil, fmt.Errorf("starting the sandbox (new user, mount, PID and network namespaces): %w", err)
+		return nil, startError("starting the sandbox (new user, mount, PID and network namespaces)", err)
+	}
+	// Init waits for its Config before it needs its ids (it creates
+	// nothing before): the Config is sent after this.
+	if err := landlock.WriteIDMaps(cmd.Process.Pid); err != nil {
+		closeAll()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, startError("starting the sandbox: mapping the user and group ids into its user namespace", err)
 	}
 	// The parent keeps no copy of the child's ends (closed by the defers
 	// above): a failing init must end the reads with end-of-file, not
 	// leave them waiting.
 	return p, nil
+}
+
+// startError is err of the sandbox's start, saying what failed, and
+// matching ErrUnavailable when the kernel refused the namespaces or the id
+// maps (errors that mean this host does not let an ordinary user build a
+// view).
+func startError(what string, err error) error {
+	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EUSERS) {
+		return fmt.Errorf("%s: %w (%w)", what, err, ErrUnavailable)
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // Pid is the host pid of the pending init.
@@ -424,19 +446,47 @@ func (p *Process) DialInside(port int, ipv6 bool) (net.Conn, error) {
 // Signal sends sig to the sandbox init, which passes it on to the agent.
 func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
 
-// Wait waits for the sandbox to end and returns nil when the agent exited
-// with status 0, an [*ExitError] when it exited otherwise or was killed,
-// and a [*SetupError] when it never ran.
+// Wait waits for the sandbox to end, init included, and returns nil when
+// the agent exited with status 0, an [*ExitError] when it exited otherwise
+// or was killed, and a [*SetupError] when it never ran.
 func (p *Process) Wait() error {
-	var r report
-	derr := p.dec.Decode(&r)
-	return p.finish(r, derr)
+	err := p.Ended()
+	<-p.reaped
+	return err
 }
 
-// finish waits for init and turns its last report r (decoded with error
-// derr) into Wait's result.
+// Ended waits until the agent has exited and every other process of the
+// sandbox is gone (init reports the agent's status only then), and
+// returns what [Process.Wait] returns. Init's own exit, which tears its
+// namespaces down, may still be under way, reaped in the background:
+// what the caller does after a run (checking what the agent left) can
+// overlap with it, as nothing of the sandbox runs any more. Wait waits
+// for it. Ended may be called more than once.
+func (p *Process) Ended() error {
+	if p.ended {
+		return p.result
+	}
+	var r report
+	derr := p.dec.Decode(&r)
+	p.ended, p.result = true, p.finish(r, derr)
+	return p.result
+}
+
+// finish turns init's last report r (decoded with error derr) into Wait's
+// result, and reaps init: in the background when r is the agent's status
+// (init exits right after it), else before it returns.
 func (p *Process) finish(r report, derr error) error {
-	werr := p.cmd.Wait()
+	p.reaped = make(chan struct{})
+	var werr error
+	if derr == nil && r.Status != nil {
+		go func() {
+			_ = p.cmd.Wait()
+			close(p.reaped)
+		}()
+	} else {
+		werr = p.cmd.Wait()
+		close(p.reaped)
+	}
 	p.status.Close()
 	if p.ctl != nil {
 		p.ctlMu.Lock()

@@ -5,9 +5,12 @@ package view
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -419,6 +422,62 @@ except PermissionError:
 // in the view (made after the spawn), an aborted init ends without
 // running anything, and a Config for another network than the one the
 // init was spawned for is refused, the init ended.
+// TestInitIdentity: a spawned init has the caller's uid and gid mapped to
+// themselves, setgroups denied, and exactly the four ambient capabilities
+// it builds the view with, for root too (the maps are written after its
+// exec, so a root caller's init does not get all of root's capabilities
+// in the namespace).
+func TestInitIdentity(t *testing.T) {
+	for _, n := range []Network{NetHost, NetLoopback} {
+		t.Run(string(n), func(t *testing.T) { testInitIdentity(t, n) })
+	}
+}
+
+func testInitIdentity(t *testing.T, n Network) {
+	p, err := Spawn(&exec.Cmd{}, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Abort()
+	dir := fmt.Sprintf("/proc/%d/", p.Pid())
+	read := func(name string) string {
+		b, err := os.ReadFile(dir + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	uid, gid := os.Geteuid(), os.Getegid()
+	if got, want := strings.Fields(read("uid_map")), []string{strconv.Itoa(uid), strconv.Itoa(uid), "1"}; !slices.Equal(got, want) {
+		t.Errorf("uid_map %q, want %q", got, want)
+	}
+	if got, want := strings.Fields(read("gid_map")), []string{strconv.Itoa(gid), strconv.Itoa(gid), "1"}; !slices.Equal(got, want) {
+		t.Errorf("gid_map %q, want %q", got, want)
+	}
+	if got := strings.TrimSpace(read("setgroups")); got != "deny" {
+		t.Errorf("setgroups %q, want deny", got)
+	}
+	var want uint64
+	for _, c := range []uint{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_BIND_SERVICE} {
+		want |= 1 << c
+	}
+	// Init is past its exec once Spawn returns; its capabilities are
+	// those of the exec.
+	for _, line := range strings.Split(read("status"), "\n") {
+		name, hex, ok := strings.Cut(line, ":\t")
+		if !ok || (name != "CapEff" && name != "CapPrm" && name != "CapAmb") {
+			continue
+		}
+		got, err := strconv.ParseUint(hex, 16, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("init's %s is %#x, want %#x (CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_SETPCAP, CAP_NET_BIND_SERVICE)", name, got, want)
+		}
+	}
+}
+
 func TestSpawnThenStart(t *testing.T) {
 	work, _ := filepath.EvalSymlinks(t.TempDir())
 	var out bytes.Buffer

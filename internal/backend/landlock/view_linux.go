@@ -310,7 +310,9 @@ func startInView(early *Early, p ll.Policy, s spec.Spec, n Net, sess *netSession
 		// launch.Run signals cmd.Process: that is init, which passes
 		// signals on to the agent.
 		return func() error {
-			err := proc.Wait()
+			// The checks of what the agent left start as soon as
+			// nothing of the sandbox runs; init's exit overlaps them.
+			err := proc.Ended()
 			var se *view.SetupError
 			if errors.As(err, &se) {
 				diag.Errorf(stderr, "%s", se.Msg)
@@ -318,6 +320,7 @@ func startInView(early *Early, p ll.Policy, s spec.Spec, n Net, sess *netSession
 			release()
 			disarmCommondirs(stderr, commondirs)
 			warnPlantedGit(stderr, s.Workdir, started)
+			_ = proc.Wait()
 			return err
 		}, nil
 	}
