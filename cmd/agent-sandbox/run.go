@@ -21,6 +21,9 @@ import (
 
 // runAgent is `agent-sandbox [run flags] AGENT [ARGS...]`.
 func runAgent(e env, r cli.Run) int {
+	if !r.DryRun {
+		launch.WarmUp()
+	}
 	workdir, err := resolveWorkdir(r.Workdir)
 	if err != nil {
 		return fail(e.stdio.Err, err)

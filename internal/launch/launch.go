@@ -115,6 +115,19 @@ func Forward(sigs <-chan os.Signal, target func() *os.Process, skip func(os.Sign
 	}
 }
 
+// WarmUp does in the background the Go runtime's once-per-process work of
+// a first process start, so that the first real start (a sandbox's init,
+// or the agent) does not wait for it: on Linux, os probes the kernel's
+// pidfd support once, and that probe forks and reaps a child of its own.
+// A run that will start something calls it as early as it knows that.
+func WarmUp() {
+	go func() {
+		if p, err := os.FindProcess(os.Getpid()); err == nil {
+			_ = p.Release()
+		}
+	}()
+}
+
 // ExitStatus converts the result of Wait into an exit status.
 func ExitStatus(err error) int {
 	if err == nil {

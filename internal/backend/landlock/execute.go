@@ -42,7 +42,7 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 	var early *Early
 	if !weaker && s.CommandFound {
 		if early = pre.take(n); early == nil {
-			early = spawnView(n.Mode, stdio)
+			early = spawnView(n.Mode, stdio, false)
 		}
 		defer early.Abort()
 	} else {

@@ -78,7 +78,7 @@ func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string) vi
 			// canonical path, and the agent (of this run or another)
 			// could have swapped a component for a symlink since. The
 			// view refuses to follow one.
-		} else if target, err := os.Readlink(path); err == nil && filepath.Dir(path) == "/" {
+		} else if target, err := readlinkAtRoot(path); err == nil {
 			m = view.Mount{Kind: view.Symlink, Path: path, Target: target}
 		} else if real, err := filepath.EvalSymlinks(path); err == nil && real != path {
 			// The view mirrors the host's layout: a system path reached
@@ -155,6 +155,15 @@ func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string) vi
 	c.Landlock = lp
 	c.Seccomp = ll.Seccomp{DenyKeyrings: true}
 	return c
+}
+
+// readlinkAtRoot is os.Readlink of path when path is an entry of the root
+// directory (/lib, /bin on a merged-/usr system); an error for any other.
+func readlinkAtRoot(path string) (string, error) {
+	if filepath.Dir(path) != "/" {
+		return "", os.ErrInvalid
+	}
+	return os.Readlink(path)
 }
 
 // protectedMounts keep the protected paths (spec.Spec.Protected) read-only
@@ -340,23 +349,29 @@ type Early struct {
 }
 
 // Prestart starts the view's init for a run with the network mode mode,
-// when this host is expected to allow a view; nil otherwise. The run's
+// in the background, when this host is expected to allow a view
+// (view.Expected, asked in the background too); otherwise nothing is
+// started, and the run's start says why. The run's
 // Execute takes it over when it runs in the view with that mode; the
 // caller must call [Early.Abort] once the run is over (or will not
 // happen), which ends it if nothing took it.
 func Prestart(mode posture.NetMode, stdio launch.Stdio) *Early {
-	if ok, _ := view.Expected(); !ok {
-		return nil
-	}
-	return spawnView(mode, stdio)
+	return spawnView(mode, stdio, true)
 }
 
-// spawnView spawns the init for network mode with the agent's stdio.
-func spawnView(mode posture.NetMode, stdio launch.Stdio) *Early {
+// spawnView spawns the init for network mode with the agent's stdio; with
+// expected, only when view.Expected says this host allows a view (else
+// the run's start meets the refusal itself: view.Start).
+func spawnView(mode posture.NetMode, stdio launch.Stdio, expected bool) *Early {
 	e := &Early{mode: mode, done: make(chan struct{})}
 	vm := viewNetworkMode(Net{Mode: mode})
 	go func() {
 		defer close(e.done)
+		if expected {
+			if ok, _ := view.Expected(); !ok {
+				return
+			}
+		}
 		// The thread that forks init is the one whose end sends init
 		// its parent-death signal. The runtime keeps its threads for
 		// the life of the process (only a goroutine that ends locked to
@@ -392,7 +407,9 @@ func (e *Early) start(cmd *exec.Cmd, c view.Config) (*view.Process, error) {
 	}
 	pending := e.pending
 	if pending == nil {
-		return view.Start(cmd, c) // taken already: a fresh init
+		// Taken already, or never spawned (the host's settings said
+		// no view: view.Start says why): a fresh init.
+		return view.Start(cmd, c)
 	}
 	e.pending = nil
 	proc, err := pending.Start(c)

@@ -31,7 +31,7 @@ func (*Early) Abort() {}
 
 func (*Early) take(Net) *Early { return nil }
 
-func spawnView(posture.NetMode, launch.Stdio) *Early { return nil }
+func spawnView(posture.NetMode, launch.Stdio, bool) *Early { return nil }
 
 // viewExpected is false off Linux.
 func viewExpected() (bool, string) { return false, "namespace views exist only on Linux" }
