@@ -58,13 +58,19 @@ func placeholderContent(path string) string {
 // it (Landlock only adds rights; a bind needs a mount point). No symlink
 // is followed; one on the way refuses the run.
 //
-// Placeholders are removed after the run when still empty. Runs in one
-// workdir coordinate through a lock file in agent-sandbox's state root:
-// each holds it shared for its whole run, and only a run that then gets it
-// exclusively (no other run in that workdir is going) removes placeholders,
-// because removing a mount point in another run's namespace would detach
-// that run's protection. Placeholders left by a killed run are removed by
-// the next run that ends alone. release must be called once.
+// Placeholders are removed after the run when still empty. Runs coordinate
+// through lock files in agent-sandbox's state root, because removing a
+// mount point in another run's namespace would detach that run's
+// protection. Runs in one workdir share its lock for their whole run, and
+// only a run that then gets it exclusively (no other run in that workdir
+// is going) removes placeholders. Runs in different workdirs can protect
+// the same path (a repository's git dir, for two workdirs in one
+// repository): every run also holds shared, for its whole run, the lock of
+// each directory that holds one of its protected paths' mount points
+// (protectedDirs), and a placeholder is removed only under its directory's
+// lock held exclusively; one another run still binds is left, and its
+// record kept, for a later run. Placeholders left by a killed run are
+// removed by the next run that ends alone. release must be called once.
 func ensureProtected(s spec.Spec, stderr io.Writer) (release func(), err error) {
 	noop := func() {}
 	if len(s.Protected) == 0 {
@@ -84,10 +90,18 @@ func ensureProtected(s spec.Spec, stderr io.Writer) (release func(), err error) 
 		lock.Close()
 		return noop, fmt.Errorf("locking %s: %v", lock.Name(), err)
 	}
+	held, err := lockDirs(dir, protectedDirs(s))
+	if err != nil {
+		lock.Close()
+		return noop, err
+	}
 	regPath := filepath.Join(dir, key+".placeholders")
 	st := openStash(dir)
 	release = func() {
-		removePlaceholders(lock, regPath, st, stderr)
+		for _, f := range held {
+			f.Close() // this run's shared locks: its view is gone
+		}
+		removePlaceholders(lock, regPath, st, dir, s.Workdir, stderr)
 		st.close()
 		lock.Close()
 	}
@@ -128,6 +142,71 @@ func ensureProtected(s spec.Spec, stderr io.Writer) (release func(), err error) 
 		return noop, err
 	}
 	return release, nil
+}
+
+// protectedDirs are the directories that hold a mount point of the view's
+// protection of s (protectedMounts): for each protected path inside a
+// writable grant, its directory and every directory up to the grant (each
+// holds a pinned directory's mount point).
+func protectedDirs(s spec.Spec) []string {
+	roots := s.Writable()
+	seen := map[string]bool{}
+	var out []string
+	for _, pp := range s.Protected {
+		root := ""
+		for _, r := range roots {
+			if strings.HasPrefix(pp.Path, r+"/") && len(r) > len(root) {
+				root = r
+			}
+		}
+		if root == "" {
+			continue
+		}
+		for d := filepath.Dir(pp.Path); ; d = filepath.Dir(d) {
+			if !seen[d] {
+				seen[d] = true
+				out = append(out, d)
+			}
+			if d == root || len(d) <= len(root) {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// dirLock opens the lock file of directory d in the protection state dir
+// stateDir (protect/dirs/<hash of d>.lock, created when missing).
+func dirLock(stateDir, d string) (*os.File, error) {
+	locks := filepath.Join(stateDir, "dirs")
+	if err := os.MkdirAll(locks, 0o700); err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256([]byte(d))
+	return os.OpenFile(filepath.Join(locks, hex.EncodeToString(sum[:16])+".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+}
+
+// lockDirs takes the shared lock of each of dirs for the run (see
+// ensureProtected), waiting while a run that ends removes placeholders
+// there.
+func lockDirs(stateDir string, dirs []string) ([]*os.File, error) {
+	var held []*os.File
+	for _, d := range dirs {
+		f, err := dirLock(stateDir, d)
+		if err == nil {
+			if err = unix.Flock(int(f.Fd()), unix.LOCK_SH); err != nil {
+				f.Close()
+			}
+		}
+		if err != nil {
+			for _, h := range held {
+				h.Close()
+			}
+			return nil, fmt.Errorf("locking the protection of %s: %v", d, err)
+		}
+		held = append(held, f)
+	}
+	return held, nil
 }
 
 // excludeMarker precedes each line agent-sandbox adds to a repository's
@@ -397,8 +476,11 @@ func makeProtected(root, path string, dir bool, reg *os.File, st *stash) (made [
 
 // removePlaceholders removes the recorded placeholders that are still
 // empty and still the inode that was created, when no other run in the
-// workdir holds the lock; otherwise it leaves them to the last run.
-func removePlaceholders(lock *os.File, regPath string, st *stash, stderr io.Writer) {
+// workdir holds the lock; otherwise it leaves them to the last run. A
+// placeholder whose directory's lock another run holds (it binds the
+// placeholder, or something beside it) stays, and so does its record (and
+// its line in the git exclude file): a later run in the workdir removes it.
+func removePlaceholders(lock *os.File, regPath string, st *stash, stateDir, workdir string, stderr io.Writer) {
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		return // another run in this workdir is going: it cleans up
 	}
@@ -420,7 +502,34 @@ func removePlaceholders(lock *os.File, regPath string, st *stash, stderr io.Writ
 	sort.SliceStable(list, func(i, j int) bool {
 		return strings.Count(list[i].Path, "/") > strings.Count(list[j].Path, "/")
 	})
+	// The directories' locks, held exclusively until the end (never
+	// waited for: a run that starts meanwhile waits for them instead).
+	dirLocks := map[string]*os.File{}
+	defer func() {
+		for _, l := range dirLocks {
+			if l != nil {
+				l.Close()
+			}
+		}
+	}()
+	exclusive := func(d string) bool {
+		if l, ok := dirLocks[d]; ok {
+			return l != nil
+		}
+		l, err := dirLock(stateDir, d)
+		if err == nil && unix.Flock(int(l.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
+			l.Close()
+			l, err = nil, errors.New("busy")
+		}
+		if err != nil {
+			l = nil
+		}
+		dirLocks[d] = l
+		return l != nil
+	}
 	var left []string
+	var kept []placeholder // still bound by another run
+	keptPath := map[string]bool{}
 	excluded := map[string]map[string]bool{}
 	for _, p := range list {
 		if p.Exclude != "" {
@@ -430,17 +539,37 @@ func removePlaceholders(lock *os.File, regPath string, st *stash, stderr io.Writ
 			excluded[p.Path][p.Exclude] = true
 			continue
 		}
+		if !exclusive(filepath.Dir(p.Path)) {
+			kept = append(kept, p)
+			keptPath[p.Path] = true
+			continue
+		}
 		if err := removeIfPlaceholder(p, st); err != nil {
 			left = append(left, p.Path)
 		}
 	}
 	for ex, patterns := range excluded {
+		for pattern := range patterns {
+			if keptPath[workdir+pattern] {
+				delete(patterns, pattern)
+				kept = append(kept, placeholder{Path: ex, Exclude: pattern})
+			}
+		}
 		unexclude(ex, patterns)
 	}
 	if len(left) > 0 {
 		diag.Warnf(stderr, "placeholders of protected paths could not be removed (no longer empty, or in use): %s", strings.Join(left, ", "))
 	}
-	_ = os.Truncate(regPath, 0)
+	var rest []byte
+	for _, p := range kept {
+		b, _ := json.Marshal(p)
+		rest = append(append(rest, b...), '\n')
+	}
+	if len(rest) == 0 {
+		_ = os.Truncate(regPath, 0)
+	} else {
+		_ = os.WriteFile(regPath, rest, 0o600)
+	}
 }
 
 // removeIfPlaceholder removes p when the name still holds the very inode

@@ -250,6 +250,57 @@ func TestPlaceholderStash(t *testing.T) {
 // A stash slot that is not an empty placeholder (someone wrote to it) is
 // never moved into a project: a fresh placeholder is made, the slot is put
 // out of use, and a placeholder written during the run stays where it is.
+// TestPlaceholderSharedPath: two runs in different workdirs that protect
+// the same path (a repository's git dir, say). The first to end must leave
+// the placeholder the other still binds (removing it would detach the
+// other run's read-only bind), and keep its record, so that a later run in
+// its workdir removes it.
+func TestPlaceholderSharedPath(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	w1, w2, shared := filepath.Join(root, "w1"), filepath.Join(root, "w2"), filepath.Join(root, "repo.git")
+	for _, d := range []string{w1, w2, shared} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	specFor := func(wd string) spec.Spec {
+		return spec.Spec{Workdir: wd, Allow: []string{wd, shared}, StateDir: filepath.Join(root, "state", "agents", "x"),
+			Protected: []protect.Path{{Path: shared + "/hooks", Dir: true}, {Path: shared + "/info/attributes"}}}
+	}
+	paths := []string{shared + "/hooks", shared + "/info/attributes", shared + "/info"}
+	present := func(when string, want bool) {
+		t.Helper()
+		for _, p := range paths {
+			if got := inode(t, p) != 0; got != want {
+				t.Errorf("%s: %s present %v, want %v", when, p, got, want)
+			}
+		}
+	}
+	var warn bytes.Buffer
+	rel1, err := ensureProtected(specFor(w1), &warn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	present("the first run", true)
+	rel2, err := ensureProtected(specFor(w2), &warn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel1()
+	present("the first run ended, the second still going", true)
+	rel2()
+	present("the second run ended (it made no placeholder)", true)
+	rel3, err := ensureProtected(specFor(w1), &warn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel3()
+	present("a later run in the first workdir ended alone", false)
+	if warn.Len() > 0 {
+		t.Errorf("warnings: %s", warn.String())
+	}
+}
+
 func TestPlaceholderStashTampered(t *testing.T) {
 	root, _ := filepath.EvalSymlinks(t.TempDir())
 	w := filepath.Join(root, "w")
