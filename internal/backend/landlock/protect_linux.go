@@ -117,12 +117,7 @@ func ensureProtected(s spec.Spec, stderr io.Writer) (release func(), err error) 
 		if pp.Optional {
 			continue // protected only as it exists; never created
 		}
-		root := ""
-		for _, r := range roots {
-			if strings.HasPrefix(pp.Path, r+"/") && len(r) > len(root) {
-				root = r
-			}
-		}
+		root := grantRoot(pp.Path, roots)
 		if root == "" {
 			continue
 		}
@@ -153,12 +148,7 @@ func protectedDirs(s spec.Spec) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, pp := range s.Protected {
-		root := ""
-		for _, r := range roots {
-			if strings.HasPrefix(pp.Path, r+"/") && len(r) > len(root) {
-				root = r
-			}
-		}
+		root := grantRoot(pp.Path, roots)
 		if root == "" {
 			continue
 		}
@@ -173,6 +163,17 @@ func protectedDirs(s spec.Spec) []string {
 		}
 	}
 	return out
+}
+
+// grantRoot is the longest of roots that path lies below, or "".
+func grantRoot(path string, roots []string) string {
+	root := ""
+	for _, r := range roots {
+		if strings.HasPrefix(path, r+"/") && len(r) > len(root) {
+			root = r
+		}
+	}
+	return root
 }
 
 // dirLock opens the lock file of directory d in the protection state dir

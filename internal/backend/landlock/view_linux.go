@@ -178,12 +178,7 @@ func protectedMounts(prot []protect.Path, rw []string) []view.Mount {
 	var out []view.Mount
 	self := map[string]bool{}
 	for _, pp := range prot {
-		root := ""
-		for _, r := range rw {
-			if strings.HasPrefix(pp.Path, r+"/") && len(r) > len(root) {
-				root = r
-			}
-		}
+		root := grantRoot(pp.Path, rw)
 		if root == "" {
 			continue
 		}
