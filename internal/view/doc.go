@@ -14,14 +14,16 @@
 //
 //  1. The parent ([Spawn], or [Start] for both steps) re-executes
 //     agent-sandbox (/proc/self/exe) with the hidden first argument
-//     [InitArg], cloned into the new namespaces, with the caller's uid and
-//     gid mapped to themselves and the capabilities it needs to build the
-//     view (kept across exec as ambient capabilities of the new user
-//     namespace only). Init's runtime starts, and it registers its signals
-//     and makes the mounts private, while the parent still plans the run;
-//     then it waits. [Pending.Start] sends the Config on a pipe (in the
-//     encoding of [Config.Encode]); a second pipe carries back how the
-//     agent ended.
+//     [InitArg], cloned into the new namespaces with the capabilities it
+//     needs to build the view (kept across exec as ambient capabilities
+//     of the new user namespace only, and nothing more, for root too).
+//     Once init has been exec'd, the parent maps the caller's uid and gid
+//     to themselves in its user namespace. Init's runtime starts, and it
+//     registers its signals and makes the mounts private, while the
+//     parent still plans the run; then it waits. [Pending.Start] sends the
+//     Config on a pipe (in the encoding of [Config.Encode]); init is not
+//     dumpable from then on. A second pipe carries back how the agent
+//     ended.
 //  2. The sandbox init ([Init], PID 1 in the new PID namespace) opens every
 //     source path once, refusing symlinks on the way (openat2
 //     RESOLVE_NO_SYMLINKS), builds the new root from those descriptors,
@@ -33,6 +35,7 @@
 //     ([landlock.ConfineThread]) and forks the agent from that thread.
 //  4. It forwards signals to the agent, reaps orphans, and when the agent
 //     exits kills everything left in the namespace and reports the agent's
-//     wait status to the parent. When the parent dies, the kernel kills
+//     wait status to the parent ([Process.Ended] returns then; init's own
+//     exit, which [Process.Wait] also waits for, may still be under way). When the parent dies, the kernel kills
 //     init (parent-death signal) and with it every process of the sandbox.
 package view
