@@ -35,9 +35,8 @@ type Process struct {
 	ctlMu sync.Mutex
 	ctl   *os.File // with Inbound: asks init for sockets
 
-	ended  bool          // Ended has returned
-	result error         // what it returned
-	reaped chan struct{} // closed once init itself is reaped
+	result error         // what Ended returned, once reaped is set
+	reaped chan struct{} // set by Ended; closed once init itself is reaped
 }
 
 // Forwarded is a listening socket on the sandbox's loopback for one of
@@ -463,12 +462,12 @@ func (p *Process) Wait() error {
 // overlap with it, as nothing of the sandbox runs any more. Wait waits
 // for it. Ended may be called more than once.
 func (p *Process) Ended() error {
-	if p.ended {
+	if p.reaped != nil {
 		return p.result
 	}
 	var r report
 	derr := p.dec.Decode(&r)
-	p.ended, p.result = true, p.finish(r, derr)
+	p.result = p.finish(r, derr)
 	return p.result
 }
 
@@ -514,7 +513,14 @@ func (p *Process) finish(r report, derr error) error {
 // with the reason, when user namespaces are switched off or restricted.
 // A true answer can still meet a refusal at [Start] (a container's seccomp
 // filter, say), which then fails with [ErrUnavailable].
-func Expected() (bool, string) {
+// The sysctls are read once per process.
+func Expected() (bool, string) { return expected() }
+
+// expected is Expected's answer, read once per process: the run's early
+// init and the backend's engine choice both ask.
+var expected = sync.OnceValues(expectedNow)
+
+func expectedNow() (bool, string) {
 	read := func(name string) string {
 		b, err := os.ReadFile("/proc/sys/" + name)
 		if err != nil {

