@@ -70,9 +70,12 @@ func placeholderContent(path string) string {
 // (protectedDirs), and a placeholder is removed only under its directory's
 // lock held exclusively; one another run still binds is left, and its
 // record kept, for a later run. Placeholders left by a killed run are
-// removed by the next run that ends alone. release must be called once.
-func ensureProtected(s spec.Spec, stderr io.Writer) (release func(), err error) {
-	noop := func() {}
+// removed by the next run that ends alone. release must be called once;
+// it returns the placeholders this run made that are still there, exactly
+// as made (left for a run that still binds them), which the end-of-run
+// scan must not mistake for something the agent planted.
+func ensureProtected(s spec.Spec, stderr io.Writer) (release func() (intact []string), err error) {
+	noop := func() []string { return nil }
 	if len(s.Protected) == 0 {
 		return noop, nil
 	}
@@ -101,13 +104,21 @@ func ensureProtected(s spec.Spec, stderr io.Writer) (release func(), err error) 
 	}
 	regPath := filepath.Join(dir, key+".placeholders")
 	st := openStash(dir)
-	release = func() {
+	var ours []placeholder // made by this run
+	release = func() []string {
 		for _, f := range held {
 			f.Close() // this run's shared locks: its view is gone
 		}
 		removePlaceholders(lock, regPath, st, dir, s.Workdir, stderr)
 		st.close()
 		lock.Close()
+		var intact []string
+		for _, p := range ours {
+			if stillAsMade(p) {
+				intact = append(intact, p.Path)
+			}
+		}
+		return intact
 	}
 	reg, err := os.OpenFile(regPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
@@ -130,6 +141,7 @@ func ensureProtected(s spec.Spec, stderr io.Writer) (release func(), err error) 
 			release()
 			return noop, fmt.Errorf("protected path %s: %v (allow the agent to edit it with --allow-edit %s, or fix it)", pp.Path, err, pp.Name)
 		}
+		ours = append(ours, made...)
 		for _, m := range made {
 			if !m.Dir && root == s.Workdir {
 				files = append(files, m.Path)
@@ -637,6 +649,20 @@ func removeIfPlaceholder(p placeholder, st *stash) error {
 	return nil
 }
 
+// stillAsMade reports whether p's path still holds the very placeholder
+// that was made, as it was made (asMade), reached without a symlink.
+func stillAsMade(p placeholder) bool {
+	fd, err := unix.Openat2(unix.AT_FDCWD, p.Path, &unix.OpenHow{
+		Flags: unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS,
+	})
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var fst unix.Stat_t
+	return unix.Fstat(fd, &fst) == nil && fst.Dev == p.Dev && fst.Ino == p.Ino && asMade(fd, p.Dir, p.Content)
+}
+
 // holds reports whether the file open at fd holds exactly content.
 func holds(fd int, content string) bool {
 	buf := make([]byte, len(content)+1)
@@ -834,9 +860,25 @@ const (
 // protected. It warns, naming each: the user's next git command there, or
 // opening that folder, runs what the agent planted. node_modules trees are
 // skipped; the scan is bounded (scanMaxEntries, scanMaxTime) and says so
-// when it stops early.
-func warnPlantedGit(stderr io.Writer, workdir string, started time.Time) {
+// when it stops early. placeholders are the run's own placeholders still
+// as made (ensureProtected's release): never reported.
+func warnPlantedGit(stderr io.Writer, workdir string, started time.Time, placeholders []string) {
 	since := started.Add(-10 * time.Millisecond)
+	made := map[string]bool{}
+	for _, p := range placeholders {
+		made[p] = true
+	}
+	// What the run made itself, still untouched, was not planted (made
+	// just before the run started, it can look changed since).
+	planted := func(paths []string) []string {
+		var out []string
+		for _, p := range paths {
+			if !made[p] {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
 	deadline := time.Now().Add(scanMaxTime)
 	entries, stopped := 0, false
 	var tools []string
@@ -855,7 +897,7 @@ func warnPlantedGit(stderr io.Writer, workdir string, started time.Time) {
 		}
 		if name != ".git" {
 			if toolFiles[name] && filepath.Dir(path) != workdir {
-				tools = append(tools, changedTree(path, d.IsDir(), since)...)
+				tools = append(tools, planted(changedTree(path, d.IsDir(), since))...)
 			}
 			return nil
 		}
@@ -867,6 +909,7 @@ func warnPlantedGit(stderr io.Writer, workdir string, started time.Time) {
 		} else if d.IsDir() {
 			changed = gitDirChanged(path, since, 0)
 		}
+		changed = planted(changed)
 		if len(changed) > 0 {
 			diag.Warnf(stderr, "the agent created or changed git metadata that git runs on the host: %s; your next git command in %s runs what it planted: inspect it (or remove that .git) before running git there", strings.Join(changed, ", "), filepath.Dir(path))
 		}

@@ -112,7 +112,7 @@ func TestPlaceholders(t *testing.T) {
 // The scan after a run names a planted repository's hook and config, and a
 // tool file in a subdirectory, but not git's samples or what predates the run.
 // mustProtect is ensureProtected, failing the test on an error.
-func mustProtect(t *testing.T, s spec.Spec, warn io.Writer) (release func()) {
+func mustProtect(t *testing.T, s spec.Spec, warn io.Writer) (release func() []string) {
 	t.Helper()
 	rel, err := ensureProtected(s, warn)
 	if err != nil {
@@ -140,7 +140,7 @@ func TestWarnPlantedGit(t *testing.T) {
 	os.MkdirAll(filepath.Join(root, "node_modules", "x", ".git"), 0o755)
 	os.WriteFile(filepath.Join(root, "node_modules", "x", ".git", "config"), []byte(""), 0o644)
 	var out bytes.Buffer
-	warnPlantedGit(&out, root, started)
+	warnPlantedGit(&out, root, started, nil)
 	got := out.String()
 	for _, want := range []string{filepath.Join(sub, "config"), filepath.Join(sub, "hooks", "post-checkout"), filepath.Join(root, "pkg", ".vscode", "tasks.json")} {
 		if !strings.Contains(got, want) {
@@ -284,6 +284,54 @@ func TestPlaceholderSharedPath(t *testing.T) {
 	present("a later run in the first workdir ended alone", false)
 	if warn.Len() > 0 {
 		t.Errorf("warnings: %s", warn.String())
+	}
+}
+
+// TestPlaceholderLeftNotPlanted: a placeholder the run made in its git dir,
+// left because another run still binds it, is not reported by the
+// end-of-run scan as planted (made just before the run started, it looks
+// changed since), unless it changed.
+func TestPlaceholderLeftNotPlanted(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	w1, w2 := filepath.Join(root, "w1"), filepath.Join(root, "w2")
+	git := filepath.Join(w1, ".git")
+	for _, d := range []string{git, w2} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cw := filepath.Join(git, "config.worktree")
+	specFor := func(wd string) spec.Spec {
+		return spec.Spec{Workdir: wd, Allow: []string{wd, git}, StateDir: filepath.Join(root, "state", "agents", "x"),
+			Protected: []protect.Path{{Path: cw}}}
+	}
+	scan := func(started time.Time, intact []string) string {
+		var out bytes.Buffer
+		warnPlantedGit(&out, w1, started, intact)
+		return out.String()
+	}
+	for _, changed := range []bool{false, true} {
+		var warn bytes.Buffer
+		rel1 := mustProtect(t, specFor(w1), &warn)
+		// Earlier than the placeholder, as a start a few milliseconds
+		// after it looks to the scan's coarse timestamps.
+		started := time.Now().Add(-time.Minute)
+		rel2 := mustProtect(t, specFor(w2), &warn)
+		if changed {
+			if err := os.WriteFile(cw, []byte("[core]\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		intact := rel1()
+		if got := scan(started, nil); !strings.Contains(got, cw) {
+			t.Fatalf("the scan without the run's placeholders does not see %s (the test proves nothing): %q", cw, got)
+		}
+		got := scan(started, intact)
+		if reported := strings.Contains(got, cw); reported != changed {
+			t.Errorf("changed %v: %s reported %v: %q", changed, cw, reported, got)
+		}
+		rel2()
+		os.Remove(cw)
 	}
 }
 

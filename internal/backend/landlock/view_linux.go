@@ -321,9 +321,9 @@ func startInView(early *Early, p ll.Policy, s spec.Spec, n Net, sess *netSession
 			if errors.As(err, &se) {
 				diag.Errorf(stderr, "%s", se.Msg)
 			}
-			release()
+			intact := release()
 			disarmCommondirs(stderr, commondirs)
-			warnPlantedGit(stderr, s.Workdir, started)
+			warnPlantedGit(stderr, s.Workdir, started, intact)
 			_ = proc.Wait()
 			return err
 		}, nil
