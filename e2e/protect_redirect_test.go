@@ -104,3 +104,42 @@ func TestProtectExcludeThroughSymlink(t *testing.T) {
 		t.Errorf("run 2 wrote through the symlinked .git/info (exit %d): %q\n%s", code, b, out)
 	}
 }
+
+// TestProtectSharedGitDir: two runs in one repository, one in its main
+// working tree and one in a linked worktree, both keep the repository's
+// .git/config.worktree read-only. It does not exist, so the first run
+// creates a placeholder for it. When that run ends first, the placeholder
+// must stay while the second still binds it: removing it would detach the
+// second run's read-only bind, and its agent could then write the file,
+// which the host's git reads (found by the review of the placeholder
+// stash; before the fix the second agent wrote it).
+func TestProtectSharedGitDir(t *testing.T) {
+	skipWithoutLandlock(t)
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Fatal("git is not installed: apt-get install git (.ci/run does)")
+	}
+	a := newBrokerRun(t)
+	gitRepoCommitted(t, a.work)
+	wt := filepath.Join(filepath.Dir(a.work), "wt")
+	if out, err := exec.Command("git", "-C", a.work, "worktree", "add", "-q", wt).CombinedOutput(); err != nil {
+		t.Fatalf("git worktree add: %v %s", err, out)
+	}
+	target := filepath.Join(a.work, ".git", "config.worktree")
+	b := *a
+	b.work = wt
+	first := make(chan string, 1)
+	go func() {
+		_, out := a.run(60*time.Second, nil, a.folder(), "-c", "sleep 1")
+		first <- out
+	}()
+	time.Sleep(400 * time.Millisecond) // the first run has made its placeholder
+	code, out := b.run(60*time.Second, nil, b.folder(), "-c",
+		"sleep 2; if printf '[core]\\n\\tfsmonitor = x\\n' > "+target+" 2>/dev/null; then echo WROTE; else echo blocked; fi")
+	firstOut := <-first
+	if code != 0 || !strings.Contains(out, "blocked") {
+		t.Errorf("the second run's agent wrote %s after the first run ended (exit %d): %s\nfirst run: %s", target, code, out, firstOut)
+	}
+	if got, _ := os.ReadFile(target); strings.Contains(string(got), "fsmonitor") {
+		t.Errorf("%s on the host holds %q", target, got)
+	}
+}
