@@ -47,6 +47,11 @@ func runAgent(e env, r cli.Run) int {
 	if warn != "" {
 		pst.Warnings = append([]string{warn}, pst.Warnings...)
 	}
+	if !r.DryRun && !(pst.Sandboxed && pst.Backend == posture.Sbx) {
+		// The sbx backend registers signals of its own for its setup
+		// commands; every other run registers the agent's now.
+		launch.RegisterSignals()
+	}
 	var early *landlock.Early
 	if pst.Sandboxed && pst.Backend == posture.Landlock && !r.DryRun {
 		// The built-in engine's init starts now, while the run is

@@ -2,6 +2,8 @@ package launch
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,35 +46,84 @@ func TestStartFailures(t *testing.T) {
 }
 
 // TestSignalsReachAgent: SIGTERM and SIGHUP sent to agent-sandbox reach the
-// agent, whose exit status comes back. The test re-runs its own binary as
-// the launcher so that the signal goes to a real separate process.
+// agent, whose exit status comes back, as soon as the agent runs: with the
+// signals registered by Run itself and ahead of it by RegisterSignals. The
+// test re-runs its own binary as the launcher so that the signal goes to a
+// real separate process.
 func TestSignalsReachAgent(t *testing.T) {
-	if os.Getenv("LAUNCH_HELPER") == "1" {
+	switch os.Getenv("LAUNCH_HELPER") {
+	case "early":
+		RegisterSignals()
+		fallthrough
+	case "run":
 		os.Exit(Run([]string{"/bin/sh", "-c", `trap 'exit 71' TERM; trap 'exit 72' HUP; echo ready; while :; do sleep 0.05; done`}, nil, "", Stdio{In: strings.NewReader(""), Out: os.Stdout, Err: os.Stderr}, nil))
 	}
-	for sig, want := range map[syscall.Signal]int{syscall.SIGTERM: 71, syscall.SIGHUP: 72} {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestSignalsReachAgent$")
-		cmd.Env = append(os.Environ(), "LAUNCH_HELPER=1")
-		out, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		buf := make([]byte, 6)
-		if _, err := out.Read(buf); err != nil || string(buf) != "ready\n" {
-			t.Fatalf("helper did not start: %q %v", buf, err)
-		}
-		cmd.Process.Signal(sig)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if got := ExitStatus(err); got != want {
-				t.Errorf("%v: launcher exited %d, want the agent's %d", sig, got, want)
+	for _, mode := range []string{"run", "early"} {
+		for sig, want := range map[syscall.Signal]int{syscall.SIGTERM: 71, syscall.SIGHUP: 72} {
+			cmd := helper(t, "TestSignalsReachAgent", mode)
+			cmd.Process.Signal(sig)
+			if got := ExitStatus(waitHelper(t, cmd)); got != want {
+				t.Errorf("%s, %v: launcher exited %d, want the agent's %d", mode, sig, got, want)
 			}
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			t.Fatalf("%v: launcher did not exit", sig)
 		}
+	}
+}
+
+// TestSignalBeforeRun: a signal that comes after RegisterSignals and before
+// Run has the effect it would have had without the registration: SIGWINCH
+// is ignored, SIGTERM ends agent-sandbox by that signal.
+func TestSignalBeforeRun(t *testing.T) {
+	if os.Getenv("LAUNCH_HELPER") == "before" {
+		RegisterSignals()
+		time.Sleep(200 * time.Millisecond) // the registration is done
+		os.Stdout.WriteString("ready\n")
+		time.Sleep(2 * time.Second)
+		os.Exit(0)
+	}
+	cmd := helper(t, "TestSignalBeforeRun", "before")
+	cmd.Process.Signal(syscall.SIGWINCH)
+	time.Sleep(50 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGTERM)
+	err := waitHelper(t, cmd)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("the signalled launcher exited %v, want death by SIGTERM", err)
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+		t.Fatalf("the signalled launcher ended %v, want death by SIGTERM", err)
+	}
+}
+
+// helper starts the test binary running test in LAUNCH_HELPER mode and
+// waits for it to print "ready".
+func helper(t *testing.T, test, mode string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), "LAUNCH_HELPER="+mode)
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 6)
+	if _, err := io.ReadFull(out, buf); err != nil || string(buf) != "ready\n" {
+		cmd.Process.Kill()
+		t.Fatalf("helper did not start: %q %v", buf, err)
+	}
+	return cmd
+}
+
+// waitHelper waits for a helper, at most 10 s.
+func waitHelper(t *testing.T, cmd *exec.Cmd) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("the helper did not exit")
+		return nil
 	}
 }
 

@@ -13,3 +13,6 @@ var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, sys
 func terminalSignal(s os.Signal) bool {
 	return s == syscall.SIGINT || s == syscall.SIGQUIT || s == syscall.SIGWINCH
 }
+
+// defaultIgnored says whether s's default action is to be ignored.
+func defaultIgnored(s os.Signal) bool { return s == syscall.SIGWINCH }
