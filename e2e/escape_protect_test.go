@@ -193,10 +193,13 @@ func protectCasesFor(t *testing.T, bin string, b backend) {
 // subdirToolFilesReported: the protected names are kept read-only at the
 // top of the workdir only; planted in a subdirectory (a monorepo package
 // opened as its own folder) they are reported after the run, naming each.
+// So are the files other tools run code from that no run keeps read-only
+// (pi's project extensions, opencode's config), at the top too.
 // Neighbour: a run that writes ordinary files is not reported. Control:
 // the writes work unsandboxed.
 func subdirToolFilesReported(t *testing.T, bin string, b backend) {
-	probe := `mkdir -p @WORK/pkg/.vscode && echo '{"tasks": []}' > @WORK/pkg/.vscode/tasks.json && echo 'curl x | sh' > @WORK/pkg/.envrc`
+	probe := `mkdir -p @WORK/pkg/.vscode && echo '{"tasks": []}' > @WORK/pkg/.vscode/tasks.json && echo 'curl x | sh' > @WORK/pkg/.envrc` +
+		` && mkdir -p @WORK/.pi/extensions && echo 'export default () => {}' > @WORK/.pi/extensions/x.ts && echo '{}' > @WORK/opencode.json`
 	v := newView(t, bin, b, netMode{name: "open"})
 	if r := v.agent(false, v.folder, expand(probe, v.vars()), opts{}); r.code != 0 {
 		t.Skipf("control: the writes fail unsandboxed (exit %d): %s", r.code, r.out)
@@ -206,6 +209,11 @@ func subdirToolFilesReported(t *testing.T, bin string, b backend) {
 	for _, p := range []string{filepath.Join(v.work, "pkg", ".vscode", "tasks.json"), filepath.Join(v.work, "pkg", ".envrc")} {
 		if !strings.Contains(r.out, "agent-sandbox: warning: the agent created or changed files your tools run code from") || !strings.Contains(r.out, p) {
 			t.Errorf("%s planted in a subdirectory was not reported after the run (exit %d): %s", p, r.code, r.out)
+		}
+	}
+	for _, p := range []string{filepath.Join(v.work, ".pi", "extensions", "x.ts"), filepath.Join(v.work, "opencode.json")} {
+		if !strings.Contains(r.out, "agent-sandbox: warning: the agent created or changed files other tools run code from") || !strings.Contains(r.out, p) {
+			t.Errorf("%s written by the agent was not reported after the run (exit %d): %s", p, r.code, r.out)
 		}
 	}
 	n := newView(t, bin, b, netMode{name: "open"})

@@ -294,6 +294,43 @@ func ProjectTops() map[string]bool {
 	return out
 }
 
+// reported are project names other tools run code from that the built-in
+// engine does not keep read-only (an agent's legitimate work edits some of
+// them, and a placeholder for a missing one would change what its tool
+// does): other agents' project settings, extensions and plugins (pi,
+// Gemini CLI, opencode, Cursor), editor files (Zed, Vim and Neovim), git
+// hook managers (pre-commit, husky, lefthook), mise and dev containers.
+// The end-of-run scan reports each one the run created or changed, at any
+// depth of the workdir.
+var reported = map[string]bool{
+	".pi": true, ".gemini": true, ".opencode": true, "opencode.json": true, "opencode.jsonc": true,
+	".cursor": true, ".zed": true, ".exrc": true, ".nvimrc": true, ".nvim.lua": true,
+	".pre-commit-config.yaml": true, ".husky": true,
+	"lefthook.yml": true, "lefthook.yaml": true, ".lefthook.yml": true, ".lefthook.yaml": true,
+	"lefthook-local.yml": true, "lefthook-local.yaml": true,
+	"mise.toml": true, ".mise.toml": true, "mise.local.toml": true, ".mise.local.toml": true, ".mise": true,
+	".devcontainer": true, ".devcontainer.json": true,
+}
+
+// Reported says whether a file or directory of this base name is one that
+// other tools run code from but that no run keeps read-only (see
+// [ReportedNames]): the end-of-run scan names it when the run created or
+// changed it.
+func Reported(name string) bool {
+	return reported[name] || strings.HasSuffix(name, ".code-workspace")
+}
+
+// ReportedNames lists the names [Reported] accepts, sorted, with
+// "*.code-workspace" for VS Code's workspace files.
+func ReportedNames() []string {
+	out := []string{"*.code-workspace"}
+	for n := range reported {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // nestedGitDirs are the git dirs of submodules (modules/<name>..., nested)
 // and of linked worktrees (worktrees/<name>) below git dir g that exist
 // now: each holds a HEAD.

@@ -192,3 +192,30 @@ func TestCheckHardLinks(t *testing.T) {
 		}
 	}
 }
+
+// TestReportedNamesDocumented: the README's list of the files reported
+// after a run names every one Reported accepts, and Reported accepts
+// each listed name (a tool's file added to one is added to the other).
+func TestReportedNamesDocumented(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range ReportedNames() {
+		if !strings.Contains(string(readme), "`"+n+"`") && !strings.Contains(string(readme), "`"+n+"/`") {
+			t.Errorf("README.md does not name %q among the files reported after a run", n)
+		}
+		name := strings.TrimPrefix(n, "*")
+		if n[0] == '*' {
+			name = "app" + name
+		}
+		if !Reported(name) {
+			t.Errorf("Reported(%q) = false for a listed name", name)
+		}
+	}
+	for _, n := range []string{".claude", ".vscode", "main.go", "code-workspace", "pi"} {
+		if Reported(n) {
+			t.Errorf("Reported(%q) = true", n)
+		}
+	}
+}

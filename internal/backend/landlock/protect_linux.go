@@ -857,31 +857,43 @@ const (
 // worktrees) whose config, commondir, hooks or .git file were created or
 // changed since started, and the protected names (.vscode, .envrc,
 // .claude, ...) in subdirectories, where only the top of the workdir is
-// protected. It warns, naming each: the user's next git command there, or
+// protected, and the names other tools run code from that no run keeps
+// read-only (protect.Reported: .pi, opencode.json, .husky, ...) at any
+// depth. It warns, naming each: the user's next git command there, or
 // opening that folder, runs what the agent planted. node_modules trees are
 // skipped; the scan is bounded (scanMaxEntries, scanMaxTime) and says so
 // when it stops early. placeholders are the run's own placeholders still
 // as made (ensureProtected's release): never reported.
-func warnPlantedGit(stderr io.Writer, workdir string, started time.Time, placeholders []string) {
-	since := started.Add(-10 * time.Millisecond)
+// before is what recentBefore found at the top of the workdir as the run
+// started: the scan then does not report those paths while they are
+// still exactly as they were.
+func warnPlantedGit(stderr io.Writer, workdir string, started time.Time, placeholders []string, before map[string]fingerprint) {
+	since := scanSince(started)
 	made := map[string]bool{}
 	for _, p := range placeholders {
 		made[p] = true
 	}
 	// What the run made itself, still untouched, was not planted (made
-	// just before the run started, it can look changed since).
+	// just before the run started, it can look changed since); nor was
+	// what the user changed just before the run, still as it was then.
 	planted := func(paths []string) []string {
 		var out []string
 		for _, p := range paths {
-			if !made[p] {
-				out = append(out, p)
+			if made[p] {
+				continue
 			}
+			if was, ok := before[p]; ok {
+				if now, ok := fingerprintOf(p); ok && now == was {
+					continue
+				}
+			}
+			out = append(out, p)
 		}
 		return out
 	}
 	deadline := time.Now().Add(scanMaxTime)
 	entries, stopped := 0, false
-	var tools []string
+	var tools, others []string
 	_ = filepath.WalkDir(workdir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
@@ -896,8 +908,13 @@ func warnPlantedGit(stderr io.Writer, workdir string, started time.Time, placeho
 			return filepath.SkipDir
 		}
 		if name != ".git" {
+			if path == workdir {
+				return nil
+			}
 			if toolFiles[name] && filepath.Dir(path) != workdir {
 				tools = append(tools, planted(changedTree(path, d.IsDir(), since))...)
+			} else if protect.Reported(name) {
+				others = append(others, planted(changedTree(path, d.IsDir(), since))...)
 			}
 			return nil
 		}
@@ -921,13 +938,124 @@ func warnPlantedGit(stderr io.Writer, workdir string, started time.Time, placeho
 	if len(tools) > 0 {
 		diag.Warnf(stderr, "the agent created or changed files your tools run code from, in subdirectories of the project (only its top is kept read-only): %s; inspect them before opening those folders or entering them with direnv", strings.Join(tools, ", "))
 	}
+	if len(others) > 0 {
+		diag.Warnf(stderr, "the agent created or changed files other tools run code from, which the sandbox does not keep read-only: %s; inspect them before you run the tool they belong to (another agent, your editor, a git hook manager, mise, a dev container) in this project outside the sandbox", strings.Join(others, ", "))
+	}
 	if stopped {
 		diag.Warnf(stderr, "the scan of %s for git metadata and tool files planted during the run stopped after %d entries: what lies beyond was not checked", workdir, entries)
 	}
 }
 
+// scanSince is the time from which the scan after a run counts a status
+// change as the agent's. It lies before started by more than the coarse
+// clock the kernel stamps ctimes with lags behind (a tick: 1 to 10 ms), so
+// that nothing the agent changes is missed; what changed in that margin
+// before the run is told apart by recentBefore.
+func scanSince(started time.Time) time.Time {
+	return started.Add(-10 * time.Millisecond)
+}
+
+// recentBefore fingerprints, as a run starts, what the scan after it would
+// report at the top of the workdir already (a git command or an editor
+// that wrote .git/config or .husky/ in the moment before the run): the
+// workdir's own .git and the protect.Reported names at its top. Usually
+// nothing there changed that recently, and it costs one directory read
+// and a few stats. Deeper paths changed in that moment are still reported.
+func recentBefore(workdir string, started time.Time) map[string]fingerprint {
+	since := scanSince(started)
+	ents, err := os.ReadDir(workdir)
+	if err != nil {
+		return nil
+	}
+	var paths []string
+	for _, e := range ents {
+		path := filepath.Join(workdir, e.Name())
+		switch {
+		case e.Name() == ".git" && e.IsDir():
+			paths = append(paths, gitDirChanged(path, since, 0)...)
+		case e.Name() == ".git":
+			if changedSince(path, since) {
+				paths = append(paths, path)
+			}
+		case protect.Reported(e.Name()):
+			paths = append(paths, changedTree(path, e.IsDir(), since)...)
+		}
+	}
+	var out map[string]fingerprint
+	for _, p := range paths {
+		if f, ok := fingerprintOf(p); ok {
+			if out == nil {
+				out = map[string]fingerprint{}
+			}
+			out[p] = f
+		}
+	}
+	return out
+}
+
+// fingerprint is what a path is, for git or a tool that runs it: its
+// identity, type and permission bits, size, and a hash of its content (a
+// file's bytes, a directory's sorted names, a symlink's target). Its ctime
+// is left out: that is what made the path look changed.
+type fingerprint struct {
+	dev, ino uint64
+	mode     uint32
+	size     int64
+	sum      [sha256.Size]byte
+}
+
+// maxFingerprint bounds the file content fingerprintOf reads; a larger
+// file is not fingerprinted (and stays reported).
+const maxFingerprint = 1 << 20
+
+// fingerprintOf returns p's fingerprint, without following a symlink at
+// p; ok is false when p cannot be read whole.
+func fingerprintOf(p string) (f fingerprint, ok bool) {
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		return f, false
+	}
+	f = fingerprint{dev: uint64(st.Dev), ino: st.Ino, mode: st.Mode, size: st.Size}
+	h := sha256.New()
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		if st.Size > maxFingerprint {
+			return f, false
+		}
+		file, err := openNoSymlinks(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+		if err != nil {
+			return f, false
+		}
+		n, err := io.Copy(h, io.LimitReader(file, maxFingerprint+1))
+		file.Close()
+		if err != nil || n != st.Size {
+			return f, false
+		}
+	case unix.S_IFDIR:
+		ents, err := os.ReadDir(p)
+		if err != nil {
+			return f, false
+		}
+		for _, e := range ents { // sorted by name
+			h.Write([]byte(e.Name()))
+			h.Write([]byte{0})
+		}
+	case unix.S_IFLNK:
+		target, err := os.Readlink(p)
+		if err != nil {
+			return f, false
+		}
+		h.Write([]byte(target))
+	default:
+		return f, false
+	}
+	h.Sum(f.sum[:0])
+	return f, true
+}
+
 // toolFiles are the base names of the protected project names, looked
-// for in subdirectories after a run.
+// for in subdirectories after a run (protect.Reported names are looked for
+// everywhere).
 var toolFiles = protect.ProjectTops()
 
 // changedTree lists path, when changed since, and for a directory the

@@ -109,8 +109,6 @@ func TestPlaceholders(t *testing.T) {
 	}
 }
 
-// The scan after a run names a planted repository's hook and config, and a
-// tool file in a subdirectory, but not git's samples or what predates the run.
 // mustProtect is ensureProtected, failing the test on an error.
 func mustProtect(t *testing.T, s spec.Spec, warn io.Writer) (release func() []string) {
 	t.Helper()
@@ -121,6 +119,10 @@ func mustProtect(t *testing.T, s spec.Spec, warn io.Writer) (release func() []st
 	return rel
 }
 
+// TestWarnPlantedGit: the scan after a run names a planted repository's
+// hook and config, a protected tool file in a subdirectory and the files
+// other tools run code from at any depth, but not git's samples, ordinary
+// files or what predates the run.
 func TestWarnPlantedGit(t *testing.T) {
 	root, _ := filepath.EvalSymlinks(t.TempDir())
 	old := filepath.Join(root, "vendor", "lib", ".git")
@@ -128,8 +130,19 @@ func TestWarnPlantedGit(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(old, "config"), []byte("[core]\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "opencode.jsonc"), []byte("{}"), 0o644) // the user's own
+	os.MkdirAll(filepath.Join(root, ".husky"), 0o755)
 	time.Sleep(20 * time.Millisecond)
 	started := time.Now()
+	// Names other tools run code from, at the top and below it.
+	os.MkdirAll(filepath.Join(root, ".pi", "extensions"), 0o755)
+	os.WriteFile(filepath.Join(root, ".pi", "extensions", "x.ts"), []byte("export default () => {}"), 0o644)
+	os.WriteFile(filepath.Join(root, "opencode.json"), []byte("{}"), 0o644)
+	os.WriteFile(filepath.Join(root, ".husky", "pre-commit"), []byte("#!/bin/sh\n"), 0o755)
+	os.MkdirAll(filepath.Join(root, "pkg", ".devcontainer"), 0o755)
+	os.WriteFile(filepath.Join(root, "pkg", ".devcontainer", "devcontainer.json"), []byte("{}"), 0o644)
+	os.WriteFile(filepath.Join(root, "pkg", "app.code-workspace"), []byte("{}"), 0o644)
+	os.WriteFile(filepath.Join(root, "pkg", "main.go"), []byte("package main"), 0o644)
 	sub := filepath.Join(root, "sub", ".git")
 	os.MkdirAll(filepath.Join(sub, "hooks"), 0o755)
 	os.WriteFile(filepath.Join(sub, "config"), []byte("[core]\n\tfsmonitor = x\n"), 0o644)
@@ -140,17 +153,70 @@ func TestWarnPlantedGit(t *testing.T) {
 	os.MkdirAll(filepath.Join(root, "node_modules", "x", ".git"), 0o755)
 	os.WriteFile(filepath.Join(root, "node_modules", "x", ".git", "config"), []byte(""), 0o644)
 	var out bytes.Buffer
-	warnPlantedGit(&out, root, started, nil)
+	warnPlantedGit(&out, root, started, nil, nil)
 	got := out.String()
-	for _, want := range []string{filepath.Join(sub, "config"), filepath.Join(sub, "hooks", "post-checkout"), filepath.Join(root, "pkg", ".vscode", "tasks.json")} {
+	for _, want := range []string{filepath.Join(sub, "config"), filepath.Join(sub, "hooks", "post-checkout"), filepath.Join(root, "pkg", ".vscode", "tasks.json"),
+		"files other tools run code from", filepath.Join(root, ".pi", "extensions", "x.ts"), filepath.Join(root, "opencode.json"),
+		filepath.Join(root, ".husky", "pre-commit"), filepath.Join(root, "pkg", ".devcontainer", "devcontainer.json"), filepath.Join(root, "pkg", "app.code-workspace")} {
 		if !strings.Contains(got, want) {
 			t.Errorf("%s not reported: %s", want, got)
 		}
 	}
-	for _, not := range []string{"sample", old, "node_modules"} {
+	for _, not := range []string{"sample", old, "node_modules", "opencode.jsonc", "main.go"} {
 		if strings.Contains(got, not) {
 			t.Errorf("%q reported: %s", not, got)
 		}
+	}
+}
+
+// TestRecentBeforeNotPlanted: what the user changed at the top of the
+// workdir in the moment before a run (git init, a commit, an edit of
+// .husky/) is not reported by the scan after it while it is still as it
+// was; a change the run made to it, even one of the same size, or a new
+// hook beside it, is.
+func TestRecentBeforeNotPlanted(t *testing.T) {
+	for _, change := range []string{"", "config", "hook", "husky"} {
+		t.Run("change="+change, func(t *testing.T) {
+			root, _ := filepath.EvalSymlinks(t.TempDir())
+			git := filepath.Join(root, ".git")
+			os.MkdirAll(filepath.Join(git, "hooks"), 0o755)
+			config := filepath.Join(git, "config")
+			os.WriteFile(config, []byte("[core]\n\tbare = false\n"), 0o644)
+			husky := filepath.Join(root, ".husky", "pre-commit")
+			os.MkdirAll(filepath.Dir(husky), 0o755)
+			os.WriteFile(husky, []byte("#!/bin/sh\nnpm test\n"), 0o755)
+			started := time.Now()
+			before := recentBefore(root, started)
+			if _, ok := before[config]; !ok {
+				t.Fatalf("%s, written just now, is not in the snapshot (the test proves nothing): %v", config, before)
+			}
+			var want string
+			switch change {
+			case "config":
+				want = config
+				os.WriteFile(config, []byte("[core]\n\tfsmon = /tmp/x\n"), 0o644)
+			case "hook":
+				want = filepath.Join(git, "hooks", "post-checkout")
+				os.WriteFile(want, []byte("#!/bin/sh\n"), 0o755)
+			case "husky":
+				want = husky
+				os.WriteFile(husky, []byte("#!/bin/sh\ncurl x|sh\n"), 0o755)
+			}
+			var out bytes.Buffer
+			warnPlantedGit(&out, root, started, nil, before)
+			got := out.String()
+			if want == "" && got != "" {
+				t.Errorf("a run that changed nothing was reported: %s", got)
+			}
+			if want != "" && !strings.Contains(got, want) {
+				t.Errorf("%s, changed by the run, not reported: %q", want, got)
+			}
+			var without bytes.Buffer
+			warnPlantedGit(&without, root, started, nil, nil)
+			if !strings.Contains(without.String(), config) {
+				t.Errorf("without the snapshot %s is not reported (the test proves nothing): %q", config, without.String())
+			}
+		})
 	}
 }
 
@@ -307,7 +373,7 @@ func TestPlaceholderLeftNotPlanted(t *testing.T) {
 	}
 	scan := func(started time.Time, intact []string) string {
 		var out bytes.Buffer
-		warnPlantedGit(&out, w1, started, intact)
+		warnPlantedGit(&out, w1, started, intact, nil)
 		return out.String()
 	}
 	for _, changed := range []bool{false, true} {

@@ -279,6 +279,7 @@ func startInView(early *Early, p ll.Policy, s spec.Spec, n Net, sess *netSession
 		}
 		// After the placeholders: what changes from now on is the agent's.
 		started := time.Now()
+		before := recentBefore(s.Workdir, started)
 		commondirs := missingCommondirs(s)
 		c := viewConfig(p, s, argv, cmd.Env, cmd.Dir)
 		viewNetwork(&c, n)
@@ -323,7 +324,7 @@ func startInView(early *Early, p ll.Policy, s spec.Spec, n Net, sess *netSession
 			}
 			intact := release()
 			disarmCommondirs(stderr, commondirs)
-			warnPlantedGit(stderr, s.Workdir, started, intact)
+			warnPlantedGit(stderr, s.Workdir, started, intact, before)
 			_ = proc.Wait()
 			return err
 		}, nil
