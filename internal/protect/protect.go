@@ -313,22 +313,11 @@ var reported = map[string]bool{
 }
 
 // Reported says whether a file or directory of this base name is one that
-// other tools run code from but that no run keeps read-only (see
-// [ReportedNames]): the end-of-run scan names it when the run created or
-// changed it.
+// other tools run code from but that no run keeps read-only (the names
+// above, and VS Code's *.code-workspace files): the end-of-run scan names
+// it when the run created or changed it.
 func Reported(name string) bool {
 	return reported[name] || strings.HasSuffix(name, ".code-workspace")
-}
-
-// ReportedNames lists the names [Reported] accepts, sorted, with
-// "*.code-workspace" for VS Code's workspace files.
-func ReportedNames() []string {
-	out := []string{"*.code-workspace"}
-	for n := range reported {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // nestedGitDirs are the git dirs of submodules (modules/<name>..., nested)

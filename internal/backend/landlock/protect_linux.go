@@ -918,15 +918,7 @@ func warnPlantedGit(stderr io.Writer, workdir string, started time.Time, placeho
 			}
 			return nil
 		}
-		var changed []string
-		if d.Type().IsRegular() {
-			if changedSince(path, since) {
-				changed = append(changed, path)
-			}
-		} else if d.IsDir() {
-			changed = gitDirChanged(path, since, 0)
-		}
-		changed = planted(changed)
+		changed := planted(gitChanged(path, d, since))
 		if len(changed) > 0 {
 			diag.Warnf(stderr, "the agent created or changed git metadata that git runs on the host: %s; your next git command in %s runs what it planted: inspect it (or remove that .git) before running git there", strings.Join(changed, ", "), filepath.Dir(path))
 		}
@@ -970,14 +962,9 @@ func recentBefore(workdir string, started time.Time) map[string]fingerprint {
 	var paths []string
 	for _, e := range ents {
 		path := filepath.Join(workdir, e.Name())
-		switch {
-		case e.Name() == ".git" && e.IsDir():
-			paths = append(paths, gitDirChanged(path, since, 0)...)
-		case e.Name() == ".git":
-			if changedSince(path, since) {
-				paths = append(paths, path)
-			}
-		case protect.Reported(e.Name()):
+		if e.Name() == ".git" {
+			paths = append(paths, gitChanged(path, e, since)...)
+		} else if protect.Reported(e.Name()) {
 			paths = append(paths, changedTree(path, e.IsDir(), since)...)
 		}
 	}
@@ -1026,8 +1013,13 @@ func fingerprintOf(p string) (f fingerprint, ok bool) {
 		if err != nil {
 			return f, false
 		}
+		defer file.Close()
+		// The content read must be the file statted.
+		var fst unix.Stat_t
+		if unix.Fstat(int(file.Fd()), &fst) != nil || fst.Dev != st.Dev || fst.Ino != st.Ino {
+			return f, false
+		}
 		n, err := io.Copy(h, io.LimitReader(file, maxFingerprint+1))
-		file.Close()
 		if err != nil || n != st.Size {
 			return f, false
 		}
@@ -1092,6 +1084,19 @@ func changedTree(path string, dir bool, since time.Time) []string {
 	}
 	walk(path, 1)
 	return out
+}
+
+// gitChanged lists what of the .git at path changed since: a gitfile
+// itself, or what gitDirChanged lists of a git dir.
+func gitChanged(path string, d fs.DirEntry, since time.Time) []string {
+	if d.Type().IsRegular() {
+		if changedSince(path, since) {
+			return []string{path}
+		}
+	} else if d.IsDir() {
+		return gitDirChanged(path, since, 0)
+	}
+	return nil
 }
 
 // gitDirChanged lists config, config.worktree, hooks/ and each hook of the
