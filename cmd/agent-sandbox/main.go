@@ -8,7 +8,6 @@ package main
 
 import (
 	"fmt"
-	"github.com/agent-sandbox/agent-sandbox/internal/view"
 	"io"
 	"os"
 	"os/exec"
@@ -17,7 +16,7 @@ import (
 	"runtime/debug"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/agent"
-	"github.com/agent-sandbox/agent-sandbox/internal/backend/landlock"
+	"github.com/agent-sandbox/agent-sandbox/internal/backends"
 	"github.com/agent-sandbox/agent-sandbox/internal/cli"
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
@@ -42,11 +41,8 @@ type env struct {
 // Main runs agent-sandbox with args (without the program name) and returns
 // the exit status.
 func Main(args []string, stdio launch.Stdio) int {
-	if len(args) > 0 && args[0] == view.InitArg {
-		return view.Init()
-	}
-	if len(args) > 0 && args[0] == landlock.TrampolineArg {
-		return landlock.Trampoline(args[1:], stdio.Err)
+	if code, ok := backends.Hidden(args, stdio.Err); ok {
+		return code
 	}
 	inv, err := cli.Parse(args)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/agent"
-	"github.com/agent-sandbox/agent-sandbox/internal/backend/landlock"
+	"github.com/agent-sandbox/agent-sandbox/internal/backend"
 	"github.com/agent-sandbox/agent-sandbox/internal/cli"
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
@@ -52,12 +52,13 @@ func runAgent(e env, r cli.Run) int {
 		// commands; every other run registers the agent's now.
 		launch.RegisterSignals()
 	}
-	var early *landlock.Early
-	if pst.Sandboxed && pst.Backend == posture.Landlock && !r.DryRun {
-		// The built-in engine's init starts now, while the run is
-		// planned; it waits for the plan's view (see landlock.Prestart).
-		early = landlock.Prestart(pst.Network.Mode, e.stdio)
-		defer early.Abort()
+	var early backend.Early
+	if !r.DryRun {
+		// What the backend can start before its run is planned (the
+		// built-in engine's init) starts now; it waits for the plan.
+		if early = plan.Prestart(pst, e.stdio); early != nil {
+			defer early.Abort()
+		}
 	}
 	p, err := plan.Build(plan.Input{
 		Folder: folder, Posture: pst, Home: e.home, Workdir: workdir, Args: r.Args,

@@ -38,6 +38,16 @@ type Config struct {
 	// ExecPaths are absolute paths of programs the agent runs besides its
 	// own command; kernel backends grant their closures read and execute.
 	ExecPaths []string `toml:"exec_paths"`
+	// CodePaths are files and directories (usually inside ConfigPaths)
+	// that the agent's next start loads code from: extensions, hooks,
+	// plugins, custom commands. The built-in engine keeps them read-only
+	// (a missing one is created empty for the run), and every run has
+	// them audited (internal/protect, internal/guard).
+	CodePaths []string `toml:"code_paths"`
+	// CodeKeys are files the agent rewrites (so they stay writable) whose
+	// keys make its next start run commands: after the run a change to
+	// those keys is undone and the agent's version kept aside.
+	CodeKeys []CodeKeys `toml:"code_keys"`
 	// AllowEdit names protected paths of the working directory the agent
 	// may edit (internal/protect.Names: ".git/hooks", ".vscode", ...); by
 	// default the built-in engine keeps them read-only.
@@ -47,6 +57,17 @@ type Config struct {
 	LoopbackEnv []string `toml:"loopback_env"`
 	// Sbx describes the agent inside a Docker sandbox.
 	Sbx SbxConfig `toml:"sbx"`
+}
+
+// CodeKeys is one [[code_keys]] table of agent.toml.
+type CodeKeys struct {
+	// File is the file (~/ or absolute; .json, .jsonc or .toml).
+	File string `toml:"file"`
+	// Keys are dotted key paths; "*" matches any key or array index.
+	Keys []string `toml:"keys"`
+	// Commands, when set, is the prefix that marks a value of those keys
+	// as a command to run (pi's "!"): only such values count.
+	Commands string `toml:"commands"`
 }
 
 // SbxConfig is the [sbx] table of agent.toml.
@@ -92,7 +113,7 @@ func ParseConfig(path string, b []byte) (*Config, error) {
 			known = append(known, k)
 		}
 		sort.Strings(known)
-		return nil, fmt.Errorf("%s: %s: unknown key%s; agent.toml accepts command, args, description, config_paths, read_paths, env, set_env, exec_paths, allow_edit, loopback_env and [sbx] install, version_command, home", path, keys[0], suggest.Phrase(keys[0], known))
+		return nil, fmt.Errorf("%s: %s: unknown key%s; agent.toml accepts command, args, description, config_paths, read_paths, code_paths, env, set_env, exec_paths, allow_edit, loopback_env, [[code_keys]] file, keys, commands and [sbx] install, version_command, home", path, keys[0], suggest.Phrase(keys[0], known))
 	}
 	if err := c.validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -113,7 +134,7 @@ func (c *Config) validate() error {
 	case c.Command != "$SHELL" && strings.Contains(c.Command, "/") && !filepath.IsAbs(c.Command):
 		return fmt.Errorf("command: %q is a relative path; use a name looked up on PATH or an absolute path", c.Command)
 	}
-	for key, list := range map[string][]string{"config_paths": c.ConfigPaths, "read_paths": c.ReadPaths} {
+	for key, list := range map[string][]string{"config_paths": c.ConfigPaths, "read_paths": c.ReadPaths, "code_paths": c.CodePaths} {
 		for i, p := range list {
 			if p != "~" && !strings.HasPrefix(p, "~/") && !filepath.IsAbs(p) {
 				return fmt.Errorf("%s[%d]: %s", key, i, notAbsolute(p))
@@ -121,6 +142,36 @@ func (c *Config) validate() error {
 			if err := grant.CheckNoGlob(p); err != nil {
 				return fmt.Errorf("%s[%d]: %v", key, i, err)
 			}
+		}
+	}
+	for i, k := range c.CodeKeys {
+		where := fmt.Sprintf("code_keys[%d]", i)
+		switch {
+		case k.File == "":
+			return fmt.Errorf("%s.file: missing; name the settings file, e.g. file = \"~/.claude/settings.json\"", where)
+		case k.File != "~" && !strings.HasPrefix(k.File, "~/") && !filepath.IsAbs(k.File):
+			return fmt.Errorf("%s.file: %s", where, notAbsolute(k.File))
+		}
+		if err := grant.CheckNoGlob(k.File); err != nil {
+			return fmt.Errorf("%s.file: %v", where, err)
+		}
+		switch filepath.Ext(k.File) {
+		case ".json", ".jsonc", ".toml":
+		default:
+			return fmt.Errorf("%s.file: %q: only JSON (.json, .jsonc) and TOML (.toml) files can be read by key; name the file in code_paths to keep it read-only instead", where, k.File)
+		}
+		if len(k.Keys) == 0 {
+			return fmt.Errorf("%s.keys: missing; name the keys that run code, e.g. keys = [\"hooks\"]", where)
+		}
+		for j, key := range k.Keys {
+			for _, seg := range strings.Split(key, ".") {
+				if seg == "" {
+					return fmt.Errorf("%s.keys[%d]: %q: a dotted key path with no empty part (\"*\" matches any key)", where, j, key)
+				}
+			}
+		}
+		if strings.ContainsAny(k.Commands, "\x00\n") {
+			return fmt.Errorf("%s.commands: %q contains a control character", where, k.Commands)
 		}
 	}
 	for i, p := range c.ExecPaths {

@@ -15,6 +15,8 @@ var tomlSchema = map[string]string{
 	"config_paths": "Array", "read_paths": "Array", "env": "Array", "set_env": "Table",
 	"exec_paths": "Array", "allow_edit": "Array", "loopback_env": "Array", "sbx": "Table",
 	"sbx.install": "String", "sbx.version_command": "Array", "sbx.home": "String",
+	"code_paths": "Array", "code_keys": "ArrayHash",
+	"code_keys.file": "String", "code_keys.keys": "Array", "code_keys.commands": "String",
 }
 
 // typeWords are TOML types as a message says them.
@@ -31,6 +33,9 @@ func want(key string) string {
 	}
 	if key == "set_env" {
 		return "a table of strings"
+	}
+	if key == "code_keys" {
+		return "an array of tables ([[code_keys]])"
 	}
 	return typeWords[t]
 }

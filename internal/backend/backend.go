@@ -20,7 +20,10 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/grant"
+	"github.com/agent-sandbox/agent-sandbox/internal/guard"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
+	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
 
@@ -50,6 +53,12 @@ type Description struct {
 	// Warnings are warning lines without the "agent-sandbox: warning: "
 	// prefix.
 	Warnings []string
+	// Repeating are those of Warnings that every run on this host
+	// repeats and that say nothing about this run's safety (the kernel
+	// shortfalls of the namespace view): --quiet drops them.
+	Repeating []string
+	// Protection says what the backend does with the run's ledger.
+	Protection Protection
 	// Refusal, when not empty, is why a real run must not start (exit 125).
 	Refusal string
 	// Comments are extra header lines of the --dry-run text, without "# "
@@ -62,6 +71,112 @@ type Description struct {
 	// "profile" and "profile_path"; landlock: "landlock"). A documented
 	// key a backend leaves out prints as null.
 	JSON map[string]any
+}
+
+// Protection is what a backend does with the ledger's read-only entries
+// (internal/protect). Whatever it says, every sandboxed run has the ledger
+// watched while the agent runs (on Linux) and audited after it
+// (internal/guard): code-running settings restored, hooks quarantined,
+// every other change named.
+type Protection struct {
+	// ReadOnly says the backend keeps the read-only entries read-only and
+	// binds one again when the host replaces it (the namespace view).
+	ReadOnly bool
+	// Why, when not ReadOnly, says why it cannot.
+	Why string
+}
+
+// Rights are what a backend lets the agent do with a path.
+type Rights struct {
+	Read  bool `json:"read"`
+	Write bool `json:"write"`
+	Exec  bool `json:"exec"`
+}
+
+// Reach is how a prepared run treats one host path: what `agent-sandbox
+// why` reports, computed from the same policy and view the run enforces.
+type Reach struct {
+	// Rights are the union of the rules covering the path, narrowed by
+	// the view (a read-only bind takes write away; a mask or a path
+	// outside every bind takes everything).
+	Rights Rights
+	// Rule is the policy entry that grants the most specific access (the
+	// deepest covering path), "" when none does.
+	Rule string
+	// List names Rule's list: "read_exec", "read_only", "read_write" or
+	// "write_only".
+	List string
+	// System says Rule is one of the engine's own system paths.
+	System bool
+	// Masked is the view's mask over the path (a credential inside a
+	// granted tree, an /etc secret), "" when none.
+	Masked string
+	// Private is the private mount over the path (/tmp, /dev/shm, an
+	// agent config file's scratch directory, /proc): the host's path is
+	// not what the agent sees there.
+	Private string
+	// Hidden says the view shows nothing at the path: no bind covers it.
+	Hidden bool
+}
+
+// Reacher is a Prepared run that can say exactly how it treats a path
+// (the built-in engine, from the policy and view it enforces); `why`
+// falls back to agent-sandbox's own grants for the others.
+type Reacher interface {
+	Reach(path string) Reach
+}
+
+// Early is part of a sandbox started before its run is planned (see
+// Prestarter): the run takes it over, or Abort ends it.
+type Early interface {
+	// Abort ends what was started, unless a run took it over.
+	Abort()
+}
+
+// Prestarter is a Backend that can start part of its sandbox before the
+// run is planned, knowing only the network mode (the built-in engine
+// forks its init, whose runtime's start then overlaps the planning). The
+// Early it returns goes into Options.Early of the same run.
+type Prestarter interface {
+	Prestart(network posture.NetMode, stdio launch.Stdio) Early
+}
+
+// Toolchains is a Backend that grants the trees of the user's programs on
+// PATH (the built-in engine; nono has runtime groups of its own):
+// SystemCovers says whether its own system paths grant p already.
+type Toolchains interface {
+	SystemCovers(p string) bool
+}
+
+// Options are what a backend is built with (internal/backends.New): each
+// backend reads the fields it needs.
+type Options struct {
+	// Verbose drops nono's -s and makes the built-in engine describe
+	// itself; Quiet drops the banner.
+	Verbose, Quiet bool
+	// TTY says whether stdout is a terminal (sbx exec -t).
+	TTY bool
+	// NixStore says whether /nix/store exists.
+	NixStore bool
+	// Home is the user's home and state.
+	Home grant.Home
+	// LookPath finds a program on the host PATH; Getenv reads the host
+	// environment.
+	LookPath func(string) (string, error)
+	Getenv   func(string) string
+	// PolicyFile is the sandbox policy file the network keys came from.
+	PolicyFile string
+	// SeatbeltRules are nono.json's unsafe_macos_seatbelt_rules.
+	SeatbeltRules []string
+	// UnixSocketDirBind are nono.json's filesystem.unix_socket_dir_bind
+	// directories (checked as writable grants).
+	UnixSocketDirBind []string
+	// Sbx is agent.toml's [sbx] table and LoopbackEnv its loopback_env.
+	SbxInstall, SbxHome string
+	SbxVersionCommand   []string
+	LoopbackEnv         []string
+	// Early is what a Prestarter started for this run, or nil.
+	Early Early
 }
 
 // Of returns p as a Prepared, or err: the last line of a backend's Prepare
@@ -92,6 +207,13 @@ type Unsandboxed struct {
 // Describe is the one command, unconfined.
 func (u Unsandboxed) Describe() Description {
 	return Description{Commands: []spec.Command{{Argv: u.Argv, Note: "unsandboxed"}}}
+}
+
+// Guard are the options of the ledger's protection for a sandboxed run of
+// s (see launch.Lifecycle): every backend's run has its ledger watched and
+// audited.
+func Guard(s spec.Spec) *guard.Options {
+	return &guard.Options{Ledger: s.Ledger, Workdir: s.Workdir, QuarantineDir: s.QuarantineDir(), Agent: s.AgentID}
 }
 
 // Execute runs the command with the host environment.

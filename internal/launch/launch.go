@@ -1,8 +1,12 @@
-// Package launch starts a planned command and waits for it: it passes
-// signals on to the agent, turns the way the agent ended into agent-sandbox's
-// exit status (the agent's own code, 128+N when a signal N killed it,
-// 126/127 when it could not be executed), and on Linux ends every process the
-// agent left behind (agent-sandbox is their subreaper).
+// Package launch drives a run's lifecycle, whatever the backend
+// (Lifecycle): it readies the host, has the ledger snapshot, starts the
+// agent and passes signals on to it, stops passing them on once the agent
+// has ended so that an interrupt during the checks after it is acted on,
+// has the ledger audited (internal/guard), turns the way the agent ended
+// into agent-sandbox's exit status (the agent's own code, 128+N when a
+// signal N killed it, 126/127 when it could not be executed), and on Linux
+// ends every process the agent left behind (agent-sandbox is their
+// subreaper).
 package launch
 
 import (
@@ -17,6 +21,7 @@ import (
 	"time"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
+	"github.com/agent-sandbox/agent-sandbox/internal/guard"
 )
 
 // Exit statuses of agent-sandbox itself.
@@ -36,20 +41,80 @@ type Stdio struct {
 // sandbox backend supplies one that confines the child.
 type Starter func(cmd *exec.Cmd) (wait func() error, err error)
 
+// Started is an agent a Lifecycle's Start has started.
+type Started struct {
+	// Wait returns once the agent has ended and nothing of its sandbox
+	// runs any more, with how the agent ended (ExitStatus reads it).
+	Wait func() error
+	// Reprotect, when not nil, binds a read-only entry of the ledger
+	// again (the namespace view's; see guard.Reprotect).
+	Reprotect guard.Reprotect
+}
+
+// Lifecycle is one run, driven the same way whatever the backend:
+//
+//  1. Prepare readies the host (the view's placeholders of missing
+//     protected paths);
+//  2. the ledger is snapshot (guard.Begin), before anything of the agent
+//     runs;
+//  3. Start starts the agent, and the ledger is watched (guard.Watch)
+//     while signals sent to agent-sandbox are passed on to the agent;
+//  4. once the agent has ended, signal forwarding stops: an interrupt
+//     (SIGINT, SIGTERM, SIGHUP) during the checks that follow stops the
+//     slow ones (the scan says what it did not check) and makes the run
+//     exit 128+N, and a second one ends agent-sandbox at once;
+//  5. the ledger is audited and the placeholders released (guard.End),
+//     then Done runs, and every process the agent left is ended.
+type Lifecycle struct {
+	// Argv, Env and Dir are the agent's command line, environment and
+	// working directory; Stdio its streams.
+	Argv, Env []string
+	Dir       string
+	Stdio     Stdio
+	// Prepare, when not nil, readies the host before the ledger is
+	// snapshot; the release it returns undoes that after the audit and
+	// returns the placeholders still as made.
+	Prepare func() (release func() []string, err error)
+	// Start starts cmd confined; nil starts it as it is.
+	Start func(cmd *exec.Cmd) (Started, error)
+	// Guard, when not nil, are the options of the run's ledger
+	// protection (internal/guard); nil for an unsandboxed run.
+	Guard *guard.Options
+	// Done, when not nil, runs once the agent has ended and the audit
+	// is done (the broker's report).
+	Done func()
+}
+
 // Run starts argv in dir with env through start (nil: unconfined), forwards
-// signals until it exits, and returns the exit status. Errors before the start
-// are reported to stdio.Err with the agent-sandbox prefix.
+// signals until it exits, and returns the exit status: a Lifecycle with
+// no ledger. Errors before the start are reported to stdio.Err with the
+// agent-sandbox prefix.
 func Run(argv, env []string, dir string, stdio Stdio, start Starter) int {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = env
-	cmd.Dir = dir
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.In, stdio.Out, stdio.Err
+	l := Lifecycle{Argv: argv, Env: env, Dir: dir, Stdio: stdio}
+	if start != nil {
+		l.Start = func(cmd *exec.Cmd) (Started, error) {
+			wait, err := start(cmd)
+			return Started{Wait: wait}, err
+		}
+	}
+	return l.Execute()
+}
+
+// Execute runs the lifecycle and returns the exit status: the agent's
+// own, 128+N when a signal N killed it or interrupted the checks after
+// it, 125/126/127 when it could not start.
+func (l Lifecycle) Execute() int {
+	cmd := exec.Command(l.Argv[0], l.Argv[1:]...)
+	cmd.Env = l.Env
+	cmd.Dir = l.Dir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = l.Stdio.In, l.Stdio.Out, l.Stdio.Err
+	start := l.Start
 	if start == nil {
-		start = func(c *exec.Cmd) (func() error, error) {
+		start = func(c *exec.Cmd) (Started, error) {
 			if err := c.Start(); err != nil {
-				return nil, err
+				return Started{}, err
 			}
-			return c.Wait, nil
+			return Started{Wait: c.Wait}, nil
 		}
 	}
 
@@ -63,28 +128,107 @@ func Run(argv, env []string, dir string, stdio Stdio, start Starter) int {
 		r = registerSignals()
 	}
 	sigs := r.adopt()
-	// Unregistering waits for the signal thread too: it happens in the
-	// background, off the way out.
-	defer func() { go signal.Stop(sigs) }()
+	stopped := false
+	stopSignals := func() {
+		if !stopped {
+			stopped = true
+			// Unregistering waits for the signal thread: in the
+			// background, off the way out.
+			go signal.Stop(sigs)
+		}
+	}
+	defer stopSignals()
 
 	if err := becomeSubreaper(); err != nil {
-		diag.Warnf(stdio.Err, "%v", err)
+		diag.Warnf(l.Stdio.Err, "%v", err)
 	}
 	defer sweep()
-	wait, err := start(cmd)
+	release := func() []string { return nil }
+	if l.Prepare != nil {
+		rel, err := l.Prepare()
+		if err != nil {
+			diag.Errorf(l.Stdio.Err, "%v", err)
+			return ExitRefused
+		}
+		if rel != nil {
+			release = rel
+		}
+	}
+	var g *guard.Guard
+	if l.Guard != nil {
+		var err error
+		if g, err = guard.Begin(*l.Guard); err != nil {
+			release()
+			diag.Errorf(l.Stdio.Err, "%v", err)
+			return ExitRefused
+		}
+	}
+	run, err := start(cmd)
 	if err != nil {
 		code := startErrorStatus(err)
-		diag.Errorf(stdio.Err, "cannot start %s: %v", argv[0], err)
+		diag.Errorf(l.Stdio.Err, "cannot start %s: %v", l.Argv[0], err)
+		g.End(io.Discard, nil, release)
 		return code
 	}
+	g.Watch(run.Reprotect)
 	// The terminal sends keyboard signals and window changes to the whole
 	// foreground process group, agent included; forward those only when
 	// agent-sandbox has no terminal. Everything else (kill, hang-up)
 	// reaches agent-sandbox alone and is passed on.
-	fromTTY := IsTerminal(stdio.In)
+	fromTTY := IsTerminal(l.Stdio.In)
 	skip := func(s os.Signal) bool { return fromTTY && terminalSignal(s) }
-	_, err = Forward(sigs, func() *os.Process { return cmd.Process }, skip, wait)
-	return ExitStatus(err)
+	_, err = Forward(sigs, func() *os.Process { return cmd.Process }, skip, run.Wait)
+	code := ExitStatus(err)
+
+	// The agent has ended: from here a signal is agent-sandbox's own.
+	stopSignals()
+	interrupted, by, stopWatch := interrupts()
+	defer stopWatch()
+	g.End(l.Stdio.Err, interrupted, release)
+	if l.Done != nil {
+		l.Done()
+	}
+	if s := by(); s != nil {
+		if n, ok := s.(syscall.Signal); ok {
+			return 128 + int(n)
+		}
+	}
+	return code
+}
+
+// interrupts catches SIGINT, SIGTERM and SIGHUP while the checks after a
+// run go on: the first closes the returned channel (the checks stop what
+// can wait), a second ends agent-sandbox by its default action. by says
+// which signal came first (nil: none); stop ends the catching.
+func interrupts() (interrupted <-chan struct{}, by func() os.Signal, stop func()) {
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, interruptSignals...)
+	done := make(chan struct{})
+	closed := make(chan struct{})
+	var first atomic.Value
+	go func() {
+		select {
+		case s := <-ch:
+			first.Store(s)
+			close(closed)
+		case <-done:
+			return
+		}
+		select {
+		case s := <-ch:
+			dieBy(s)
+		case <-done:
+		}
+	}()
+	return closed, func() os.Signal {
+			if s, ok := first.Load().(os.Signal); ok {
+				return s
+			}
+			return nil
+		}, func() {
+			close(done)
+			go signal.Stop(ch)
+		}
 }
 
 // Forward waits for wait to return while passing each signal arriving on

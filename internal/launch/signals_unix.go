@@ -16,3 +16,6 @@ func terminalSignal(s os.Signal) bool {
 
 // defaultIgnored says whether s's default action is to be ignored.
 func defaultIgnored(s os.Signal) bool { return s == syscall.SIGWINCH }
+
+// interruptSignals end the checks after a run early.
+var interruptSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}

@@ -13,17 +13,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/agent"
 	"github.com/agent-sandbox/agent-sandbox/internal/backend"
-	"github.com/agent-sandbox/agent-sandbox/internal/backend/landlock"
-	"github.com/agent-sandbox/agent-sandbox/internal/backend/nono"
-	"github.com/agent-sandbox/agent-sandbox/internal/backend/sbx"
+	"github.com/agent-sandbox/agent-sandbox/internal/backends"
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/gitdir"
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
+	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 	"github.com/agent-sandbox/agent-sandbox/internal/optfile"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/protect"
@@ -71,10 +71,10 @@ type Input struct {
 	// AllowEdit are --allow-edit names (checked by internal/cli): with
 	// the folder's allow_edit, the protected paths the agent may edit.
 	AllowEdit []string
-	// Early is the built-in engine's init started before planning
-	// (landlock.Prestart), or nil; the landlock backend takes it over.
-	// The caller ends it (Early.Abort) after the run.
-	Early *landlock.Early
+	// Early is what the backend started before planning (Prestart), or
+	// nil; the backend takes it over. The caller ends it (Early.Abort)
+	// after the run.
+	Early backend.Early
 }
 
 // Plan is one run, ready to execute or print.
@@ -128,45 +128,42 @@ type RunGrants struct {
 	Write []string `json:"write"`
 }
 
-// Protection is the plan's protected paths (internal/protect).
+// Protection is the plan's ledger (internal/protect) and what the run does
+// with it.
 type Protection struct {
-	// Enforced says whether the backend keeps Paths read-only (the
+	// Enforced says whether the backend keeps the read-only entries
+	// read-only, binding one again when the host replaces it (the
 	// built-in engine's view); false under nono, sbx and the weaker
 	// sandbox, which cannot.
 	Enforced bool `json:"enforced"`
-	// Paths are the protected paths; under the built-in engine, as
-	// checked (existing optional ones, none through a symlink).
-	Paths []protect.Path `json:"paths"`
+	// Watched says the entries are watched while the agent runs, a change
+	// to what runs code undone at once (Linux: inotify).
+	Watched bool `json:"watched"`
+	// Audited says the entries are audited after the run (every
+	// sandboxed run): code-running settings restored, hooks quarantined,
+	// other changes named.
+	Audited bool `json:"audited"`
+	// Paths are the ledger's entries.
+	Paths []protect.Entry `json:"paths"`
 	// AllowEdit are the names allow_edit and --allow-edit lifted.
 	AllowEdit []string `json:"allow_edit"`
-	// Unenforced says why the backend cannot, when it cannot.
+	// Unenforced says why the backend cannot keep them read-only, when it
+	// cannot.
 	Unenforced *string `json:"unenforced"`
 }
 
-// protection describes what the prepared run does with the protected paths.
-func protection(s spec.Spec, prepared backend.Prepared) *Protection {
-	pr := &Protection{Paths: s.Protected, AllowEdit: s.AllowEdit}
-	why := ""
-	switch b := prepared.(type) {
-	case *landlock.Prepared:
-		pr.Enforced = b.Engine == landlock.EngineView
-		if pr.Enforced {
-			pr.Paths = b.Spec.Protected
-		} else {
-			why = "the weaker sandbox (no namespace view) cannot keep paths inside a writable grant read-only"
+// protection describes what the prepared run does with the ledger.
+func protection(s spec.Spec, d backend.Description) *Protection {
+	pr := &Protection{Paths: s.Ledger.Entries, AllowEdit: s.Ledger.AllowEdit, Enforced: d.Protection.ReadOnly,
+		Watched: runtime.GOOS == "linux", Audited: true}
+	if why := d.Protection.Why; !pr.Enforced && len(s.Ledger.ReadOnly()) > 0 {
+		if why == "" {
+			why = "this backend does not keep them read-only"
 		}
-	case *nono.Prepared:
-		why = b.Unprotected
-	case *sbx.Prepared:
-		why = b.Unprotected
-	default:
-		why = "this backend does not protect them"
-	}
-	if why != "" && len(pr.Paths) > 0 {
 		pr.Unenforced = &why
 	}
 	if pr.Paths == nil {
-		pr.Paths = []protect.Path{}
+		pr.Paths = []protect.Entry{}
 	}
 	if pr.AllowEdit == nil {
 		pr.AllowEdit = []string{}
@@ -250,7 +247,7 @@ func Build(in Input) (*Plan, error) {
 		return p, nil
 	}
 
-	s, warns, opts, err := buildSpec(in, argv, found, &p.RunGrants)
+	s, warns, b, err := buildSpec(in, argv, found, &p.RunGrants)
 	if err != nil {
 		return nil, err
 	}
@@ -272,8 +269,8 @@ func Build(in Input) (*Plan, error) {
 			return nil, err
 		}
 	}
-	b := string(pst.Backend)
-	p.Backend = &b
+	name := string(pst.Backend)
+	p.Backend = &name
 	p.StateDir = &s.StateDir
 	p.Network = Network{
 		Mode: string(s.Network.Mode), AllowDomains: s.Network.AllowDomains,
@@ -285,52 +282,44 @@ func Build(in Input) (*Plan, error) {
 	p.Filesystem = Filesystem{Read: s.Read, Write: s.Write, Allow: s.Allow, Exec: s.Exec, ExecClosure: s.ExecClosure, Missing: s.Missing}
 	p.Environment = Environment{Pass: s.EnvPass, Set: s.EnvSet}
 
-	prepared, err := newBackend(in, pst, opts).Prepare(s)
+	prepared, err := b.Prepare(s)
 	if err != nil {
 		return nil, err
 	}
 	p.finish(prepared)
-	p.Protection = protection(s, prepared)
+	p.Protection = protection(s, p.Description)
 	return p, nil
 }
 
-// backendOptions are what buildSpec reads for one backend only.
-type backendOptions struct {
-	seatbeltRules     []string
-	unixSocketDirBind []string
-}
-
-// newBackend is the one place that picks and configures a backend.
-func newBackend(in Input, pst posture.Posture, o backendOptions) backend.Backend {
-	policyFile := ""
+// options are the backend's options for a run (the nono.json keys only
+// one backend reads are added by buildSpec).
+func options(in Input, pst posture.Posture) backend.Options {
+	o := backend.Options{
+		Verbose: in.Verbose, Quiet: in.Quiet, TTY: in.TTY, NixStore: in.NixStore, Home: in.Home,
+		LookPath: in.LookPath, Getenv: in.Getenv, Early: in.Early,
+	}
 	if pst.Policy != nil {
-		policyFile = pst.Policy.Path
+		o.PolicyFile = pst.Policy.Path
 	}
-	switch pst.Backend {
-	case posture.Nono:
-		return nono.Backend{Options: nono.Options{
-			Path: lookOr(in.LookPath, "nono"), Verbose: in.Verbose, NixStore: in.NixStore, Home: in.Home,
-			SeatbeltRules: o.seatbeltRules, UnixSocketDirBind: o.unixSocketDirBind,
-		}}
-	case posture.Sbx:
-		c := in.Folder.Config
-		return sbx.Backend{Options: sbx.Options{
-			Path: lookOr(in.LookPath, "sbx"), TTY: in.TTY, Verbose: in.Verbose, Quiet: in.Quiet, Getenv: in.Getenv,
-			StateRoot: in.Home.StateRoot(), PolicyFile: policyFile,
-			Install: c.Sbx.Install, VersionCommand: c.Sbx.VersionCommand, Home: c.Sbx.Home, LoopbackEnv: c.LoopbackEnv,
-		}}
-	case posture.Landlock:
-		return landlock.Backend{NixStore: in.NixStore, Verbose: in.Verbose, Quiet: in.Quiet, PolicyFile: policyFile, UnixSocketDirs: o.unixSocketDirBind, Early: in.Early}
+	if f := in.Folder; f != nil {
+		o.SbxInstall, o.SbxVersionCommand, o.SbxHome = f.Config.Sbx.Install, f.Config.Sbx.VersionCommand, f.Config.Sbx.Home
+		o.LoopbackEnv = f.Config.LoopbackEnv
 	}
-	return unknownBackend(pst.Backend)
+	return o
 }
 
-// unknownBackend refuses a backend this build does not have.
-type unknownBackend posture.Backend
-
-// Prepare refuses: this build has no such backend.
-func (u unknownBackend) Prepare(spec.Spec) (backend.Prepared, error) {
-	return nil, fmt.Errorf("backend %s cannot run yet", string(u))
+// Prestart starts, for a real run with posture pst, what its backend can
+// start before the run is planned (backend.Prestarter: the built-in
+// engine's init), and returns it for Input.Early; nil when the backend
+// starts nothing early.
+func Prestart(pst posture.Posture, stdio launch.Stdio) backend.Early {
+	if !pst.Sandboxed {
+		return nil
+	}
+	if ps, ok := backends.New(pst.Backend, backend.Options{}).(backend.Prestarter); ok {
+		return ps.Prestart(pst.Network.Mode, stdio)
+	}
+	return nil
 }
 
 // finish completes the plan from the prepared run's description.
@@ -352,10 +341,8 @@ func (p *Plan) finish(prepared backend.Prepared) {
 	if p.Fallback != nil {
 		repeating[*p.Fallback] = true
 	}
-	if lp, ok := prepared.(*landlock.Prepared); ok && lp.Engine == landlock.EngineView {
-		for _, w := range d.Warnings {
-			repeating[w] = true
-		}
+	for _, w := range d.Repeating {
+		repeating[w] = true
 	}
 	lines := make([]string, len(p.Warnings))
 	for i, w := range p.Warnings {
@@ -394,11 +381,12 @@ func (g *grantSet) add(dst *[]string, p string) {
 	}
 }
 
-// buildSpec expands and checks every grant of a sandboxed run.
-func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, []string, backendOptions, error) {
+// buildSpec expands and checks every grant of a sandboxed run, computes
+// its ledger, and builds its backend.
+func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, []string, backend.Backend, error) {
 	f, pst, h := in.Folder, in.Posture, in.Home
 	var warns []string
-	var opts backendOptions
+	opts := options(in, pst)
 	s := spec.Spec{
 		AgentID: f.ID, Workdir: in.Workdir, StateDir: h.AgentStateDir(f.ID), Home: h.Dir,
 		Argv: argv, CommandFound: found, Network: pst.Network, GOOS: h.GOOS,
@@ -411,7 +399,7 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 	// taken for absent.
 	for _, d := range append([]string{h.StateRoot(), s.StateDir}, s.AgentStateDirs()...) {
 		if _, err := optfile.Dir(d); err != nil {
-			return s, nil, opts, fmt.Errorf("agent-sandbox's state: %v", err)
+			return s, nil, nil, fmt.Errorf("agent-sandbox's state: %v", err)
 		}
 	}
 	protected := h.Protected(in.Protected...)
@@ -430,13 +418,13 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 		ad := grant.Canonical(s.AgentDir)
 		switch {
 		case grant.Within(ad, wd):
-			return s, nil, opts, fmt.Errorf("agent folder %s lies inside the working directory %s, which the sandboxed agent can write: it could rewrite its own policy for the next run; move the folder out of the working directory (e.g. to %s) or run from another directory (--workdir)", ad, wd, filepath.Join(h.ConfigRoot(), "agents", f.ID))
+			return s, nil, nil, fmt.Errorf("agent folder %s lies inside the working directory %s, which the sandboxed agent can write: it could rewrite its own policy for the next run; move the folder out of the working directory (e.g. to %s) or run from another directory (--workdir)", ad, wd, filepath.Join(h.ConfigRoot(), "agents", f.ID))
 		case grant.Within(wd, ad):
-			return s, nil, opts, fmt.Errorf("the working directory %s lies inside the agent folder %s, which the sandboxed agent would then write: it could rewrite its own policy for the next run; run from a project directory outside the folder (--workdir)", wd, ad)
+			return s, nil, nil, fmt.Errorf("the working directory %s lies inside the agent folder %s, which the sandboxed agent would then write: it could rewrite its own policy for the next run; run from a project directory outside the folder (--workdir)", wd, ad)
 		}
 	}
 	if err := g.checker.Check(wd, true); err != nil {
-		return s, nil, opts, fmt.Errorf("working directory %s %s; run agent-sandbox from a project directory or pass --workdir", wd, err)
+		return s, nil, nil, fmt.Errorf("working directory %s %s; run agent-sandbox from a project directory or pass --workdir", wd, err)
 	}
 	s.Workdir = wd
 	g.add(&s.Allow, wd)
@@ -445,7 +433,7 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 	}
 	if s.AgentDir != "" {
 		if err := g.checker.Check(grant.Canonical(s.AgentDir), false); err != nil {
-			return s, nil, opts, fmt.Errorf("agent folder %s %v; keep agent folders in a directory of their own", s.AgentDir, err)
+			return s, nil, nil, fmt.Errorf("agent folder %s %v; keep agent folders in a directory of their own", s.AgentDir, err)
 		}
 		g.add(&s.Read, s.AgentDir)
 	}
@@ -462,12 +450,6 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 		s.GitDirs = append(s.GitDirs, d)
 		g.add(&s.Allow, d)
 	}
-	s.AllowEdit = uniq.Sorted(protect.Normalize(append(append([]string{}, f.Config.AllowEdit...), in.AllowEdit...)))
-	var gd, cd string
-	if linked != nil {
-		gd, cd = linked.GitDir, linked.CommonDir
-	}
-	s.Protected = protect.For(wd, gd, cd, s.AllowEdit)
 
 	tomlPath := filepath.Join(f.Dir, "agent.toml")
 	type list struct {
@@ -491,7 +473,7 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 		for i, raw := range l.paths {
 			p, err := g.checker.Resolve(raw, l.writable)
 			if err != nil {
-				return s, nil, opts, fmt.Errorf("%s: %s[%d]: %v", l.file, l.key, i, err)
+				return s, nil, nil, fmt.Errorf("%s: %s[%d]: %v", l.file, l.key, i, err)
 			}
 			if l.key == "config_paths" {
 				s.ConfigPaths = append(s.ConfigPaths, p)
@@ -508,10 +490,10 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 		for _, raw := range l.paths {
 			p, err := g.checker.Resolve(raw, l.writable)
 			if err != nil {
-				return s, nil, opts, fmt.Errorf("%s %v", l.flag, err)
+				return s, nil, nil, fmt.Errorf("%s %v", l.flag, err)
 			}
 			if !grant.Exists(p) {
-				return s, nil, opts, fmt.Errorf("%s %q: %s does not exist (a per-run grant names an existing file or directory)", l.flag, raw, p)
+				return s, nil, nil, fmt.Errorf("%s %q: %s does not exist (a per-run grant names an existing file or directory)", l.flag, raw, p)
 			}
 			if !slices.Contains(*l.run, p) {
 				*l.run = append(*l.run, p)
@@ -536,9 +518,9 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 			}
 			p, err := g.checker.Resolve(raw, true)
 			if err != nil {
-				return s, nil, opts, fmt.Errorf("%s: filesystem.unix_socket_dir_bind[%d]: %v", pf.Path, i, err)
+				return s, nil, nil, fmt.Errorf("%s: filesystem.unix_socket_dir_bind[%d]: %v", pf.Path, i, err)
 			}
-			opts.unixSocketDirBind = append(opts.unixSocketDirBind, p)
+			opts.UnixSocketDirBind = append(opts.UnixSocketDirBind, p)
 		}
 		if nonoOnly {
 			if len(s.Network.OpenPorts) > 0 {
@@ -552,7 +534,7 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 			}
 			s.Network.OpenPorts, s.Network.ListenPorts = []int{}, []int{}
 		} else {
-			opts.seatbeltRules = pf.SeatbeltRules
+			opts.SeatbeltRules = pf.SeatbeltRules
 		}
 	}
 	if found {
@@ -562,11 +544,13 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 	closure, cwarns := execClosure(s.Exec, in.Getenv("PATH"), g.checker, s.Writable())
 	s.ExecClosure = closure
 	warns = append(warns, cwarns...)
-	if pst.Backend == posture.Landlock {
+	b := backends.New(pst.Backend, opts)
+	if tc, ok := b.(backend.Toolchains); ok {
 		var notes []string
-		s.Toolchains, s.UserConfig, s.Links, notes = userTools(h, in.Getenv("PATH"), g.checker, s.Writable(), landlock.SystemCovers)
+		s.Toolchains, s.UserConfig, s.Links, notes = userTools(h, in.Getenv("PATH"), g.checker, s.Writable(), tc.SystemCovers)
 		warns = append(warns, notes...)
 	}
+	s.Ledger = ledger(in, s, linked)
 	s.Missing = []string{}
 	created := map[string]bool{} // the backend creates these
 	for _, d := range s.AgentStateDirs() {
@@ -586,11 +570,42 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 	if s.Network.Mode == posture.NetBlocked || s.Network.Mode == posture.NetAllowlist {
 		for _, p := range s.Network.OpenPorts {
 			if p == 0 && h.GOOS != "darwin" {
-				return s, nil, opts, fmt.Errorf("%s: network.open_port: 0 (any localhost port) is macOS-only; Linux needs explicit ports", pst.Policy.Path)
+				return s, nil, nil, fmt.Errorf("%s: network.open_port: 0 (any localhost port) is macOS-only; Linux needs explicit ports", pst.Policy.Path)
 			}
 		}
 	}
-	return s, warns, opts, nil
+	return s, warns, b, nil
+}
+
+// ledger computes the run's ledger (internal/protect) once every writable
+// grant is known.
+func ledger(in Input, s spec.Spec, linked *gitdir.Linked) protect.Ledger {
+	f, h := in.Folder, in.Home
+	li := protect.Input{
+		Workdir: s.Workdir, Writable: s.Writable(), Home: h.Dir,
+		AllowEdit:     uniq.Sorted(protect.Normalize(append(append([]string{}, f.Config.AllowEdit...), in.AllowEdit...))),
+		UserGitConfig: protect.UserGitConfigs(h.Dir, in.Getenv),
+	}
+	if linked != nil {
+		li.GitDir, li.CommonDir = linked.GitDir, linked.CommonDir
+	}
+	expand := func(p string) string {
+		if e, err := h.Expand(p); err == nil {
+			return grant.Canonical(e)
+		}
+		return ""
+	}
+	for _, p := range f.Config.CodePaths {
+		if e := expand(p); e != "" {
+			li.AgentCode = append(li.AgentCode, e)
+		}
+	}
+	for _, k := range f.Config.CodeKeys {
+		if e := expand(k.File); e != "" {
+			li.AgentKeys = append(li.AgentKeys, protect.KeyFile{Path: e, Keys: k.Keys, Commands: k.Commands})
+		}
+	}
+	return protect.Build(li)
 }
 
 // execClosure resolves every program the agent runs (pathresolve) and

@@ -1,7 +1,6 @@
 package protect
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,15 +26,32 @@ func mk(t *testing.T, paths ...string) {
 	}
 }
 
-func paths(ps []Path) []string {
+func paths(l Ledger) []string {
 	var out []string
-	for _, p := range ps {
+	for _, p := range l.Entries {
 		out = append(out, p.Path)
 	}
 	return out
 }
 
-func TestFor(t *testing.T) {
+// entry returns the ledger's entry at path.
+func entry(l Ledger, path string) (Entry, bool) {
+	for _, e := range l.Entries {
+		if e.Path == path {
+			return e, true
+		}
+	}
+	return Entry{}, false
+}
+
+// build is Build for a workdir that is the only writable path (plus
+// extra).
+func build(workdir, gitDir, common string, allow []string, extra ...string) Ledger {
+	return Build(Input{Workdir: workdir, GitDir: gitDir, CommonDir: common, AllowEdit: allow,
+		Writable: append([]string{workdir}, extra...), Home: "/nonexistent-home"})
+}
+
+func TestBuild(t *testing.T) {
 	root, _ := filepath.EvalSymlinks(t.TempDir())
 	w := filepath.Join(root, "w")
 	mk(t, w+"/.git/HEAD", w+"/.git/config", w+"/.git/hooks/", w+"/.git/modules/sub/HEAD", w+"/.git/worktrees/side/HEAD")
@@ -72,7 +88,7 @@ func TestFor(t *testing.T) {
 			not:  []string{root + "/plain/.git", root + "/plain/.git/config"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := paths(For(tc.workdir, tc.gitDir, tc.common, tc.allow))
+			got := paths(build(tc.workdir, tc.gitDir, tc.common, tc.allow, filepath.Join(root, "main"), filepath.Join(root, "super")))
 			for _, p := range tc.want {
 				if !slices.Contains(got, p) {
 					t.Errorf("%s not protected; got %q", p, got)
@@ -103,75 +119,161 @@ func TestCheck(t *testing.T) {
 	root, _ := filepath.EvalSymlinks(t.TempDir())
 	w := filepath.Join(root, "w")
 	mk(t, w+"/.vscode/settings.json", root+"/elsewhere/x", w+"/.codex")
-	ps := []Path{
-		{Path: w + "/.vscode", Name: ".vscode", Dir: true},
-		{Path: w + "/.idea", Name: ".idea", Dir: true},
-		{Path: root + "/ungranted/.envrc", Name: ".envrc"},
+	l := build(w, "", "", nil)
+	if l.Problem != "" {
+		t.Fatal(l.Problem)
 	}
-	got, rootOf, err := Check(ps, []string{w})
-	if err != nil {
-		t.Fatal(err)
+	if e, ok := entry(l, w+"/.idea"); !ok || e.Root != w || !e.Missing || e.Guard != ReadOnly {
+		t.Errorf(".idea: %+v %v", e, ok)
 	}
-	if want := []string{w + "/.vscode", w + "/.idea"}; !slices.Equal(paths(got), want) || rootOf[w+"/.idea"] != w {
-		t.Errorf("Check = %q, %v; want %q (the ungranted one dropped)", paths(got), rootOf, want)
+	if e, ok := entry(l, w+"/.vscode"); !ok || e.Missing {
+		t.Errorf(".vscode: %+v %v", e, ok)
 	}
-	// A path explicitly granted writable is the user's choice.
-	if got, _, _ := Check(ps[:1], []string{w, w + "/.vscode"}); len(got) != 0 {
+	// What no writable path holds is left out, and so is a path granted
+	// writable by name (the user's choice).
+	if got := Build(Input{Workdir: w, Writable: []string{w, w + "/.vscode"}}); slices.Contains(paths(got), w+"/.vscode") {
 		t.Errorf("an explicitly granted path is still protected: %q", paths(got))
+	}
+	if got := Build(Input{Workdir: w, Writable: []string{root + "/elsewhere"}}); len(got.Entries) != 0 {
+		t.Errorf("entries no writable path holds: %q", paths(got))
 	}
 
 	// Symlinks: the path itself, or a directory on its way.
 	if err := os.Symlink(root+"/elsewhere", w+"/.claude"); err != nil {
 		t.Fatal(err)
 	}
+	if l := build(w, "", "", nil); !strings.Contains(l.Problem, "is a symlink") || !strings.Contains(l.Problem, "--allow-edit .claude/") {
+		t.Errorf("Problem = %q, want a symlink refusal naming --allow-edit", l.Problem)
+	}
+	os.Remove(w + "/.claude")
 	if err := os.Symlink(root+"/elsewhere/x", w+"/.envrc"); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []Path{{Path: w + "/.claude/settings.json", Name: ".claude/settings.json"}, {Path: w + "/.envrc", Name: ".envrc"}} {
-		_, _, err := Check([]Path{p}, []string{w})
-		if !errors.Is(err, ErrSymlink) || !strings.Contains(err.Error(), "--allow-edit "+p.Name) {
-			t.Errorf("Check(%s) = %v, want a symlink refusal naming --allow-edit", p.Path, err)
-		}
+	if l := build(w, "", "", nil); !strings.Contains(l.Problem, "is a symlink") || !strings.Contains(l.Problem, "--allow-edit .envrc") {
+		t.Errorf("Problem = %q, want a symlink refusal naming --allow-edit .envrc", l.Problem)
 	}
+	if l := build(w, "", "", []string{".envrc"}); l.Problem != "" {
+		t.Errorf("an allowed name still refused: %q", l.Problem)
+	}
+	os.Remove(w + "/.envrc")
 	// A file where a directory is needed on the way.
-	if _, _, err := Check([]Path{{Path: w + "/.codex/x", Name: ".codex"}}, []string{w}); err == nil {
-		t.Errorf("a file on the way was accepted")
+	mk(t, w+"/.claude")
+	if l := build(w, "", "", nil); !strings.Contains(l.Problem, "is not a directory") {
+		t.Errorf("a file on the way: Problem = %q", l.Problem)
 	}
 }
 
-// Hooks git runs from elsewhere: core.hooksPath (husky's .husky/_), and a
-// hook that is a symlink to a script in the project; a worktree git dir's
-// commondir. Each is protected only as it exists.
-func TestForHooksElsewhere(t *testing.T) {
+// Hooks and configuration git uses from elsewhere: core.hooksPath
+// (husky's .husky/_), a hook that is a symlink to a script in the
+// project, included configuration (relative to the including file) and
+// a worktree git dir's commondir. Each is in the ledger whether it exists
+// or not: a missing hooks directory or include is read-only (created
+// empty), a missing commondir or hook target must stay missing. git's own
+// grammar decides what the configuration says: a key on the header's
+// line, an inline comment, the section's case.
+func TestBuildHooksElsewhere(t *testing.T) {
 	root, _ := filepath.EvalSymlinks(t.TempDir())
 	w := filepath.Join(root, "w")
-	mk(t, w+"/.git/HEAD", w+"/.git/hooks/", w+"/scripts/pre-commit", w+"/.husky/_/pre-push")
+	mk(t, w+"/.git/HEAD", w+"/.git/hooks/", w+"/scripts/pre-commit")
 	write := func(p, body string) {
 		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	write(w+"/.git/config", "[core]\n\tbare = false\n[Core]\n\thooksPath = .husky/_\n[include]\n\tpath = ../.gitconfig-project\n[includeIf \"onbranch:main\"]\n\tpath = /abs/inc\n")
+	write(w+"/.git/config", "[core]\n\tbare = false\n[Core] hooksPath = .husky/_ ; husky\n[include]\n\tpath = ../.gitconfig-project\n[includeIf \"onbranch:main\"]\n\tpath = /abs/inc\n")
 	mk(t, w+"/.gitconfig-project")
+	write(w+"/.gitconfig-project", "[include]\n\tpath = nested.inc\n")
 	if err := os.Symlink("../../scripts/pre-commit", w+"/.git/hooks/pre-commit"); err != nil {
 		t.Fatal(err)
 	}
-	got := For(w, "", "", nil)
-	for _, want := range []string{w + "/.husky/_", w + "/scripts/pre-commit", w + "/.git/commondir", w + "/.gitconfig-project", "/abs/inc"} {
-		if !slices.Contains(paths(got), want) {
-			t.Errorf("%s not protected: %q", want, paths(got))
-		}
-	}
-	checked, _, err := Check(got, []string{w})
-	if err != nil {
+	if err := os.Symlink("../../scripts/missing", w+"/.git/hooks/pre-push"); err != nil {
 		t.Fatal(err)
 	}
-	cp := paths(checked)
-	if !slices.Contains(cp, w+"/.husky/_") || !slices.Contains(cp, w+"/scripts/pre-commit") || !slices.Contains(cp, w+"/.gitconfig-project") {
-		t.Errorf("existing hooks elsewhere dropped by Check: %q", cp)
+	l := build(w, "", "", nil)
+	for _, c := range []struct {
+		path    string
+		guard   Guard
+		missing bool
+	}{
+		{w + "/.husky/_", ReadOnly, true},
+		{w + "/scripts/pre-commit", ReadOnly, false},
+		{w + "/scripts/missing", Disarmed, true},
+		{w + "/.git/commondir", Disarmed, true},
+		{w + "/.gitconfig-project", ReadOnly, false},
+		{w + "/nested.inc", ReadOnly, true},
+	} {
+		e, ok := entry(l, c.path)
+		if !ok || e.Guard != c.guard || e.Missing != c.missing {
+			t.Errorf("%s: %+v (in the ledger: %v), want guard %s, missing %v", c.path, e, ok, c.guard, c.missing)
+		}
 	}
-	if slices.Contains(cp, w+"/.git/commondir") {
-		t.Errorf("a missing optional commondir is kept (it would be created, and an empty commondir breaks git): %q", cp)
+	if _, ok := entry(l, "/abs/inc"); ok {
+		t.Errorf("an include outside every writable path is in the ledger")
+	}
+	if l.Problem != "" {
+		t.Errorf("Problem: %s", l.Problem)
+	}
+}
+
+// The user's own git configuration: a relative core.hooksPath there is
+// the project's, and an include it names inside a writable path counts.
+func TestBuildUserGitConfig(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	w, home := filepath.Join(root, "w"), filepath.Join(root, "home")
+	mk(t, w+"/.git/HEAD", home+"/.gitconfig", home+"/.config/")
+	if err := os.WriteFile(home+"/.gitconfig", []byte("[core]\n\thooksPath = githooks\n[include]\n\tpath = ~/.config/agent/git.inc\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	configs := UserGitConfigs(home, func(k string) string {
+		if k == "GIT_CONFIG_NOSYSTEM" {
+			return "1"
+		}
+		return ""
+	})
+	if !slices.Equal(configs, []string{home + "/.gitconfig"}) {
+		t.Fatalf("UserGitConfigs = %q", configs)
+	}
+	l := Build(Input{Workdir: w, Writable: []string{w, home + "/.config/agent"}, Home: home, UserGitConfig: configs})
+	for _, p := range []string{w + "/githooks", home + "/.config/agent/git.inc"} {
+		if _, ok := entry(l, p); !ok {
+			t.Errorf("%s not in the ledger: %q", p, paths(l))
+		}
+	}
+}
+
+// What code-running settings run by path is code too: a hook command in
+// the agent's settings naming a script, core.fsmonitor naming one in the
+// project.
+func TestBuildCommandFiles(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	w, home := filepath.Join(root, "w"), filepath.Join(root, "home")
+	mk(t, w+"/.git/HEAD", w+"/tools/fsmon.sh", home+"/.claude/hooks/guard.py")
+	if err := os.WriteFile(w+"/.git/config", []byte("[core]\n\tfsmonitor = ./tools/fsmon.sh\n[alias]\n\tlg = log --format=%h/%s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	settings := home + "/.claude/settings.json"
+	if err := os.WriteFile(settings, []byte(`{"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "python3 $HOME/.claude/hooks/guard.py --strict"}, {"type": "command", "command": "~/.claude/hooks/absent.sh"}]}]}, "theme": "/not/code"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l := Build(Input{Workdir: w, Writable: []string{w, home + "/.claude"}, Home: home,
+		AgentKeys: []KeyFile{{Path: settings, Keys: []string{"hooks"}}}})
+	for _, c := range []struct {
+		path  string
+		guard Guard
+	}{
+		{w + "/tools/fsmon.sh", ReadOnly},
+		{home + "/.claude/hooks/guard.py", ReadOnly},
+		{home + "/.claude/hooks/absent.sh", Disarmed},
+		{settings, Audited},
+	} {
+		if e, ok := entry(l, c.path); !ok || e.Guard != c.guard {
+			t.Errorf("%s: %+v, %v; want %s", c.path, e, ok, c.guard)
+		}
+	}
+	for _, p := range paths(l) {
+		if strings.Contains(p, "%") || strings.Contains(p, "/not/code") {
+			t.Errorf("not a file a command runs: %s", p)
+		}
 	}
 }
 
@@ -179,17 +281,19 @@ func TestForHooksElsewhere(t *testing.T) {
 func TestCheckHardLinks(t *testing.T) {
 	root, _ := filepath.EvalSymlinks(t.TempDir())
 	w := filepath.Join(root, "w")
-	mk(t, w+"/.envrc", w+"/.git/hooks/post-checkout")
+	mk(t, w+"/.envrc", w+"/.git/hooks/post-checkout", w+"/.git/HEAD")
 	if err := os.Link(w+"/.envrc", w+"/innocent"); err != nil {
 		t.Fatal(err)
 	}
+	if l := build(w, "", "", nil); !strings.Contains(l.Problem, "hard links") || !strings.Contains(l.Problem, ".envrc") {
+		t.Errorf("Problem = %q, want a hard-link refusal of .envrc", l.Problem)
+	}
+	os.Remove(w + "/innocent")
 	if err := os.Link(w+"/.git/hooks/post-checkout", w+"/hook-copy"); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []Path{{Path: w + "/.envrc", Name: ".envrc"}, {Path: w + "/.git/hooks", Name: GitHooks, Dir: true}} {
-		if _, _, err := Check([]Path{p}, []string{w}); err == nil || !strings.Contains(err.Error(), "hard links") {
-			t.Errorf("Check(%s) = %v, want a hard-link refusal", p.Path, err)
-		}
+	if l := build(w, "", "", nil); !strings.Contains(l.Problem, "hard links") || !strings.Contains(l.Problem, "post-checkout") {
+		t.Errorf("Problem = %q, want a hard-link refusal of the hook", l.Problem)
 	}
 }
 

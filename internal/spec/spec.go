@@ -62,15 +62,14 @@ type Spec struct {
 	Links []Link
 	// Missing are granted paths that do not exist (backends skip them).
 	Missing []string
-	// Protected are the paths inside the writable grants that make the
-	// user's tools run code later (git config and hooks, .vscode,
-	// .claude settings...; internal/protect), minus those the user
-	// allowed the agent to edit (AllowEdit). The built-in engine keeps
-	// them read-only; other backends say that they cannot.
-	Protected []protect.Path
-	// AllowEdit are the protected names the user let the agent edit
-	// (agent.toml allow_edit and --allow-edit).
-	AllowEdit []string
+	// Ledger are the paths inside the writable grants that make the
+	// user's tools, or the agent's next start, run code (git config and
+	// hooks, .vscode, .claude settings, the agent's own code-running
+	// config...; internal/protect), minus those the user allowed the
+	// agent to edit (Ledger.AllowEdit: agent.toml allow_edit and
+	// --allow-edit). The built-in engine's view keeps the read-only ones
+	// read-only; every engine has them audited (internal/guard).
+	Ledger protect.Ledger
 
 	Network posture.Network
 
@@ -120,6 +119,10 @@ func (s Spec) Writable() []string {
 
 // MiseCacheDir is the agent's private mise cache (MISE_CACHE_DIR).
 func (s Spec) MiseCacheDir() string { return filepath.Join(s.StateDir, "mise-cache") }
+
+// QuarantineDir is where the audit keeps the files it restored or moved
+// aside (StateRoot/quarantine), outside every grant.
+func (s Spec) QuarantineDir() string { return filepath.Join(s.StateRoot(), "quarantine") }
 
 // StateRoot is agent-sandbox's own state directory
 // ($XDG_STATE_HOME/agent-sandbox, grant.Home.StateRoot), which holds the

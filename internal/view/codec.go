@@ -18,7 +18,7 @@ import (
 // be added here.
 
 // codecMagic starts an encoded Config (and versions the layout).
-const codecMagic = "asv1"
+const codecMagic = "asv2"
 
 // maxCodecLen bounds one string or list length when decoding.
 const maxCodecLen = 1 << 24
@@ -35,6 +35,7 @@ func (c Config) Encode() []byte {
 		e.str(m.Target)
 		e.bool(m.Optional)
 		e.bool(m.Pin)
+		e.bool(m.Guarded)
 	}
 	e.str(c.Workdir)
 	e.strs(c.Argv)
@@ -81,7 +82,7 @@ func DecodeConfig(b []byte) (Config, error) {
 	for i := 0; i < n && d.err == nil; i++ {
 		c.Mounts = append(c.Mounts, Mount{
 			Kind: Kind(d.str()), Path: d.str(), Source: d.str(), Target: d.str(),
-			Optional: d.bool(), Pin: d.bool(),
+			Optional: d.bool(), Pin: d.bool(), Guarded: d.bool(),
 		})
 	}
 	c.Workdir = d.str()

@@ -63,6 +63,14 @@ type Mount struct {
 	// that must be neither removed nor renamed away (.git above its
 	// read-only config and hooks).
 	Pin bool `json:"pin,omitempty"`
+	// Guarded lets the parent ask init to put the mount back
+	// ([Process.Reprotect]) after the host replaced or removed what it
+	// covered: a bind or mask sits on the path's old directory entry,
+	// and the kernel detaches it when another namespace renames over,
+	// or unlinks, that entry (git's config.lock renamed over config, an
+	// editor's save). Only ReadOnly, ReadWrite with Pin, and Mask mounts
+	// may be guarded.
+	Guarded bool `json:"guarded,omitempty"`
 }
 
 // Network is the sandbox's network.
@@ -150,6 +158,9 @@ func (c Config) Validate() error {
 		case Tmpfs, Proc, Devpts, Mask, Dir:
 		default:
 			return fmt.Errorf("view: mount %s has unknown kind %q", m.Path, m.Kind)
+		}
+		if m.Guarded && m.Kind != ReadOnly && m.Kind != Mask && (m.Kind != ReadWrite || !m.Pin) {
+			return fmt.Errorf("view: mount %s of kind %q cannot be guarded", m.Path, m.Kind)
 		}
 	}
 	switch c.Network {

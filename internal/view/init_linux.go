@@ -17,13 +17,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/landlock"
+	"github.com/agent-sandbox/agent-sandbox/internal/safefs"
 )
 
 // The descriptors the parent hands to init.
 const (
 	configFd  = 3 // the Config, JSON, read to end of file
 	statusFd  = 4 // init's report, one JSON object
-	controlFd = 5 // NetProxy, forwarded ports, Inbound: sockets go back here
+	controlFd = 5 // the parent's requests (sockets, re-protection) and init's answers
 )
 
 // report is what init tells the parent, once.
@@ -124,11 +125,8 @@ func setUp(c Config) error {
 		if err := handOver(c); err != nil {
 			return fmt.Errorf("creating the sandbox's network sockets: %w", err)
 		}
-	} else if c.Network != NetHost {
-		// A private network's control socket, with nothing to hand
-		// over (with NetHost there is none: descriptor 5 is not ours).
-		unix.Close(controlFd)
 	}
+	go serveControl(c)
 	// A fresh, empty session keyring: the caller's (into which
 	// pam_keyinit links the user keyring) stays out of reach.
 	if _, _, errno := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); errno != 0 {
@@ -603,10 +601,6 @@ func handOver(c Config) error {
 	if err := unix.Sendmsg(controlFd, []byte("E"), nil, nil, 0); err != nil {
 		return fmt.Errorf("telling agent-sandbox the sockets are sent: %w", err)
 	}
-	if !c.Inbound {
-		return unix.Close(controlFd)
-	}
-	go serveSockets()
 	return nil
 }
 
@@ -637,12 +631,23 @@ func listenLoopback(port int, v6 bool) (int, error) {
 	return fd, nil
 }
 
-// serveSockets answers the parent's requests on the control socket: for
-// each "4" or "6" it sends back a new, unconnected TCP socket of this
-// network namespace, which the parent connects to a server the agent runs
-// (listen_port). It ends when the parent closes its end.
-func serveSockets() {
-	buf := make([]byte, 8)
+// serveControl answers the parent's requests on the control socket until
+// the parent closes its end:
+//
+//   - "4" or "6" (with c.Inbound): a new, unconnected TCP socket of this
+//     network namespace comes back ("S" and the descriptor), which the
+//     parent connects to a server the agent runs (listen_port);
+//   - "R" and a path: the guarded mount at that path (Mount.Guarded) is put
+//     back after the host replaced what it covered (reprotect); the answer
+//     is "r", or "!" and why not.
+func serveControl(c Config) {
+	guarded := map[string]Mount{}
+	for _, m := range c.Mounts {
+		if m.Guarded {
+			guarded[m.Path] = m
+		}
+	}
+	buf := make([]byte, 4096+2)
 	for {
 		n, err := unix.Read(controlFd, buf)
 		if err == unix.EINTR {
@@ -652,16 +657,92 @@ func serveSockets() {
 			unix.Close(controlFd)
 			return
 		}
-		family := unix.AF_INET
-		if buf[0] == '6' {
-			family = unix.AF_INET6
+		switch req := string(buf[:n]); {
+		case (req == "4" || req == "6") && c.Inbound:
+			family := unix.AF_INET
+			if req == "6" {
+				family = unix.AF_INET6
+			}
+			fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				_, _ = unix.Write(controlFd, []byte("!"+err.Error()))
+				continue
+			}
+			_ = unix.Sendmsg(controlFd, []byte("S"), unix.UnixRights(fd), nil, 0)
+			unix.Close(fd)
+		case strings.HasPrefix(req, "R"):
+			m, ok := guarded[req[1:]]
+			if !ok {
+				_, _ = unix.Write(controlFd, []byte("!not a guarded mount: "+req[1:]))
+				continue
+			}
+			if err := reprotect(m); err != nil {
+				_, _ = unix.Write(controlFd, []byte("!"+err.Error()))
+				continue
+			}
+			_, _ = unix.Write(controlFd, []byte("r"))
+		default:
+			_, _ = unix.Write(controlFd, []byte("!unknown request"))
 		}
-		fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			_, _ = unix.Write(controlFd, []byte("!"))
-			continue
-		}
-		_ = unix.Sendmsg(controlFd, []byte("S"), unix.UnixRights(fd), nil, 0)
-		unix.Close(fd)
 	}
+}
+
+// reprotect puts the guarded mount m back at its path when it is no
+// longer there: the kernel detached it because the host replaced or
+// removed the directory entry it sat on. What is at the path now (never
+// followed through a symlink) gets the mount again: a read-only bind of
+// itself (ReadOnly), a bind of itself onto itself (a pinned ReadWrite
+// directory), or a mask. A path that still carries a mount of the right
+// kind is left alone.
+func reprotect(m Mount) error {
+	fd, err := safefs.OpenFd(m.Path, unix.O_PATH|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	var stx unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, unix.STATX_TYPE, &stx); err != nil {
+		return err
+	}
+	typ := uint32(stx.Mode) & unix.S_IFMT
+	if typ != unix.S_IFREG && typ != unix.S_IFDIR {
+		return fmt.Errorf("%s is neither a file nor a directory now", m.Path)
+	}
+	root := stx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 && stx.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0
+	readOnly := false
+	if root {
+		var sfs unix.Statfs_t
+		if err := unix.Fstatfs(fd, &sfs); err == nil {
+			readOnly = sfs.Flags&unix.ST_RDONLY != 0
+		}
+	}
+	switch m.Kind {
+	case ReadOnly:
+		if root && readOnly {
+			return nil
+		}
+		return bindAt(fd, fd, true)
+	case ReadWrite: // pinned
+		if typ != unix.S_IFDIR {
+			return fmt.Errorf("%s is not a directory now", m.Path)
+		}
+		if root {
+			return nil
+		}
+		return bindAt(fd, fd, false)
+	case Mask:
+		if root && readOnly {
+			return nil
+		}
+		if typ == unix.S_IFDIR {
+			return mountAt("tmpfs", fd, unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755,size=4k")
+		}
+		null, err := safefs.OpenFd("/dev/null", unix.O_PATH, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(null)
+		return bindAt(null, fd, true)
+	}
+	return fmt.Errorf("%s: a %s mount is not guarded", m.Path, m.Kind)
 }

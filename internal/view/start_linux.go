@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -33,7 +34,9 @@ type Process struct {
 	forwards []Forwarded
 
 	ctlMu sync.Mutex
-	ctl   *os.File // with Inbound: asks init for sockets
+	ctl   *os.File // requests to init: sockets (Inbound), re-protection
+	// inbound is Config.Inbound: init answers requests for sockets.
+	inbound bool
 
 	result error         // what Ended returned, once reaped is set
 	reaped chan struct{} // set by Ended; closed once init itself is reaped
@@ -102,7 +105,7 @@ type Pending struct {
 	private bool // a network namespace of its own
 	cfgW    *os.File
 	statR   *os.File
-	ctl     *os.File // the parent's end of the control socket (private network only)
+	ctl     *os.File // the parent's end of the control socket
 }
 
 // Start starts the sandbox init for c and waits until the view is built
@@ -149,29 +152,23 @@ func Spawn(cmd *exec.Cmd, network Network) (*Pending, error) {
 		return nil, err
 	}
 	defer statW.Close()
-	extra := []*os.File{cfgR, statW}
-	p := &Pending{cmd: cmd, private: network != NetHost, cfgW: cfgW, statR: statR}
-	if p.private {
-		// The proxy's and forwarded ports' listeners and Inbound's
-		// sockets come back on it; init closes its end when the
-		// Config needs none of them.
-		pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			cfgW.Close()
-			statR.Close()
-			return nil, err
-		}
-		p.ctl = os.NewFile(uintptr(pair[0]), "control")
-		ctlChild := os.NewFile(uintptr(pair[1]), "control-child")
-		defer ctlChild.Close()
-		extra = append(extra, ctlChild)
+	// The control socket: the proxy's and forwarded ports' listeners
+	// come back on it, and the parent's requests (Inbound's sockets,
+	// re-protection) go over it for the whole run.
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		cfgW.Close()
+		statR.Close()
+		return nil, err
 	}
+	ctlChild := os.NewFile(uintptr(pair[1]), "control-child")
+	defer ctlChild.Close()
+	extra := []*os.File{cfgR, statW, ctlChild}
+	p := &Pending{cmd: cmd, private: network != NetHost, cfgW: cfgW, statR: statR, ctl: os.NewFile(uintptr(pair[0]), "control")}
 	closeAll := func() {
 		cfgW.Close()
 		statR.Close()
-		if p.ctl != nil {
-			p.ctl.Close()
-		}
+		p.ctl.Close()
 	}
 
 	a := new(syscall.SysProcAttr)
@@ -259,9 +256,7 @@ func (p *Pending) Pid() int { return p.cmd.Process.Pid }
 // waits for it.
 func (p *Pending) Abort() {
 	p.cfgW.Close()
-	if p.ctl != nil {
-		p.ctl.Close()
-	}
+	p.ctl.Close()
 	_ = p.cmd.Process.Kill()
 	_ = p.cmd.Wait()
 	p.statR.Close()
@@ -296,12 +291,10 @@ func (p *Pending) Start(c Config) (*Process, error) {
 	// agent started, so the caller can decide what to do instead.
 	var r report
 	if err := proc.dec.Decode(&r); err != nil || !r.Ready {
-		if ctl != nil {
-			ctl.Close()
-		}
+		ctl.Close()
 		return nil, proc.finish(r, err)
 	}
-	if ctl != nil && (c.Network == NetProxy || len(c.ForwardPorts) > 0 || c.Inbound) {
+	if c.Network == NetProxy || len(c.ForwardPorts) > 0 || c.Inbound {
 		if err := proc.receiveSockets(ctl); err != nil {
 			ctl.Close()
 			proc.closeSockets()
@@ -309,14 +302,8 @@ func (p *Pending) Start(c Config) (*Process, error) {
 			_ = proc.Wait()
 			return nil, fmt.Errorf("receiving the network sockets from the sandbox: %w", err)
 		}
-		if c.Inbound {
-			proc.ctl = ctl
-			ctl = nil
-		}
 	}
-	if ctl != nil {
-		ctl.Close()
-	}
+	proc.ctl, proc.inbound = ctl, c.Inbound
 	return proc, nil
 }
 
@@ -361,7 +348,7 @@ func (p *Process) receiveSockets(ctl *os.File) error {
 // receiveFd reads one message from ctl and the descriptor it carries, if
 // any.
 func receiveFd(ctl *os.File) (string, *os.File, error) {
-	buf := make([]byte, 64)
+	buf := make([]byte, 4096)
 	oob := make([]byte, unix.CmsgSpace(4))
 	n, oobn, _, _, err := unix.Recvmsg(int(ctl.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
 	if err != nil {
@@ -409,21 +396,14 @@ func (p *Process) Forwards() []Forwarded { return p.forwards }
 // [Config.Inbound]. The socket is made by init in the sandbox's network
 // namespace; the connection is made here.
 func (p *Process) DialInside(port int, ipv6 bool) (net.Conn, error) {
-	if p.ctl == nil {
+	if !p.inbound {
 		return nil, errors.New("view: DialInside needs Config.Inbound")
 	}
-	p.ctlMu.Lock()
 	req := []byte("4")
 	if ipv6 {
 		req = []byte("6")
 	}
-	_, err := p.ctl.Write(req)
-	var f *os.File
-	var msg string
-	if err == nil {
-		msg, f, err = receiveFd(p.ctl)
-	}
-	p.ctlMu.Unlock()
+	msg, f, err := p.request(req)
 	if err != nil {
 		return nil, fmt.Errorf("view: asking the sandbox for a socket: %w", err)
 	}
@@ -440,6 +420,40 @@ func (p *Process) DialInside(port int, ipv6 bool) (net.Conn, error) {
 		return nil, err
 	}
 	return net.FileConn(f)
+}
+
+// request sends req to init on the control socket and reads its answer
+// (and the descriptor it carries, if any). Requests are one at a time.
+func (p *Process) request(req []byte) (string, *os.File, error) {
+	p.ctlMu.Lock()
+	defer p.ctlMu.Unlock()
+	if p.ctl == nil {
+		return "", nil, errors.New("the sandbox has ended")
+	}
+	if _, err := p.ctl.Write(req); err != nil {
+		return "", nil, err
+	}
+	return receiveFd(p.ctl)
+}
+
+// Reprotect asks init to put the guarded mount at path (a
+// [Mount.Guarded] of the Config) back, after the host replaced or removed
+// what it covered. It returns once init has done so, or why it could not
+// (the path is gone, or is no longer a file or directory).
+func (p *Process) Reprotect(path string) error {
+	msg, f, err := p.request([]byte("R" + path))
+	if f != nil {
+		f.Close()
+	}
+	switch {
+	case err != nil:
+		return fmt.Errorf("view: asking the sandbox to protect %s again: %w", path, err)
+	case msg == "r":
+		return nil
+	case strings.HasPrefix(msg, "!"):
+		return fmt.Errorf("view: protecting %s again: %s", path, msg[1:])
+	}
+	return fmt.Errorf("view: protecting %s again: unexpected answer %q", path, msg)
 }
 
 // Signal sends sig to the sandbox init, which passes it on to the agent.
@@ -487,11 +501,12 @@ func (p *Process) finish(r report, derr error) error {
 		close(p.reaped)
 	}
 	p.status.Close()
+	p.ctlMu.Lock()
 	if p.ctl != nil {
-		p.ctlMu.Lock()
 		p.ctl.Close()
-		p.ctlMu.Unlock()
+		p.ctl = nil
 	}
+	p.ctlMu.Unlock()
 	switch {
 	case derr == nil && r.Status != nil:
 		ws := syscall.WaitStatus(*r.Status)

@@ -519,3 +519,92 @@ func TestSpawnThenStart(t *testing.T) {
 		t.Errorf("the refused init %d is still there (kill 0: %v)", pid, err)
 	}
 }
+
+// TestViewReprotect: a read-only bind over a file is detached when the
+// host renames another file over it (as git saves its config); the agent
+// can then write the new file. Reprotect puts the bind back over what is
+// at the path now, after which the agent cannot write it again; a second
+// Reprotect of a path still protected changes nothing, and a path that
+// is not a guarded mount is refused.
+func TestViewReprotect(t *testing.T) {
+	work, _ := filepath.EvalSymlinks(t.TempDir())
+	cfg := filepath.Join(work, ".git", "config")
+	if err := os.MkdirAll(filepath.Dir(cfg), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte("[core]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	step := func(n int) string { return filepath.Join(work, "step"+strconv.Itoa(n)) }
+	// The agent reports whether it can write the config after each step
+	// the host announces by creating step<N>.
+	script := fmt.Sprintf(`for n in 1 2 3; do
+  while [ ! -e %[1]s/step$n ]; do sleep 0.01; done
+  if printf 'x\n' >> %[2]s 2>/dev/null; then echo "step$n writable"; else echo "step$n read-only"; fi
+  : > %[1]s/done$n
+done`, work, cfg)
+	c := testConfig(t, work, script)
+	c.Mounts = append(c.Mounts,
+		Mount{Kind: ReadWrite, Path: filepath.Dir(cfg), Pin: true, Guarded: true},
+		Mount{Kind: ReadOnly, Path: cfg, Guarded: true})
+	var out bytes.Buffer
+	p, err := Start(&exec.Cmd{Stdout: &out, Stderr: &out}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Wait()
+	waitDone := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			if _, err := os.Stat(filepath.Join(work, "done"+strconv.Itoa(n))); err == nil {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		t.Fatalf("the agent did not answer step %d: %s", n, out.String())
+	}
+	replace := func() {
+		t.Helper()
+		tmp := cfg + ".lock"
+		if err := os.WriteFile(tmp, []byte("[core]\n\tbare = false\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 1: the host replaced the file; nothing put the bind back.
+	replace()
+	os.WriteFile(step(1), nil, 0o644)
+	waitDone(1)
+	// 2: replaced again, then protected again.
+	replace()
+	if err := p.Reprotect(cfg); err != nil {
+		t.Fatalf("Reprotect: %v", err)
+	}
+	if err := p.Reprotect(cfg); err != nil {
+		t.Fatalf("Reprotect of a path still protected: %v", err)
+	}
+	os.WriteFile(step(2), nil, 0o644)
+	waitDone(2)
+	if err := p.Reprotect(filepath.Join(work, "step1")); err == nil {
+		t.Errorf("Reprotect of a path that is no guarded mount succeeded")
+	}
+	// 3: the pinned directory holding it is still a mount point of its
+	// own: Reprotect of it changes nothing.
+	if err := p.Reprotect(filepath.Dir(cfg)); err != nil {
+		t.Errorf("Reprotect of the pinned directory: %v", err)
+	}
+	os.WriteFile(step(3), nil, 0o644)
+	waitDone(3)
+	if err := p.Wait(); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	got := out.String()
+	for _, want := range []string{"step1 writable", "step2 read-only", "step3 read-only"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in:\n%s", want, got)
+		}
+	}
+}

@@ -5,7 +5,7 @@
 // It judges nothing on its own: the answer comes from the plan the run
 // gets (plan.Build), the grant rules that plan applied (internal/grant),
 // the built-in engine's policy and view of that plan
-// (landlock.Prepared.Reach) and the egress broker's matcher
+// (backend.Reacher: the built-in engine's Prepared.Reach) and the egress broker's matcher
 // (broker.Allowed). This package only names the rule and the fix.
 package why
 
@@ -17,7 +17,7 @@ import (
 	"strings"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/agent"
-	"github.com/agent-sandbox/agent-sandbox/internal/backend/landlock"
+	"github.com/agent-sandbox/agent-sandbox/internal/backend"
 	"github.com/agent-sandbox/agent-sandbox/internal/broker"
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	"github.com/agent-sandbox/agent-sandbox/internal/plan"
@@ -102,13 +102,13 @@ func Path(in Input) (Answer, error) {
 	legal := checker.Check(p, in.Access == Write)
 	readable := checker.Check(p, false)
 
-	var rights landlock.Rights
+	var rights backend.Rights
 	var rule, list string
 	var system bool
-	var reach landlock.Reach
-	prepared, isLandlock := pl.Prepared.(*landlock.Prepared)
-	if isLandlock {
-		reach = prepared.Reach(p)
+	var reach backend.Reach
+	reacher, exact := pl.Prepared.(backend.Reacher)
+	if exact {
+		reach = reacher.Reach(p)
 		rights, rule, list, system = reach.Rights, reach.Rule, reach.List, reach.System
 	} else {
 		rights, rule, list = specRights(pl, p)
@@ -158,7 +158,7 @@ func Path(in Input) (Answer, error) {
 		if reach.Hidden {
 			a.Reason += ": the sandbox's view does not show it at all"
 		}
-		if !isLandlock {
+		if !exact {
 			a.Reason += fmt.Sprintf(" (among agent-sandbox's grants; %s's own system paths may add more", *pl.Backend)
 			if pp, ok := pl.ProfilePath.(string); ok && pp != "" {
 				a.Reason += fmt.Sprintf(": nono why --profile %s --path %s", pp, p)
@@ -187,19 +187,19 @@ func verb(a Access) string {
 // specRights are the rights a kernel backend other than the built-in
 // engine gets from agent-sandbox's own grants (its own system paths are
 // its business).
-func specRights(pl *plan.Plan, p string) (landlock.Rights, string, string) {
-	var r landlock.Rights
+func specRights(pl *plan.Plan, p string) (backend.Rights, string, string) {
+	var r backend.Rights
 	var rule, list string
 	s := pl.Spec
 	for _, l := range []struct {
 		name  string
 		paths []string
-		right landlock.Rights
+		right backend.Rights
 	}{
-		{"read_exec", s.ExecClosure, landlock.Rights{Read: true, Exec: true}},
-		{"read_only", append(append([]string{}, s.Read...), s.AgentDir), landlock.Rights{Read: true}},
-		{"read_write", append(append([]string{}, s.Allow...), s.Workdir), landlock.Rights{Read: true, Write: true, Exec: true}},
-		{"write_only", s.Write, landlock.Rights{Write: true}},
+		{"read_exec", s.ExecClosure, backend.Rights{Read: true, Exec: true}},
+		{"read_only", append(append([]string{}, s.Read...), s.AgentDir), backend.Rights{Read: true}},
+		{"read_write", append(append([]string{}, s.Allow...), s.Workdir), backend.Rights{Read: true, Write: true, Exec: true}},
+		{"write_only", s.Write, backend.Rights{Write: true}},
 	} {
 		for _, e := range l.paths {
 			if e == "" || !grant.Within(p, e) {

@@ -92,12 +92,26 @@ type PrintedPolicy struct {
 	Create []string `json:"create"`
 	// Limits are the resource limits the agent gets.
 	Limits map[string]uint64 `json:"limits"`
-	// Protected are the paths inside writable grants kept read-only
-	// (internal/protect), those missing created empty for the run.
-	Protected []protect.Path `json:"protected"`
+	// Protected are the ledger's entries (internal/protect): the
+	// read-only ones kept read-only by the view (those missing created
+	// empty for the run), every one watched and audited.
+	Protected []protect.Entry `json:"protected"`
 	// AllowEdit are the protected names the agent may edit this run.
 	AllowEdit []string `json:"allow_edit"`
 }
+
+// Prestart starts the view's init for a run with the network mode mode
+// (backend.Prestarter; see the package function Prestart).
+func (b Backend) Prestart(mode posture.NetMode, stdio launch.Stdio) backend.Early {
+	if e := Prestart(mode, stdio); e != nil {
+		return e
+	}
+	return nil
+}
+
+// SystemCovers reports whether the engine's own system paths grant p
+// (backend.Toolchains).
+func (Backend) SystemCovers(p string) bool { return SystemCovers(p) }
 
 // Prepare refuses what the engine cannot enforce (a nono network profile;
 // open_port 0; a kernel without Landlock; without a view, a listen_port)
@@ -126,11 +140,6 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 	if abiErr != nil {
 		p.Refusal = fmt.Sprintf("the landlock backend cannot run here: %v", abiErr)
 	}
-	// The paths the user's tools run code from, inside the writable
-	// grants: checked now (no symlink on their way), kept read-only by
-	// the view.
-	prot, _, perr := protect.Check(s.Protected, s.Writable())
-	p.Spec.Protected = prot
 	expected, why := viewExpectedOr(b.View)
 	weaker := WeakerSandboxAllowed
 	if b.Weaker != nil {
@@ -144,7 +153,6 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 		p.Engine = EngineWeaker
 		narrowed := s
 		narrowed.Toolchains = narrowForWeaker(s.Toolchains, s.Home)
-		narrowed.Protected = nil
 		p.Spec, p.Policy = narrowed, PolicyFor(narrowed, b.NixStore, self)
 		p.Warnings = append([]string{weakerWarning(why)}, KernelWarnings(p.Policy, abi)...)
 		if netPlan.Mode == posture.NetAllowlist {
@@ -153,8 +161,8 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 		if len(netPlan.Listen) > 0 && p.Refusal == "" {
 			p.Refusal = weakerListenRefusal
 		}
-		if len(prot) > 0 {
-			p.Warnings = append(p.Warnings, weakerProtectedWarning(prot))
+		if ro := s.Ledger.ReadOnly(); len(ro) > 0 {
+			p.Warnings = append(p.Warnings, weakerProtectedWarning(ro))
 		}
 	default:
 		p.Engine = EngineView
@@ -162,8 +170,8 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 			p.Refusal = noViewRefusal(why)
 		}
 	}
-	if perr != nil && p.Engine == EngineView && p.Refusal == "" {
-		p.Refusal = perr.Error()
+	if s.Ledger.Problem != "" && p.Engine == EngineView && p.Refusal == "" {
+		p.Refusal = s.Ledger.Problem
 	}
 	return p, nil
 }
@@ -203,7 +211,7 @@ func (p *Prepared) Describe() backend.Description {
 	if create == nil {
 		create = []string{}
 	}
-	return backend.Description{
+	d := backend.Description{
 		Comments: comments,
 		Commands: []spec.Command{{
 			Argv: p.Spec.Argv, Env: withEnv(Env(p.Spec, func(string) (string, bool) { return "", false }), p.Net.proxyEnvShown()), InProcess: true,
@@ -214,42 +222,57 @@ func (p *Prepared) Describe() backend.Description {
 		JSON: map[string]any{"landlock": &PrintedPolicy{
 			Engine: p.Engine, Toolchains: toolchains, Create: create, Net: p.Net,
 			Limits:    map[string]uint64{"processes": defaultMaxProcesses, "open_files": defaultMaxOpenFiles},
-			Protected: nonNil(p.Spec.Protected), AllowEdit: nonNil(p.Spec.AllowEdit),
+			Protected: nonNil(p.Spec.Ledger.Entries), AllowEdit: nonNil(p.Spec.Ledger.AllowEdit),
 			ReadExec: pol.ReadExec, ReadOnly: pol.ReadOnly, ReadWrite: pol.ReadWrite, WriteOnly: pol.WriteOnly, Network: string(p.Net.Mode),
 		}},
 	}
+	if p.Engine == EngineView {
+		// The view's kernel shortfalls repeat on every run on this host.
+		d.Repeating = p.Warnings
+		d.Protection.ReadOnly = true
+	} else {
+		d.Protection.Why = "the weaker sandbox (no namespace view) cannot keep paths inside a writable grant read-only"
+	}
+	return d
 }
 
-// protectedComments are the --dry-run lines on the protected paths: each
-// one kept read-only (a missing one is created empty for the run and
-// removed afterwards), what allow_edit lifted, and what is not covered.
+// protectedComments are the --dry-run lines on the ledger: each entry
+// and how the run keeps it, what allow_edit lifted, and what is not
+// covered.
 func protectedComments(s spec.Spec) []string {
 	var out []string
-	for _, pp := range s.Protected {
-		kind := "file"
-		if pp.Dir {
-			kind = "directory"
-		}
-		line := fmt.Sprintf("protected (read-only, your tools run it later): %s", pp.Path)
-		if _, err := os.Lstat(pp.Path); err != nil {
-			line += fmt.Sprintf(" (missing: an empty %s is created for the run so that the agent cannot create it, and removed after)", kind)
-			if strings.HasSuffix(pp.Path, ".json") {
-				line = strings.Replace(line, "an empty file", "a file holding {}", 1)
+	for _, e := range s.Ledger.Entries {
+		var line string
+		switch e.Guard {
+		case protect.ReadOnly:
+			line = fmt.Sprintf("protected (read-only, bound again when the host replaces it; %s): %s", e.Why, e.Path)
+			if e.Missing {
+				kind := "an empty file"
+				if e.Dir {
+					kind = "an empty directory"
+				} else if strings.HasSuffix(e.Path, ".json") {
+					kind = "a file holding {}"
+				}
+				line += fmt.Sprintf(" (missing: %s is created for the run so that the agent cannot create it, and removed after)", kind)
 			}
+		case protect.Audited:
+			line = fmt.Sprintf("audited (the agent writes it; its keys that run code are restored after the run if changed: %s): %s", strings.Join(e.Keys, ", "), e.Path)
+		case protect.Disarmed:
+			line = fmt.Sprintf("disarmed (missing; moved aside if it appears during the run; %s): %s", e.Why, e.Path)
 		}
 		out = append(out, line)
 	}
-	if len(s.AllowEdit) > 0 {
-		out = append(out, fmt.Sprintf("editable by allow_edit/--allow-edit: %s", strings.Join(s.AllowEdit, ", ")))
+	if len(s.Ledger.AllowEdit) > 0 {
+		out = append(out, fmt.Sprintf("editable by allow_edit/--allow-edit: %s", strings.Join(s.Ledger.AllowEdit, ", ")))
 	}
-	if len(s.Protected) > 0 {
+	if len(s.Ledger.Entries) > 0 {
 		out = append(out, "not protected: a .git the agent creates elsewhere in the project (git init in a subdirectory) and hooks or config it writes there; agent-sandbox scans the working directory after the run and warns, naming each one")
 	}
 	return out
 }
 
-// joinProtected lists the protected paths for a message.
-func joinProtected(ps []protect.Path) string {
+// joinProtected lists the ledger entries for a message.
+func joinProtected(ps []protect.Entry) string {
 	names := make([]string, len(ps))
 	for i, p := range ps {
 		names[i] = p.Path

@@ -136,11 +136,17 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 		}
 		return proc.Wait, nil
 	}
-	start := startInView(early, p, s, n, sess, stdio.Err, weak)
+	l := launch.Lifecycle{Argv: s.Argv, Env: env, Dir: s.Workdir, Stdio: stdio, Guard: backend.Guard(s)}
 	if weaker {
-		start = weak
+		l.Start = func(cmd *exec.Cmd) (launch.Started, error) {
+			wait, err := weak(cmd)
+			return launch.Started{Wait: wait}, err
+		}
+	} else {
+		v := &viewRun{early: early, p: p, s: s, n: n, sess: sess, stderr: stdio.Err, fallback: weak}
+		l.Prepare, l.Start = v.prepare, v.start
 	}
-	return launch.Run(s.Argv, env, s.Workdir, stdio, start)
+	return l.Execute()
 }
 
 // ViewWarnings are KernelWarnings for a run in the namespace view: the view

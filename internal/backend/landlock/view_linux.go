@@ -11,14 +11,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
+	"github.com/agent-sandbox/agent-sandbox/internal/guard"
 	ll "github.com/agent-sandbox/agent-sandbox/internal/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
+	"github.com/agent-sandbox/agent-sandbox/internal/placeholder"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/protect"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
@@ -90,7 +91,7 @@ func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string) vi
 		c.Mounts = append(c.Mounts, m)
 	}
 	for _, path := range etcSecrets {
-		c.Mounts = append(c.Mounts, view.Mount{Kind: view.Mask, Path: path})
+		c.Mounts = append(c.Mounts, view.Mount{Kind: view.Mask, Path: path, Guarded: true})
 	}
 	// Credential paths inside a granted tree (a toolchain's own secrets,
 	// such as ~/.cargo/credentials.toml) are masked: the tree is granted,
@@ -104,7 +105,7 @@ func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string) vi
 	for _, cred := range append(grant.Home{Dir: home, GOOS: "linux"}.CredentialPaths(), toolchainSecrets(home)...) {
 		for _, b := range bound {
 			if cred != b && grant.Within(cred, b) {
-				c.Mounts = append(c.Mounts, view.Mount{Kind: view.Mask, Path: cred})
+				c.Mounts = append(c.Mounts, view.Mount{Kind: view.Mask, Path: cred, Guarded: true})
 				break
 			}
 		}
@@ -137,7 +138,7 @@ func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string) vi
 		scratch = append(scratch, dir)
 		c.Mounts = append(c.Mounts, view.Mount{Kind: view.Tmpfs, Path: dir})
 	}
-	c.Mounts = append(c.Mounts, protectedMounts(s.Protected, append(append([]string{}, p.ReadWrite...), p.WriteOnly...))...)
+	c.Mounts = append(c.Mounts, protectedMounts(s.Ledger)...)
 	c.Mounts = append(c.Mounts,
 		view.Mount{Kind: view.Tmpfs, Path: "/tmp"},
 		view.Mount{Kind: view.Tmpfs, Path: "/dev/shm"},
@@ -166,34 +167,22 @@ func readlinkAtRoot(path string) (string, error) {
 	return os.Readlink(path)
 }
 
-// protectedMounts keep the protected paths (spec.Spec.Protected) read-only
-// inside the writable grants rw: a read-only bind over each, and every
-// directory between the grant and it bound onto itself, read-write, so
-// that each is a mount point the agent can neither remove nor rename away
-// (a .git renamed aside and rebuilt would carry new hooks). The binds are
-// not optional: the run creates a missing protected path first
-// (ensureProtected), and a path gone by the time init opens it stops the
-// run.
-func protectedMounts(prot []protect.Path, rw []string) []view.Mount {
+// protectedMounts keep the ledger's read-only entries read-only inside
+// the writable grants: a read-only bind over each, and every directory
+// between the grant and it bound onto itself, read-write, so that each is
+// a mount point the agent can neither remove nor rename away (a .git
+// renamed aside and rebuilt would carry new hooks). All are guarded: the
+// watch has init put one back when the host replaces what it sat on. The
+// binds are not optional: the run creates a missing entry first
+// (internal/placeholder), and one gone by the time init opens it stops
+// the run.
+func protectedMounts(l protect.Ledger) []view.Mount {
 	var out []view.Mount
-	self := map[string]bool{}
-	for _, pp := range prot {
-		root := grantRoot(pp.Path, rw)
-		if root == "" {
-			continue
-		}
-		parts := strings.Split(strings.TrimPrefix(pp.Path, root+"/"), "/")
-		cur := root
-		for _, part := range parts[:len(parts)-1] {
-			cur = filepath.Join(cur, part)
-			if !self[cur] {
-				self[cur] = true
-				// Pinned: a mount point of its own, so that it
-				// cannot be renamed away and rebuilt.
-				out = append(out, view.Mount{Kind: view.ReadWrite, Path: cur, Pin: true})
-			}
-		}
-		out = append(out, view.Mount{Kind: view.ReadOnly, Path: pp.Path})
+	for _, pin := range l.Pins() {
+		out = append(out, view.Mount{Kind: view.ReadWrite, Path: pin, Pin: true, Guarded: true})
+	}
+	for _, e := range l.ReadOnly() {
+		out = append(out, view.Mount{Kind: view.ReadOnly, Path: e.Path, Guarded: true})
 	}
 	return out
 }
@@ -266,69 +255,94 @@ func defaultRlimits() []view.Rlimit {
 	}
 }
 
-// startInView is a launch.Starter for the namespace view. When this host
-// turns out not to allow a view (user namespaces restricted), and the
-// user opted into the weaker sandbox, fallback starts the agent instead;
-// without the opt-in the run is refused.
-func startInView(early *Early, p ll.Policy, s spec.Spec, n Net, sess *netSession, stderr io.Writer, fallback func(cmd *exec.Cmd) (func() error, error)) func(cmd *exec.Cmd) (func() error, error) {
-	return func(cmd *exec.Cmd) (func() error, error) {
-		argv := append([]string{cmd.Path}, cmd.Args[1:]...)
-		release, err := ensureProtected(s, stderr)
-		if err != nil {
-			return nil, &launch.SetupError{Err: err}
-		}
-		// After the placeholders: what changes from now on is the agent's.
-		started := time.Now()
-		before := recentBefore(s.Workdir, started)
-		commondirs := missingCommondirs(s)
-		c := viewConfig(p, s, argv, cmd.Env, cmd.Dir)
-		viewNetwork(&c, n)
-		c.TerminalSignals = launch.IsTerminal(cmd.Stdin)
-		path, args, env, dir := cmd.Path, cmd.Args, cmd.Env, cmd.Dir
-		in, out, errw := cmd.Stdin, cmd.Stdout, cmd.Stderr
-		proc, err := early.start(cmd, c)
-		if err != nil {
-			release()
-		}
-		if errors.Is(err, view.ErrUnavailable) {
-			if !WeakerSandboxAllowed() {
-				return nil, &launch.SetupError{Err: errors.New(noViewRefusal(err.Error()))}
+// viewRun is the lifecycle's start and preparation for the namespace
+// view. When this host turns out not to allow a view (user namespaces
+// restricted), and the user opted into the weaker sandbox, fallback
+// starts the agent instead; without the opt-in the run is refused.
+type viewRun struct {
+	early    *Early
+	p        ll.Policy
+	s        spec.Spec
+	n        Net
+	sess     *netSession
+	stderr   io.Writer
+	fallback func(cmd *exec.Cmd) (func() error, error)
+	set      *placeholder.Set
+}
+
+// prepare creates the placeholders of the ledger's missing read-only
+// entries (launch.Lifecycle.Prepare).
+func (v *viewRun) prepare() (func() []string, error) {
+	set, err := placeholder.Make(v.s.Ledger, v.s.StateRoot(), v.s.Workdir)
+	if err != nil {
+		return nil, err
+	}
+	v.set = set
+	return func() []string { return set.Release(v.stderr) }, nil
+}
+
+// reprotect binds the read-only entry or pinned directory at path again
+// in the running view (guard.Reprotect), creating a placeholder first
+// when an entry is gone.
+func (v *viewRun) reprotect(proc *view.Process) guard.Reprotect {
+	return func(path string) error {
+		if _, err := os.Lstat(path); err != nil {
+			if err := v.set.Ensure(path); err != nil {
+				return err
 			}
-			diag.Warnf(stderr, "%s", weakerWarning(err.Error()))
-			if n.Mode == posture.NetAllowlist {
-				diag.Warnf(stderr, "%s", weakerAllowlistWarning)
-			}
-			if len(s.Protected) > 0 {
-				diag.Warnf(stderr, "%s", weakerProtectedWarning(s.Protected))
-			}
-			// cmd is unstarted; restore it all the same (view.Start,
-			// without an early init, rewrites it).
-			cmd.Path, cmd.Args, cmd.Env, cmd.Dir = path, args, env, dir
-			cmd.Stdin, cmd.Stdout, cmd.Stderr = in, out, errw
-			cmd.ExtraFiles, cmd.SysProcAttr = nil, nil
-			return fallback(cmd)
 		}
-		if err != nil {
-			return nil, &launch.SetupError{Err: err}
+		return proc.Reprotect(path)
+	}
+}
+
+// start starts the agent in the view (launch.Lifecycle.Start).
+func (v *viewRun) start(cmd *exec.Cmd) (launch.Started, error) {
+	argv := append([]string{cmd.Path}, cmd.Args[1:]...)
+	c := viewConfig(v.p, v.s, argv, cmd.Env, cmd.Dir)
+	viewNetwork(&c, v.n)
+	c.TerminalSignals = launch.IsTerminal(cmd.Stdin)
+	path, args, env, dir := cmd.Path, cmd.Args, cmd.Env, cmd.Dir
+	in, out, errw := cmd.Stdin, cmd.Stdout, cmd.Stderr
+	proc, err := v.early.start(cmd, c)
+	if errors.Is(err, view.ErrUnavailable) {
+		if !WeakerSandboxAllowed() {
+			return launch.Started{}, &launch.SetupError{Err: errors.New(noViewRefusal(err.Error()))}
 		}
-		serveView(proc, n, sess)
-		// launch.Run signals cmd.Process: that is init, which passes
-		// signals on to the agent.
-		return func() error {
+		diag.Warnf(v.stderr, "%s", weakerWarning(err.Error()))
+		if v.n.Mode == posture.NetAllowlist {
+			diag.Warnf(v.stderr, "%s", weakerAllowlistWarning)
+		}
+		if ro := v.s.Ledger.ReadOnly(); len(ro) > 0 {
+			diag.Warnf(v.stderr, "%s", weakerProtectedWarning(ro))
+		}
+		// cmd is unstarted; restore it all the same (view.Start,
+		// without an early init, rewrites it).
+		cmd.Path, cmd.Args, cmd.Env, cmd.Dir = path, args, env, dir
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = in, out, errw
+		cmd.ExtraFiles, cmd.SysProcAttr = nil, nil
+		wait, err := v.fallback(cmd)
+		return launch.Started{Wait: wait}, err
+	}
+	if err != nil {
+		return launch.Started{}, &launch.SetupError{Err: err}
+	}
+	serveView(proc, v.n, v.sess)
+	// The lifecycle signals cmd.Process: that is init, which passes
+	// signals on to the agent.
+	return launch.Started{
+		Wait: func() error {
 			// The checks of what the agent left start as soon as
 			// nothing of the sandbox runs; init's exit overlaps them.
 			err := proc.Ended()
 			var se *view.SetupError
 			if errors.As(err, &se) {
-				diag.Errorf(stderr, "%s", se.Msg)
+				diag.Errorf(v.stderr, "%s", se.Msg)
 			}
-			intact := release()
-			disarmCommondirs(stderr, commondirs)
-			warnPlantedGit(stderr, s.Workdir, started, intact, before)
-			_ = proc.Wait()
+			go func() { _ = proc.Wait() }()
 			return err
-		}, nil
-	}
+		},
+		Reprotect: v.reprotect(proc),
+	}, nil
 }
 
 // Early is the view's init started before the run is fully planned (see

@@ -13,11 +13,21 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
 
-// startInView is Linux-only.
-func startInView(*Early, ll.Policy, spec.Spec, Net, *netSession, io.Writer, func(*exec.Cmd) (func() error, error)) func(cmd *exec.Cmd) (func() error, error) {
-	return func(*exec.Cmd) (func() error, error) {
-		return nil, errors.New("the namespace view is Linux-only")
-	}
+// viewRun is Linux-only.
+type viewRun struct {
+	early    *Early
+	p        ll.Policy
+	s        spec.Spec
+	n        Net
+	sess     *netSession
+	stderr   io.Writer
+	fallback func(cmd *exec.Cmd) (func() error, error)
+}
+
+func (v *viewRun) prepare() (func() []string, error) { return nil, nil }
+
+func (v *viewRun) start(*exec.Cmd) (launch.Started, error) {
+	return launch.Started{}, errors.New("the namespace view is Linux-only")
 }
 
 // Early is Linux-only: off Linux, Prestart starts nothing.

@@ -50,6 +50,6 @@ const weakerListenRefusal = "network.listen_port needs the built-in engine's net
 
 // weakerProtectedWarning says that the weaker sandbox leaves the protected
 // paths ps writable.
-func weakerProtectedWarning(ps []protect.Path) string {
-	return fmt.Sprintf("the weaker sandbox cannot keep paths inside a writable grant read-only (Landlock only adds rights): the agent can write %s, which your tools run later (git, editors, direnv, agents)", joinProtected(ps))
+func weakerProtectedWarning(ps []protect.Entry) string {
+	return fmt.Sprintf("the weaker sandbox cannot keep paths inside a writable grant read-only (Landlock only adds rights): the agent can write %s, which your tools run later (git, editors, direnv, agents); agent-sandbox audits them while the agent runs and after it ends, restoring git's code-running settings and hooks and naming every other change", joinProtected(ps))
 }

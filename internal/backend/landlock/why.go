@@ -4,42 +4,16 @@ import (
 	"os"
 	"slices"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/backend"
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	"github.com/agent-sandbox/agent-sandbox/internal/view"
 )
 
-// Rights are what the engine lets the agent do with a path.
-type Rights struct {
-	Read  bool `json:"read"`
-	Write bool `json:"write"`
-	Exec  bool `json:"exec"`
-}
-
-// Reach is how a prepared run treats one host path: what `agent-sandbox
-// why` reports, computed from the same policy and view the run enforces.
-type Reach struct {
-	// Rights are the union of the Landlock rules covering the path,
-	// narrowed by the view (a read-only bind takes write away; a mask or
-	// a path outside every bind takes everything).
-	Rights Rights
-	// Rule is the policy entry that grants the most specific access (the
-	// deepest covering path), "" when none does.
-	Rule string
-	// List names Rule's list: "read_exec", "read_only", "read_write" or
-	// "write_only".
-	List string
-	// System says Rule is one of the engine's own system paths.
-	System bool
-	// Masked is the view's mask over the path (a credential inside a
-	// granted tree, an /etc secret), "" when none.
-	Masked string
-	// Private is the private mount over the path (/tmp, /dev/shm, an
-	// agent config file's scratch directory, /proc): the host's path is
-	// not what the agent sees there.
-	Private string
-	// Hidden says the view shows nothing at the path: no bind covers it.
-	Hidden bool
-}
+// Rights and Reach are backend.Rights and backend.Reach.
+type (
+	Rights = backend.Rights
+	Reach  = backend.Reach
+)
 
 // Reach reports how the run treats the absolute, canonical path p.
 func (p *Prepared) Reach(path string) Reach {

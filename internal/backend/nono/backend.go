@@ -26,8 +26,10 @@ func (p *Prepared) Describe() backend.Description {
 		Commands: p.Steps,
 		Warnings: p.Warnings,
 		Refusal:  p.Refusal,
-		Comments: comments,
-		JSON:     map[string]any{"profile": &p.Profile, "profile_path": &p.ProfilePath},
+		// The ledger is watched and audited, never read-only here.
+		Protection: backend.Protection{Why: p.Unprotected},
+		Comments:   comments,
+		JSON:       map[string]any{"profile": &p.Profile, "profile_path": &p.ProfilePath},
 	}
 }
 

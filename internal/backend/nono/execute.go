@@ -64,7 +64,9 @@ func Execute(p Prepared, s spec.Spec, stdio launch.Stdio) int {
 			diag.Notef(stdio.Err, "%s", n)
 		}
 	}
-	return launch.Run(step.Argv, Environ(p, s, os.Environ()), s.Workdir, stdio, nil)
+	// The ledger (git's config and hooks, the agent's own code-running
+	// config...) is not read-only under nono; it is watched and audited.
+	return launch.Lifecycle{Argv: step.Argv, Env: Environ(p, s, os.Environ()), Dir: s.Workdir, Stdio: stdio, Guard: backend.Guard(s)}.Execute()
 }
 
 // checkBinary says whether path is an executable nono.

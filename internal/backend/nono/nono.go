@@ -134,7 +134,7 @@ func Prepare(s spec.Spec, o Options) (Prepared, error) {
 		Verbose:     o.Verbose,
 		Spec:        s,
 	}
-	p.Unprotected = protect.Unenforced("nono", protect.NonoCannot, s.Protected)
+	p.Unprotected = protect.Unenforced("nono", protect.NonoCannot, s.Ledger)
 	if !filepath.IsAbs(o.Path) {
 		p.Refusal = fmt.Sprintf("nono is not installed (%q not found on PATH); install nono (https://nono.sh, or `nix run .#agent-sandbox`, which brings it), or use --sandbox-backend landlock", o.Path)
 	}

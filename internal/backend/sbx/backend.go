@@ -28,6 +28,8 @@ func (p *Prepared) Describe() backend.Description {
 		Warnings:    p.Warnings,
 		Refusal:     p.Refusal,
 		Environment: &backend.Environment{Pass: pass, Set: set},
+		// The ledger is watched and audited, never read-only here.
+		Protection: backend.Protection{Why: p.Unprotected},
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agent-sandbox/agent-sandbox/internal/backend"
 	"io"
 	"os"
 	"os/exec"
@@ -128,7 +129,9 @@ func Execute(p Prepared, s spec.Spec, stdio launch.Stdio) int {
 	}
 	argv := p.ExecArgv(launch.IsTerminal(stdio.Out))
 	r.echo(argv)
-	return launch.Run(argv, os.Environ(), p.Workdir, stdio, nil)
+	// The guest writes the host's files through its mounts: the ledger
+	// is watched and audited on the host.
+	return launch.Lifecycle{Argv: argv, Env: os.Environ(), Dir: p.Workdir, Stdio: stdio, Guard: backend.Guard(p.Spec)}.Execute()
 }
 
 // provision installs the agent in the guest when its version differs from

@@ -341,7 +341,7 @@ func Prepare(s spec.Spec, o Options) (Prepared, error) {
 
 	env, warns := guestEnv(s, o)
 	p.Warnings = append(p.Warnings, warns...)
-	p.Unprotected = protect.Unenforced("sbx", protect.SbxCannot, s.Protected)
+	p.Unprotected = protect.Unenforced("sbx", protect.SbxCannot, s.Ledger)
 	p.Exec = Exec{Env: env, Workdir: s.Workdir, Command: guestCommand(s.Argv)}
 	if IsPi(s, o) {
 		p.PiExtension = PiExtensionPath(s)

@@ -1,6 +1,6 @@
 //go:build linux
 
-package landlock
+package placeholder
 
 import (
 	"bytes"
@@ -11,37 +11,11 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/protect"
-	"github.com/agent-sandbox/agent-sandbox/internal/spec"
-	"github.com/agent-sandbox/agent-sandbox/internal/view"
 )
-
-// The view binds each protected path read-only and each directory between
-// the writable grant and it onto itself, pinned as a mount point of its
-// own (so it cannot be renamed away).
-func TestProtectedMounts(t *testing.T) {
-	got := protectedMounts([]protect.Path{
-		{Path: "/w/.git/config"}, {Path: "/w/.git/hooks", Dir: true},
-		{Path: "/w/.vscode", Dir: true}, {Path: "/main/.git/modules/m/hooks", Dir: true},
-		{Path: "/elsewhere/.envrc"},
-	}, []string{"/w", "/main/.git"})
-	want := []view.Mount{
-		{Kind: view.ReadWrite, Path: "/w/.git", Pin: true},
-		{Kind: view.ReadOnly, Path: "/w/.git/config"},
-		{Kind: view.ReadOnly, Path: "/w/.git/hooks"},
-		{Kind: view.ReadOnly, Path: "/w/.vscode"},
-		{Kind: view.ReadWrite, Path: "/main/.git/modules", Pin: true},
-		{Kind: view.ReadWrite, Path: "/main/.git/modules/m", Pin: true},
-		{Kind: view.ReadOnly, Path: "/main/.git/modules/m/hooks"},
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("protectedMounts =\n%+v\nwant\n%+v", got, want)
-	}
-}
 
 // Placeholders: missing protected paths are created (JSON ones holding
 // {}), recorded, and removed by the last run to end in the workdir; a run
@@ -53,8 +27,8 @@ func TestPlaceholders(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(w, ".vscode"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s := spec.Spec{Workdir: w, Allow: []string{w}, StateDir: filepath.Join(root, "state", "agents", "x"),
-		Protected: []protect.Path{
+	s := tspec{Workdir: w, Allow: []string{w}, StateDir: filepath.Join(root, "state", "agents", "x"),
+		Protected: []pp{
 			{Path: w + "/.vscode", Dir: true}, {Path: w + "/.claude/settings.json"}, {Path: w + "/.claude/commands", Dir: true},
 			{Path: w + "/.envrc"}, {Path: w + "/.git/commondir", Optional: true},
 		}}
@@ -110,114 +84,13 @@ func TestPlaceholders(t *testing.T) {
 }
 
 // mustProtect is ensureProtected, failing the test on an error.
-func mustProtect(t *testing.T, s spec.Spec, warn io.Writer) (release func() []string) {
+func mustProtect(t *testing.T, s tspec, warn io.Writer) (release func() []string) {
 	t.Helper()
 	rel, err := ensureProtected(s, warn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return rel
-}
-
-// TestWarnPlantedGit: the scan after a run names a planted repository's
-// hook and config, a protected tool file in a subdirectory and the files
-// other tools run code from at any depth, but not git's samples, ordinary
-// files or what predates the run.
-func TestWarnPlantedGit(t *testing.T) {
-	root, _ := filepath.EvalSymlinks(t.TempDir())
-	old := filepath.Join(root, "vendor", "lib", ".git")
-	if err := os.MkdirAll(filepath.Join(old, "hooks"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(old, "config"), []byte("[core]\n"), 0o644)
-	os.WriteFile(filepath.Join(root, "opencode.jsonc"), []byte("{}"), 0o644) // the user's own
-	os.MkdirAll(filepath.Join(root, ".husky"), 0o755)
-	time.Sleep(20 * time.Millisecond)
-	started := time.Now()
-	// Names other tools run code from, at the top and below it.
-	os.MkdirAll(filepath.Join(root, ".pi", "extensions"), 0o755)
-	os.WriteFile(filepath.Join(root, ".pi", "extensions", "x.ts"), []byte("export default () => {}"), 0o644)
-	os.WriteFile(filepath.Join(root, "opencode.json"), []byte("{}"), 0o644)
-	os.WriteFile(filepath.Join(root, ".husky", "pre-commit"), []byte("#!/bin/sh\n"), 0o755)
-	os.MkdirAll(filepath.Join(root, "pkg", ".devcontainer"), 0o755)
-	os.WriteFile(filepath.Join(root, "pkg", ".devcontainer", "devcontainer.json"), []byte("{}"), 0o644)
-	os.WriteFile(filepath.Join(root, "pkg", "app.code-workspace"), []byte("{}"), 0o644)
-	os.WriteFile(filepath.Join(root, "pkg", "main.go"), []byte("package main"), 0o644)
-	sub := filepath.Join(root, "sub", ".git")
-	os.MkdirAll(filepath.Join(sub, "hooks"), 0o755)
-	os.WriteFile(filepath.Join(sub, "config"), []byte("[core]\n\tfsmonitor = x\n"), 0o644)
-	os.WriteFile(filepath.Join(sub, "hooks", "post-checkout"), []byte("#!/bin/sh\n"), 0o755)
-	os.WriteFile(filepath.Join(sub, "hooks", "pre-commit.sample"), []byte("#!/bin/sh\n"), 0o755)
-	os.MkdirAll(filepath.Join(root, "pkg", ".vscode"), 0o755)
-	os.WriteFile(filepath.Join(root, "pkg", ".vscode", "tasks.json"), []byte("{}"), 0o644)
-	os.MkdirAll(filepath.Join(root, "node_modules", "x", ".git"), 0o755)
-	os.WriteFile(filepath.Join(root, "node_modules", "x", ".git", "config"), []byte(""), 0o644)
-	var out bytes.Buffer
-	warnPlantedGit(&out, root, started, nil, nil)
-	got := out.String()
-	for _, want := range []string{filepath.Join(sub, "config"), filepath.Join(sub, "hooks", "post-checkout"), filepath.Join(root, "pkg", ".vscode", "tasks.json"),
-		"files other tools run code from", filepath.Join(root, ".pi", "extensions", "x.ts"), filepath.Join(root, "opencode.json"),
-		filepath.Join(root, ".husky", "pre-commit"), filepath.Join(root, "pkg", ".devcontainer", "devcontainer.json"), filepath.Join(root, "pkg", "app.code-workspace")} {
-		if !strings.Contains(got, want) {
-			t.Errorf("%s not reported: %s", want, got)
-		}
-	}
-	for _, not := range []string{"sample", old, "node_modules", "opencode.jsonc", "main.go"} {
-		if strings.Contains(got, not) {
-			t.Errorf("%q reported: %s", not, got)
-		}
-	}
-}
-
-// TestRecentBeforeNotPlanted: what the user changed at the top of the
-// workdir in the moment before a run (git init, a commit, an edit of
-// .husky/) is not reported by the scan after it while it is still as it
-// was; a change the run made to it, even one of the same size, or a new
-// hook beside it, is.
-func TestRecentBeforeNotPlanted(t *testing.T) {
-	for _, change := range []string{"", "config", "hook", "husky"} {
-		t.Run("change="+change, func(t *testing.T) {
-			root, _ := filepath.EvalSymlinks(t.TempDir())
-			git := filepath.Join(root, ".git")
-			os.MkdirAll(filepath.Join(git, "hooks"), 0o755)
-			config := filepath.Join(git, "config")
-			os.WriteFile(config, []byte("[core]\n\tbare = false\n"), 0o644)
-			husky := filepath.Join(root, ".husky", "pre-commit")
-			os.MkdirAll(filepath.Dir(husky), 0o755)
-			os.WriteFile(husky, []byte("#!/bin/sh\nnpm test\n"), 0o755)
-			started := time.Now()
-			before := recentBefore(root, started)
-			if _, ok := before[config]; !ok {
-				t.Fatalf("%s, written just now, is not in the snapshot (the test proves nothing): %v", config, before)
-			}
-			var want string
-			switch change {
-			case "config":
-				want = config
-				os.WriteFile(config, []byte("[core]\n\tfsmon = /tmp/x\n"), 0o644)
-			case "hook":
-				want = filepath.Join(git, "hooks", "post-checkout")
-				os.WriteFile(want, []byte("#!/bin/sh\n"), 0o755)
-			case "husky":
-				want = husky
-				os.WriteFile(husky, []byte("#!/bin/sh\ncurl x|sh\n"), 0o755)
-			}
-			var out bytes.Buffer
-			warnPlantedGit(&out, root, started, nil, before)
-			got := out.String()
-			if want == "" && got != "" {
-				t.Errorf("a run that changed nothing was reported: %s", got)
-			}
-			if want != "" && !strings.Contains(got, want) {
-				t.Errorf("%s, changed by the run, not reported: %q", want, got)
-			}
-			var without bytes.Buffer
-			warnPlantedGit(&without, root, started, nil, nil)
-			if !strings.Contains(without.String(), config) {
-				t.Errorf("without the snapshot %s is not reported (the test proves nothing): %q", config, without.String())
-			}
-		})
-	}
 }
 
 // Placeholder files in a repository's workdir are listed in its
@@ -231,8 +104,8 @@ func TestPlaceholdersExcluded(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(ex, []byte("# user's own\n*.log\n"), 0o644)
-	s := spec.Spec{Workdir: w, Allow: []string{w}, StateDir: filepath.Join(root, "state", "agents", "x"),
-		Protected: []protect.Path{{Path: w + "/.envrc"}, {Path: w + "/.mcp.json"}, {Path: w + "/.vscode", Dir: true}}}
+	s := tspec{Workdir: w, Allow: []string{w}, StateDir: filepath.Join(root, "state", "agents", "x"),
+		Protected: []pp{{Path: w + "/.envrc"}, {Path: w + "/.mcp.json"}, {Path: w + "/.vscode", Dir: true}}}
 	rel := mustProtect(t, s, &bytes.Buffer{})
 	during, _ := os.ReadFile(ex)
 	for _, want := range []string{"*.log\n", excludeMarker + "\n/.envrc\n", excludeMarker + "\n/.mcp.json\n"} {
@@ -271,9 +144,9 @@ func TestPlaceholderStash(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	specFor := func(wd string) spec.Spec {
-		return spec.Spec{Workdir: wd, Allow: []string{wd}, StateDir: filepath.Join(root, "state", "agents", "x"),
-			Protected: []protect.Path{{Path: wd + "/.vscode", Dir: true}, {Path: wd + "/.mcp.json"}, {Path: wd + "/.envrc"}}}
+	specFor := func(wd string) tspec {
+		return tspec{Workdir: wd, Allow: []string{wd}, StateDir: filepath.Join(root, "state", "agents", "x"),
+			Protected: []pp{{Path: wd + "/.vscode", Dir: true}, {Path: wd + "/.mcp.json"}, {Path: wd + "/.envrc"}}}
 	}
 	names := []string{"/.vscode", "/.mcp.json", "/.envrc"}
 	run := func(wd string) map[string]uint64 {
@@ -325,9 +198,9 @@ func TestPlaceholderSharedPath(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	specFor := func(wd string) spec.Spec {
-		return spec.Spec{Workdir: wd, Allow: []string{wd, shared}, StateDir: filepath.Join(root, "state", "agents", "x"),
-			Protected: []protect.Path{{Path: shared + "/hooks", Dir: true}, {Path: shared + "/info/attributes"}}}
+	specFor := func(wd string) tspec {
+		return tspec{Workdir: wd, Allow: []string{wd, shared}, StateDir: filepath.Join(root, "state", "agents", "x"),
+			Protected: []pp{{Path: shared + "/hooks", Dir: true}, {Path: shared + "/info/attributes"}}}
 	}
 	paths := []string{shared + "/hooks", shared + "/info/attributes", shared + "/info"}
 	present := func(when string, want bool) {
@@ -353,62 +226,14 @@ func TestPlaceholderSharedPath(t *testing.T) {
 	}
 }
 
-// TestPlaceholderLeftNotPlanted: a placeholder the run made in its git dir,
-// left because another run still binds it, is not reported by the
-// end-of-run scan as planted (made just before the run started, it looks
-// changed since), unless it changed.
-func TestPlaceholderLeftNotPlanted(t *testing.T) {
-	root, _ := filepath.EvalSymlinks(t.TempDir())
-	w1, w2 := filepath.Join(root, "w1"), filepath.Join(root, "w2")
-	git := filepath.Join(w1, ".git")
-	for _, d := range []string{git, w2} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cw := filepath.Join(git, "config.worktree")
-	specFor := func(wd string) spec.Spec {
-		return spec.Spec{Workdir: wd, Allow: []string{wd, git}, StateDir: filepath.Join(root, "state", "agents", "x"),
-			Protected: []protect.Path{{Path: cw}}}
-	}
-	scan := func(started time.Time, intact []string) string {
-		var out bytes.Buffer
-		warnPlantedGit(&out, w1, started, intact, nil)
-		return out.String()
-	}
-	for _, changed := range []bool{false, true} {
-		var warn bytes.Buffer
-		rel1 := mustProtect(t, specFor(w1), &warn)
-		// Earlier than the placeholder, as a start a few milliseconds
-		// after it looks to the scan's coarse timestamps.
-		started := time.Now().Add(-time.Minute)
-		rel2 := mustProtect(t, specFor(w2), &warn)
-		if changed {
-			if err := os.WriteFile(cw, []byte("[core]\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		intact := rel1()
-		if got := scan(started, nil); !strings.Contains(got, cw) {
-			t.Fatalf("the scan without the run's placeholders does not see %s (the test proves nothing): %q", cw, got)
-		}
-		got := scan(started, intact)
-		if reported := strings.Contains(got, cw); reported != changed {
-			t.Errorf("changed %v: %s reported %v: %q", changed, cw, reported, got)
-		}
-		rel2()
-		os.Remove(cw)
-	}
-}
-
 func TestPlaceholderStashTampered(t *testing.T) {
 	root, _ := filepath.EvalSymlinks(t.TempDir())
 	w := filepath.Join(root, "w")
 	if err := os.MkdirAll(w, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s := spec.Spec{Workdir: w, Allow: []string{w}, StateDir: filepath.Join(root, "state", "agents", "x"),
-		Protected: []protect.Path{{Path: w + "/.vscode", Dir: true}, {Path: w + "/.envrc"}}}
+	s := tspec{Workdir: w, Allow: []string{w}, StateDir: filepath.Join(root, "state", "agents", "x"),
+		Protected: []pp{{Path: w + "/.vscode", Dir: true}, {Path: w + "/.envrc"}}}
 	rel := mustProtect(t, s, &bytes.Buffer{})
 	rel()
 	stashDir := filepath.Join(root, "state", "protect", "stash")
@@ -459,8 +284,8 @@ func TestPlaceholderStashXattr(t *testing.T) {
 	if err := os.MkdirAll(w, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s := spec.Spec{Workdir: w, Allow: []string{w}, StateDir: filepath.Join(root, "state", "agents", "x"),
-		Protected: []protect.Path{{Path: w + "/.vscode", Dir: true}}}
+	s := tspec{Workdir: w, Allow: []string{w}, StateDir: filepath.Join(root, "state", "agents", "x"),
+		Protected: []pp{{Path: w + "/.vscode", Dir: true}}}
 	rel := mustProtect(t, s, &bytes.Buffer{})
 	first := inode(t, w+"/.vscode")
 	rel()
@@ -476,4 +301,48 @@ func TestPlaceholderStashXattr(t *testing.T) {
 	if inode(t, dirSlot+".bad") != first {
 		t.Errorf("the slot with the attribute was not put out of use")
 	}
+}
+
+// pp is a protected path of a test run: read-only, or with Optional
+// disarmed (never created).
+type pp struct {
+	Path     string
+	Name     string
+	Dir      bool
+	Optional bool
+}
+
+// tspec is a test run: its workdir, writable grants, state dir (below the
+// state root's agents/<id>) and protected paths.
+type tspec struct {
+	Workdir   string
+	Allow     []string
+	StateDir  string
+	Protected []pp
+}
+
+// ensureProtected makes the placeholders of s's ledger (Make) and returns
+// their release.
+func ensureProtected(s tspec, warn io.Writer) (func() []string, error) {
+	var l protect.Ledger
+	writable := append(append([]string{}, s.Allow...), s.Workdir)
+	for _, p := range s.Protected {
+		e := protect.Entry{Path: p.Path, Name: p.Name, Dir: p.Dir, Guard: protect.ReadOnly}
+		if p.Optional {
+			e.Guard = protect.Disarmed
+		}
+		for _, w := range writable {
+			if strings.HasPrefix(p.Path, w+"/") && len(w) > len(e.Root) {
+				e.Root = w
+			}
+		}
+		if e.Root != "" {
+			l.Entries = append(l.Entries, e)
+		}
+	}
+	set, err := Make(l, filepath.Dir(filepath.Dir(s.StateDir)), s.Workdir)
+	if err != nil {
+		return nil, err
+	}
+	return func() []string { return set.Release(warn) }, nil
 }

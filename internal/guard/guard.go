@@ -1,0 +1,533 @@
+// Package guard is the host side of a run's protection: it holds the
+// ledger's paths (internal/protect) to what they were before the agent
+// started, while the agent runs and after it ends, whatever the engine.
+//
+// Begin snapshots every entry of the ledger before the agent starts. While
+// the agent runs (Linux: inotify), a read-only entry the host replaces is
+// handed to the engine to be bound read-only again (Options.Reprotect, the
+// namespace view's; nil for engines that bind nothing), and every change
+// is audited at once. End audits everything once more and then scans the
+// working directory for what no ledger can predict (a .git planted in a
+// subdirectory, tool files at any depth).
+//
+// The audit compares what runs code, not bytes: a git configuration's
+// settings other than the harmless ones git writes in ordinary work, the
+// code-running keys of a JSON or TOML settings file, a hook. A change to
+// one of those is undone (restored as before the run) and the changed
+// version kept in the quarantine directory; a change to a file that is
+// code as a whole but that the user edits too (.envrc) is reported with a
+// copy of the version from before; a path that must stay missing (a
+// commondir) is moved aside. Every finding names the file, what changed
+// (values quoted: the agent chose them) and where the copy is.
+package guard
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/diag"
+	"github.com/agent-sandbox/agent-sandbox/internal/protect"
+)
+
+// noFollow opens a path that was a regular file when statted: not through
+// a symlink swapped in since, and without blocking on a FIFO.
+const noFollow = syscall.O_NOFOLLOW | syscall.O_NONBLOCK
+
+// Options configure a Guard.
+type Options struct {
+	// Ledger is the run's.
+	Ledger protect.Ledger
+	// Workdir is scanned after the run.
+	Workdir string
+	// QuarantineDir is where the changed versions of files and the
+	// versions from before the run are kept (outside every grant); a
+	// subdirectory per run is made there when something is kept.
+	QuarantineDir string
+	// Agent names the run's subdirectory of QuarantineDir.
+	Agent string
+}
+
+// Reprotect binds the read-only entry, or the pinned directory, at path
+// again after the host replaced or removed it (creating a placeholder
+// first when an entry is gone): the namespace view's, given to Watch.
+type Reprotect func(path string) error
+
+// Guard holds a run's ledger.
+type Guard struct {
+	opts    Options
+	started time.Time
+	// before is what changed at the workdir's top just before the run,
+	// as it was then (the scan does not report it while unchanged).
+	before map[string]fingerprint
+	states []*state
+	byPath map[string]*state
+
+	mu       sync.Mutex
+	findings map[string]*Finding
+	order    []string
+	runDir   string // the quarantine subdirectory, once made
+	windows  []time.Duration
+
+	w *watcher
+	// bound says that the engine keeps the read-only entries read-only
+	// (the namespace view: Watch got a Reprotect): a change to one then
+	// comes from the host, unless the host replaced it first (the agent
+	// can write the new file until it is bound again). Without it the
+	// agent could write any of them at any time.
+	bound     bool
+	reprotect Reprotect
+}
+
+// state is one ledger entry with what the guard knows of it.
+type state struct {
+	e    protect.Entry
+	base snapshot
+	// baseKeys are its code-running settings before the run (codeKeys);
+	// baseOK says they could be read.
+	baseKeys map[string]string
+	baseOK   bool
+	// windows counts the times the host replaced or removed it while the
+	// agent ran: each left the new file writable until it was bound
+	// again.
+	windows int
+	// accepted is the latest content whose code-running settings were
+	// found as before the run (the host's own harmless changes kept):
+	// what a restore writes back.
+	accepted []byte
+}
+
+// Finding is one thing the guard found and did.
+type Finding struct {
+	// Path is the ledger entry (or, from the scan, the path found).
+	Path string
+	// Text says what changed and what was done, without the warning
+	// prefix.
+	Text string
+	// Count is how many times it was found during the run.
+	Count int
+}
+
+// Begin snapshots the ledger's entries as they are now: before the agent
+// starts (after the engine made its placeholders), and, on Linux, starts
+// watching them (their events queue until Watch).
+func Begin(o Options) (*Guard, error) {
+	g := &Guard{opts: o, started: time.Now(), byPath: map[string]*state{}, findings: map[string]*Finding{}}
+	for _, e := range o.Ledger.Entries {
+		st := &state{e: e, base: take(e.Path)}
+		if e.Format != protect.FormatOpaque {
+			if !st.base.exists {
+				st.baseKeys, st.baseOK = map[string]string{}, true
+			} else if st.base.content != nil {
+				st.baseKeys, st.baseOK = protect.CodeKeys(e, st.base.content)
+			}
+		}
+		st.accepted = st.base.content
+		g.states = append(g.states, st)
+		g.byPath[e.Path] = st
+	}
+	g.before = recentBefore(o.Workdir, g.started)
+	w, err := newWatcher(g)
+	if err != nil {
+		return nil, err
+	}
+	g.w = w
+	return g, nil
+}
+
+// Watch starts acting on the changes to the ledger's entries, once the
+// agent's sandbox is up. r is the engine's Reprotect, nil for an engine
+// that binds nothing (then any entry may be the agent's doing). It
+// returns at once.
+func (g *Guard) Watch(r Reprotect) {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	g.bound, g.reprotect = r != nil, r
+	g.mu.Unlock()
+	if g.w != nil {
+		g.w.start()
+	}
+}
+
+// End stops the watch, audits every entry once more, restoring what must
+// not have changed, calls release (the engine's clean-up of its
+// placeholders, which returns those still as made: never reported; nil
+// for none), and scans the workdir (the scan stops early when interrupted
+// is closed). It prints every finding to stderr and returns them.
+func (g *Guard) End(stderr io.Writer, interrupted <-chan struct{}, release func() []string) []Finding {
+	if g == nil {
+		if release != nil {
+			release()
+		}
+		return nil
+	}
+	if g.w != nil {
+		g.w.stop()
+	}
+	for _, st := range g.states {
+		g.audit(st, true)
+	}
+	var placeholders []string
+	if release != nil {
+		placeholders = release()
+	}
+	skip := map[string]bool{}
+	for _, st := range g.states {
+		skip[st.e.Path] = true
+	}
+	for _, p := range placeholders {
+		skip[p] = true
+	}
+	for _, f := range scan(g.opts.Workdir, g.started, skip, g.before, interrupted) {
+		g.note(f.Path, f.Text)
+	}
+	out := g.Findings()
+	for _, f := range out {
+		text := f.Text
+		if f.Count > 1 {
+			text += fmt.Sprintf(" (found %d times during the run)", f.Count)
+		}
+		diag.Warnf(stderr, "%s", text)
+	}
+	return out
+}
+
+// Findings returns what the guard found so far, in the order found.
+func (g *Guard) Findings() []Finding {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]Finding, 0, len(g.order))
+	for _, p := range g.order {
+		out = append(out, *g.findings[p])
+	}
+	return out
+}
+
+// Windows are, for each time the host replaced a read-only entry while
+// the agent ran, how long the new file stayed writable inside: from the
+// watch seeing the replacement to Reprotect's return.
+func (g *Guard) Windows() []time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]time.Duration(nil), g.windows...)
+}
+
+// note records a finding for path (the latest text wins; the count
+// grows).
+func (g *Guard) note(path, text string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	f, ok := g.findings[path]
+	if !ok {
+		f = &Finding{Path: path}
+		g.findings[path] = f
+		g.order = append(g.order, path)
+	}
+	f.Text = text
+	f.Count++
+}
+
+// audit compares one entry with its snapshot from before the run and
+// acts on a change: final is the audit after the run (the agent is gone:
+// a file is replaced by rename), else the agent may still run (a file is
+// rewritten in place, so that no new directory entry, and so no new
+// writable window, appears).
+func (g *Guard) audit(st *state, final bool) {
+	cur := take(st.e.Path)
+	if cur.same(st.base) {
+		return
+	}
+	e := st.e
+	switch {
+	case cur.err != nil:
+		g.note(e.Path, fmt.Sprintf("%s could not be checked after the run (%v): inspect it (%s)", e.Path, cur.err, e.Why))
+	case e.Guard == protect.Disarmed:
+		if !cur.exists {
+			return
+		}
+		aside, err := g.moveAside(e.Path)
+		if err != nil {
+			g.note(e.Path, fmt.Sprintf("DANGER: %s appeared during the run (%s) and could not be moved aside (%v): remove it before you use that repository or tool", e.Path, e.Why, err))
+			return
+		}
+		g.note(e.Path, fmt.Sprintf("%s appeared during the run (it %s): moved aside to %s; inspect it, then delete it", e.Path, e.Why, aside))
+	case e.Format != protect.FormatOpaque && !cur.dir && !cur.other:
+		g.auditKeys(st, cur, final)
+	default:
+		g.auditWhole(st, cur, final)
+	}
+}
+
+// auditKeys acts on a change to a file read in its format: only a change
+// to its code-running settings counts; it is undone.
+func (g *Guard) auditKeys(st *state, cur snapshot, final bool) {
+	e := st.e
+	if !cur.exists {
+		return // nothing runs from a file that is gone
+	}
+	var curKeys map[string]string
+	ok := false
+	if cur.content != nil {
+		curKeys, ok = protect.CodeKeys(e, cur.content)
+	}
+	if ok && st.baseOK && equalKeys(st.baseKeys, curKeys) {
+		g.mu.Lock()
+		st.accepted = cur.content
+		g.mu.Unlock()
+		return
+	}
+	var changes []string
+	switch {
+	case cur.content == nil:
+		changes = []string{"the file grew too large to read"}
+	case !ok:
+		changes = []string{fmt.Sprintf("it is no longer valid %s", formatName(e.Format))}
+	case !st.baseOK:
+		changes = []string{fmt.Sprintf("it was not valid %s before the run", formatName(e.Format))}
+	default:
+		changes = diffKeys(st.baseKeys, curKeys)
+	}
+	kept, err := g.keep(e.Path, "changed", cur.content)
+	if err != nil {
+		g.note(e.Path, fmt.Sprintf("DANGER: the run changed settings of %s that run code (%s), and keeping a copy of it failed (%v): it was left as it is; inspect it before you use the tool it belongs to", e.Path, strings.Join(changes, "; "), err))
+		return
+	}
+	g.mu.Lock()
+	accepted := st.accepted
+	g.mu.Unlock()
+	var restored []byte
+	switch {
+	case !st.base.exists:
+		restored = nil
+	case accepted == nil:
+		err = errTooLarge
+	case e.Format == protect.FormatJSON && ok && st.baseOK:
+		restored, err = restoreJSON(st.base.content, cur.content, changedKeys(st.baseKeys, curKeys))
+	default:
+		restored = accepted
+	}
+	if err == nil {
+		if !st.base.exists {
+			err = removeFile(e.Path)
+		} else {
+			err = writeBack(e.Path, restored, cur.mode, final)
+		}
+	}
+	if err != nil {
+		g.note(e.Path, fmt.Sprintf("DANGER: the run changed settings of %s that run code (%s), and restoring them failed (%v): the changed file is kept at %s; restore it before you use the tool it belongs to", e.Path, strings.Join(changes, "; "), err, kept))
+		return
+	}
+	what := "restored as before the run"
+	if !st.base.exists {
+		what = "removed (it did not exist before the run)"
+	}
+	g.note(e.Path, fmt.Sprintf("the run changed settings of %s that run code (%s; %s): %s; the changed version is kept at %s", e.Path, strings.Join(changes, "; "), e.Why, what, kept))
+}
+
+// auditWhole acts on a change to a file or directory compared whole.
+func (g *Guard) auditWhole(st *state, cur snapshot, final bool) {
+	e := st.e
+	if g.bound && st.windows == 0 {
+		// Read-only in the view the whole run: the host changed it.
+		return
+	}
+	what := describeChange(st.base, cur)
+	if restoresWhole(e) {
+		g.restoreWhole(st, cur, what, final)
+		return
+	}
+	// The user edits these too (.envrc, .vscode): the agent's change
+	// cannot be told from theirs, so it is named, with the version from
+	// before the run kept for comparison.
+	why := "the sandbox could not keep it read-only"
+	if g.bound {
+		why = fmt.Sprintf("it was replaced on the host %d time(s) during the run, and each time the agent could write the new file until it was read-only again", st.windows)
+	}
+	text := fmt.Sprintf("%s changed during the run (%s) and %s: review it before you use it (%s)", e.Path, what, why, e.Why)
+	if st.base.exists && !st.base.dir && st.base.content != nil {
+		if kept, err := g.keep(e.Path, "before", st.base.content); err == nil {
+			text += "; its version from before the run is kept at " + kept
+		}
+	}
+	g.note(e.Path, text)
+}
+
+// restoresWhole says whether a change to e is undone rather than
+// reported: what runs code by itself and is not the user's to edit while
+// an agent runs (a gitfile, hooks and what they link to).
+func restoresWhole(e protect.Entry) bool {
+	return e.Name == protect.GitFile || e.Name == protect.GitHooks
+}
+
+// restoreWhole undoes a change to a file or directory: a file gets its
+// content from before the run back; a directory's added or changed files
+// are moved aside and its removed or changed files written back.
+func (g *Guard) restoreWhole(st *state, cur snapshot, what string, final bool) {
+	e := st.e
+	fail := func(err error) {
+		g.note(e.Path, fmt.Sprintf("DANGER: %s changed during the run (%s; %s) and could not be restored (%v): inspect it before you run git there", e.Path, what, e.Why, err))
+	}
+	if !st.base.dir {
+		switch {
+		case !cur.exists:
+			if st.base.content == nil {
+				fail(errTooLarge)
+				return
+			}
+			if err := writeBack(e.Path, st.base.content, st.base.mode, true); err != nil {
+				fail(err)
+				return
+			}
+			g.note(e.Path, fmt.Sprintf("%s was removed during the run (%s): written back as before the run", e.Path, e.Why))
+		case cur.dir || cur.other || st.base.content == nil && st.base.exists:
+			aside, err := g.moveAside(e.Path)
+			if err != nil {
+				fail(err)
+				return
+			}
+			if st.base.exists && st.base.content != nil {
+				if err := writeBack(e.Path, st.base.content, st.base.mode, true); err != nil {
+					fail(err)
+					return
+				}
+			}
+			g.note(e.Path, fmt.Sprintf("%s changed during the run (%s; %s): moved aside to %s and restored as before the run", e.Path, what, e.Why, aside))
+		default:
+			kept, err := g.keep(e.Path, "changed", cur.content)
+			if err == nil {
+				if st.base.exists {
+					err = writeBack(e.Path, st.base.content, st.base.mode, final)
+				} else {
+					err = removeFile(e.Path)
+				}
+			}
+			if err != nil {
+				fail(err)
+				return
+			}
+			g.note(e.Path, fmt.Sprintf("%s changed during the run (%s; %s): restored as before the run; the changed version is kept at %s", e.Path, what, e.Why, kept))
+		}
+		return
+	}
+	if !cur.dir {
+		aside, err := g.moveAside(e.Path)
+		if err != nil {
+			fail(err)
+			return
+		}
+		if err := os.Mkdir(e.Path, 0o755); err != nil {
+			fail(err)
+			return
+		}
+		g.note(e.Path, fmt.Sprintf("%s was replaced during the run (%s; %s): moved aside to %s", e.Path, what, e.Why, aside))
+		cur = take(e.Path)
+	}
+	var moved []string
+	for _, name := range st.base.changedEntries(cur) {
+		p := filepath.Join(e.Path, name)
+		if _, now := cur.entries[name]; now {
+			aside, err := g.moveAside(p)
+			if err != nil {
+				fail(err)
+				return
+			}
+			moved = append(moved, fmt.Sprintf("%s to %s", quoteName(p), aside))
+		}
+		if b, was := st.base.entries[name]; was && !b.dir && b.content != nil {
+			if err := writeBack(p, b.content, b.mode, true); err != nil {
+				fail(err)
+				return
+			}
+		}
+	}
+	if len(moved) > 0 {
+		g.note(e.Path, fmt.Sprintf("the run changed %s (%s): moved aside %s, and restored what was there before the run; inspect them, then delete them", e.Path, e.Why, strings.Join(moved, ", ")))
+	}
+}
+
+// describeChange says in a few words how cur differs from base.
+func describeChange(base, cur snapshot) string {
+	switch {
+	case !base.exists:
+		return "created"
+	case !cur.exists:
+		return "removed"
+	case base.dir && cur.dir:
+		names := base.changedEntries(cur)
+		for i, n := range names {
+			names[i] = quoteName(n)
+		}
+		if len(names) > 8 {
+			names = append(names[:8], fmt.Sprintf("and %d more", len(names)-8))
+		}
+		return "entries added, changed or removed: " + strings.Join(names, ", ")
+	case base.dir != cur.dir || cur.other:
+		return "replaced by something else"
+	}
+	return "content changed"
+}
+
+func equalKeys(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// changedKeys are the keys whose values differ between a and b.
+func changedKeys(a, b map[string]string) []string {
+	var out []string
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			out = append(out, k)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func formatName(f protect.Format) string {
+	switch f {
+	case protect.FormatGit:
+		return "git configuration"
+	case protect.FormatJSON:
+		return "JSON"
+	case protect.FormatTOML:
+		return "TOML"
+	}
+	return string(f)
+}
+
+// quoteName is a path as a message shows one the agent may have chosen:
+// as it is when it holds only printable characters that cannot be taken
+// for the message's own words (no blank, quote, comma or backslash),
+// quoted (control characters escaped) otherwise.
+func quoteName(p string) string {
+	for _, r := range p {
+		if !unicode.IsPrint(r) || r == ' ' || r == '"' || r == '\'' || r == '\\' || r == ',' || r == ';' || r == utf8.RuneError {
+			return strconv.Quote(p)
+		}
+	}
+	return p
+}

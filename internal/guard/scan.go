@@ -1,0 +1,352 @@
+package guard
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/protect"
+)
+
+// Bounds of the scan for what was planted during a run.
+const (
+	scanMaxEntries = 500000
+	scanMaxTime    = 5 * time.Second
+)
+
+// scan walks the working directory after a run for what no ledger can
+// predict: git directories anywhere below it (a .git directory or file,
+// with their submodules and worktrees) whose config, commondir, hooks or
+// .git file were created or changed since started; the protected project
+// names (.vscode, .envrc, .claude, ...) in subdirectories, where only the
+// top of the workdir is kept read-only; and the names other tools run code
+// from that no run keeps read-only (protect.Reported) at any depth. Nothing
+// is skipped: node_modules is walked like the rest (a repository planted
+// there and registered in the project's index runs its fsmonitor on the
+// user's next git status), and a directory the scan cannot read is
+// reported, not passed over. skip are paths the ledger's audit speaks for,
+// and the run's own placeholders; before is what changed at the top just
+// before the run (recentBefore), not reported while still as it was. The
+// scan is bounded (scanMaxEntries, scanMaxTime) and stops when interrupted
+// is closed; either way it says what it did not check.
+func scan(workdir string, started time.Time, skip map[string]bool, before map[string]fingerprint, interrupted <-chan struct{}) []Finding {
+	since := scanSince(started)
+	planted := func(paths []string) []string {
+		var out []string
+		for _, p := range paths {
+			if skip[p] {
+				continue
+			}
+			if was, ok := before[p]; ok {
+				if now, ok := fingerprintOf(p); ok && now == was {
+					continue
+				}
+			}
+			out = append(out, p)
+		}
+		return out
+	}
+	deadline := time.Now().Add(scanMaxTime)
+	entries := 0
+	stopped := ""
+	var out []Finding
+	var tools, others, unreadable []string
+	toolTops := protect.ProjectTops()
+	_ = filepath.WalkDir(workdir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if path != workdir || d == nil {
+				unreadable = append(unreadable, fmt.Sprintf("%s (%v)", quoteName(path), errText(err)))
+			}
+			if d != nil && d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		entries++
+		if entries%1024 == 0 {
+			select {
+			case <-interrupted:
+				stopped = "it was interrupted"
+				return filepath.SkipAll
+			default:
+			}
+			if time.Now().After(deadline) {
+				stopped = fmt.Sprintf("it reached its time limit (%v)", scanMaxTime)
+				return filepath.SkipAll
+			}
+		}
+		if entries > scanMaxEntries {
+			stopped = fmt.Sprintf("it reached its limit of %d entries", scanMaxEntries)
+			return filepath.SkipAll
+		}
+		name := d.Name()
+		if name != ".git" {
+			if path == workdir {
+				return nil
+			}
+			if toolTops[name] && filepath.Dir(path) != workdir {
+				tools = append(tools, planted(changedTree(path, d.IsDir(), since))...)
+			} else if protect.Reported(name) {
+				others = append(others, planted(changedTree(path, d.IsDir(), since))...)
+			}
+			return nil
+		}
+		if changed := planted(gitChanged(path, d, since)); len(changed) > 0 {
+			out = append(out, Finding{Path: path, Text: fmt.Sprintf("the agent created or changed git metadata that git runs on the host: %s; your next git command in %s runs what it planted: inspect it (or remove that .git) before running git there", quoteAll(changed), quoteName(filepath.Dir(path)))})
+		}
+		if d.IsDir() {
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	if len(tools) > 0 {
+		out = append(out, Finding{Path: "(tools)", Text: fmt.Sprintf("the agent created or changed files your tools run code from, in subdirectories of the project (only its top is kept read-only): %s; inspect them before opening those folders or entering them with direnv", quoteAll(tools))})
+	}
+	if len(others) > 0 {
+		out = append(out, Finding{Path: "(reported)", Text: fmt.Sprintf("the agent created or changed files other tools run code from, which the sandbox does not keep read-only: %s; inspect them before you run the tool they belong to (another agent, your editor, a git hook manager, mise, a dev container) in this project outside the sandbox", quoteAll(others))})
+	}
+	if len(unreadable) > 0 {
+		if len(unreadable) > 20 {
+			unreadable = append(unreadable[:20], fmt.Sprintf("and %d more", len(unreadable)-20))
+		}
+		out = append(out, Finding{Path: "(unreadable)", Text: fmt.Sprintf("the scan of %s for git metadata and tool files planted during the run could not read %s: what lies there was not checked (git can still enter a directory it cannot list); inspect them, or make them readable, before running git or opening the project", quoteName(workdir), strings.Join(unreadable, ", "))})
+	}
+	if stopped != "" {
+		out = append(out, Finding{Path: "(stopped)", Text: fmt.Sprintf("the scan of %s for git metadata and tool files planted during the run stopped after %d entries because %s: what lies beyond was not checked", quoteName(workdir), entries, stopped)})
+	}
+	return out
+}
+
+func errText(err error) string {
+	var pe *fs.PathError
+	if e, ok := err.(*fs.PathError); ok {
+		pe = e
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// quoteAll joins paths for a message, each quoteName'd.
+func quoteAll(paths []string) string {
+	q := make([]string, len(paths))
+	for i, p := range paths {
+		q[i] = quoteName(p)
+	}
+	return strings.Join(q, ", ")
+}
+
+// scanSince is the time from which the scan after a run counts a status
+// change as the agent's. It lies before started by more than the coarse
+// clock the kernel stamps ctimes with lags behind (a tick: 1 to 10 ms), so
+// that nothing the agent changes is missed; what changed in that margin
+// before the run is told apart by recentBefore.
+func scanSince(started time.Time) time.Time {
+	return started.Add(-10 * time.Millisecond)
+}
+
+// recentBefore fingerprints, as a run starts, what the scan after it would
+// report at the top of the workdir already (a git command or an editor
+// that wrote .git/config or .husky/ in the moment before the run): the
+// workdir's own .git and the protect.Reported names at its top. Usually
+// nothing there changed that recently, and it costs one directory read
+// and a few stats. Deeper paths changed in that moment are still reported.
+func recentBefore(workdir string, started time.Time) map[string]fingerprint {
+	since := scanSince(started)
+	ents, err := os.ReadDir(workdir)
+	if err != nil {
+		return nil
+	}
+	var paths []string
+	for _, e := range ents {
+		path := filepath.Join(workdir, e.Name())
+		if e.Name() == ".git" {
+			paths = append(paths, gitChanged(path, e, since)...)
+		} else if protect.Reported(e.Name()) {
+			paths = append(paths, changedTree(path, e.IsDir(), since)...)
+		}
+	}
+	var out map[string]fingerprint
+	for _, p := range paths {
+		if f, ok := fingerprintOf(p); ok {
+			if out == nil {
+				out = map[string]fingerprint{}
+			}
+			out[p] = f
+		}
+	}
+	return out
+}
+
+// fingerprint is what a path is, for git or a tool that runs it: its
+// identity, type and permission bits, size, and a hash of its content (a
+// file's bytes, a directory's sorted names, a symlink's target). Its ctime
+// is left out: that is what made the path look changed.
+type fingerprint struct {
+	dev, ino uint64
+	mode     fs.FileMode
+	size     int64
+	sum      [sha256.Size]byte
+}
+
+// maxFingerprint bounds the file content fingerprintOf reads; a larger
+// file is not fingerprinted (and stays reported).
+const maxFingerprint = 1 << 20
+
+// fingerprintOf returns p's fingerprint, without following a symlink at
+// p; ok is false when p cannot be read whole.
+func fingerprintOf(p string) (f fingerprint, ok bool) {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return f, false
+	}
+	dev, ino := devIno(fi)
+	f = fingerprint{dev: dev, ino: ino, mode: fi.Mode(), size: fi.Size()}
+	h := sha256.New()
+	switch {
+	case fi.Mode().IsRegular():
+		if fi.Size() > maxFingerprint {
+			return f, false
+		}
+		file, err := os.OpenFile(p, os.O_RDONLY|noFollow, 0)
+		if err != nil {
+			return f, false
+		}
+		defer file.Close()
+		// The content read must be the file statted.
+		st, err := file.Stat()
+		if err != nil || !os.SameFile(st, fi) {
+			return f, false
+		}
+		n, err := io.Copy(h, io.LimitReader(file, maxFingerprint+1))
+		if err != nil || n != fi.Size() {
+			return f, false
+		}
+	case fi.IsDir():
+		ents, err := os.ReadDir(p)
+		if err != nil {
+			return f, false
+		}
+		for _, e := range ents { // sorted by name
+			h.Write([]byte(e.Name()))
+			h.Write([]byte{0})
+		}
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, err := os.Readlink(p)
+		if err != nil {
+			return f, false
+		}
+		h.Write([]byte(target))
+	default:
+		return f, false
+	}
+	h.Sum(f.sum[:0])
+	return f, true
+}
+
+// changedTree lists path, when changed since, and for a directory the
+// entries below it (two levels) changed since.
+func changedTree(path string, dir bool, since time.Time) []string {
+	if !dir {
+		if changedSince(path, since) {
+			return []string{path}
+		}
+		return nil
+	}
+	var out []string
+	var walk func(p string, depth int)
+	walk = func(p string, depth int) {
+		ents, err := os.ReadDir(p)
+		if err != nil {
+			return
+		}
+		for i, e := range ents {
+			if i >= maxScanNested {
+				break
+			}
+			q := filepath.Join(p, e.Name())
+			if changedSince(q, since) {
+				out = append(out, q)
+			}
+			if e.IsDir() && depth < 2 {
+				walk(q, depth+1)
+			}
+		}
+	}
+	if changedSince(path, since) {
+		out = append(out, path)
+	}
+	walk(path, 1)
+	return out
+}
+
+// gitChanged lists what of the .git at path changed since: a gitfile
+// itself, or what gitDirChanged lists of a git dir.
+func gitChanged(path string, d fs.DirEntry, since time.Time) []string {
+	if d.Type().IsRegular() {
+		if changedSince(path, since) {
+			return []string{path}
+		}
+	} else if d.IsDir() {
+		return gitDirChanged(path, since, 0)
+	}
+	return nil
+}
+
+// gitDirChanged lists config, config.worktree, commondir, hooks/ and each
+// hook of the git dir g (and of its submodules and worktrees) changed
+// since.
+func gitDirChanged(g string, since time.Time, depth int) []string {
+	var out []string
+	for _, name := range []string{"config", "config.worktree", "commondir", "hooks"} {
+		if p := filepath.Join(g, name); changedSince(p, since) {
+			out = append(out, p)
+		}
+	}
+	if ents, err := os.ReadDir(filepath.Join(g, "hooks")); err == nil {
+		for _, e := range ents {
+			if strings.HasSuffix(e.Name(), ".sample") {
+				continue // git never runs these
+			}
+			if p := filepath.Join(g, "hooks", e.Name()); changedSince(p, since) {
+				out = append(out, p)
+			}
+		}
+	}
+	if depth >= 4 {
+		return out
+	}
+	for _, kind := range []string{"modules", "worktrees"} {
+		ents, err := os.ReadDir(filepath.Join(g, kind))
+		if err != nil {
+			continue
+		}
+		for i, e := range ents {
+			if i >= maxScanNested {
+				break
+			}
+			if e.IsDir() {
+				out = append(out, gitDirChanged(filepath.Join(g, kind, e.Name()), since, depth+1)...)
+			}
+		}
+	}
+	return out
+}
+
+// maxScanNested bounds the submodule and worktree entries scanned per
+// git dir.
+const maxScanNested = 256
+
+// changedSince reports whether p exists with a status change (ctime, which
+// the agent cannot set back) at or after since.
+func changedSince(p string, since time.Time) bool {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return false
+	}
+	return !ctime(fi).Before(since)
+}

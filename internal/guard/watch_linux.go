@@ -1,0 +1,277 @@
+//go:build linux
+
+package guard
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/protect"
+)
+
+// watcher follows the ledger's entries with inotify: the directory that
+// holds each (its nearest existing ancestor while it is missing), each
+// pinned directory's parent, and, for engines that bind nothing, each
+// hooks directory's inside.
+type watcher struct {
+	g    *Guard
+	f    *os.File // the inotify instance, non-blocking (Go's poller)
+	mu   sync.Mutex
+	wds  map[int32]string // watch descriptor → directory
+	dirs map[string]int32 // directory → watch descriptor
+	// pins are the view's pinned directories: a host that replaces one
+	// detaches every mount below it.
+	pins    map[string]bool
+	once    sync.Once
+	done    chan struct{}
+	started bool
+}
+
+// watchMask is what a watched directory reports: entries created,
+// removed, renamed in or out, written, their attributes changed, and the
+// directory itself going away.
+const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
+	unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix.IN_ATTRIB | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF |
+	unix.IN_DONT_FOLLOW | unix.IN_ONLYDIR | unix.IN_EXCL_UNLINK
+
+// newWatcher sets the watches up; events queue in the kernel until start.
+func newWatcher(g *Guard) (*watcher, error) {
+	if len(g.states) == 0 {
+		return nil, nil
+	}
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		return nil, errors.New("watching the protected paths: inotify: " + err.Error())
+	}
+	w := &watcher{g: g, f: os.NewFile(uintptr(fd), "inotify"), wds: map[int32]string{}, dirs: map[string]int32{}, pins: map[string]bool{}, done: make(chan struct{})}
+	for _, p := range g.opts.Ledger.Pins() {
+		w.pins[p] = true
+	}
+	w.ensure()
+	return w, nil
+}
+
+// wanted are the directories the watch should follow.
+func (w *watcher) wanted() []string {
+	var out []string
+	for _, st := range w.g.states {
+		out = append(out, filepath.Dir(st.e.Path))
+		if st.e.Dir && st.e.Name == protect.GitHooks {
+			out = append(out, st.e.Path)
+		}
+	}
+	for p := range w.pins {
+		out = append(out, filepath.Dir(p))
+	}
+	return out
+}
+
+// ensure adds a watch for each wanted directory, or, while one is
+// missing, its nearest existing ancestor; it drops the watches of
+// directories that are gone.
+func (w *watcher) ensure() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, d := range w.wanted() {
+		for {
+			if _, ok := w.dirs[d]; ok {
+				if st, err := os.Lstat(d); err == nil && st.IsDir() {
+					break
+				}
+			}
+			wd, err := unix.InotifyAddWatch(int(w.f.Fd()), d, watchMask)
+			if err == nil {
+				if old, ok := w.dirs[d]; ok && old != int32(wd) {
+					delete(w.wds, old)
+				}
+				w.wds[int32(wd)], w.dirs[d] = d, int32(wd)
+				break
+			}
+			parent := filepath.Dir(d)
+			if parent == d {
+				break
+			}
+			d = parent
+		}
+	}
+}
+
+// start begins acting on the events (those queued since newWatcher
+// first), in the background.
+func (w *watcher) start() {
+	w.mu.Lock()
+	w.started = true
+	w.mu.Unlock()
+	// What happened between the snapshots and now (the view was built
+	// in between) is in the queue.
+	go w.loop()
+}
+
+// stop ends the watch and waits until no event is being handled.
+func (w *watcher) stop() {
+	w.once.Do(func() {
+		w.f.Close()
+		w.mu.Lock()
+		started := w.started
+		w.mu.Unlock()
+		if started {
+			<-w.done
+		}
+	})
+}
+
+func (w *watcher) loop() {
+	defer close(w.done)
+	buf := make([]byte, 64*1024)
+	for {
+		n, err := w.f.Read(buf)
+		if err != nil {
+			return // closed by stop
+		}
+		w.handle(buf[:n])
+	}
+}
+
+// handle acts on a buffer of events.
+func (w *watcher) handle(buf []byte) {
+	touched := map[*state]uint32{}
+	var order []*state
+	rewatch, all := false, false
+	var pinsHit []string
+	for len(buf) >= unix.SizeofInotifyEvent {
+		ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[0]))
+		size := unix.SizeofInotifyEvent + int(ev.Len)
+		if size > len(buf) {
+			break
+		}
+		name := strings.TrimRight(string(buf[unix.SizeofInotifyEvent:size]), "\x00")
+		buf = buf[size:]
+		if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
+			all = true
+			continue
+		}
+		w.mu.Lock()
+		dir, ok := w.wds[ev.Wd]
+		if ev.Mask&unix.IN_IGNORED != 0 {
+			delete(w.wds, ev.Wd)
+			if w.dirs[dir] == ev.Wd {
+				delete(w.dirs, dir)
+			}
+		}
+		w.mu.Unlock()
+		if !ok {
+			continue
+		}
+		if ev.Mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_IGNORED) != 0 {
+			// The directory itself went: what was below it is checked.
+			rewatch, all = true, true
+			continue
+		}
+		path := filepath.Join(dir, name)
+		if ev.Mask&unix.IN_ISDIR != 0 && ev.Mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0 {
+			rewatch = true // a missing directory on the way may exist now
+		}
+		if w.pins[path] && ev.Mask&(unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_DELETE|unix.IN_MOVED_FROM) != 0 {
+			pinsHit = append(pinsHit, path)
+			rewatch = true
+		}
+		if st := w.g.byPath[path]; st != nil {
+			if _, seen := touched[st]; !seen {
+				order = append(order, st)
+			}
+			touched[st] |= ev.Mask
+		}
+		if st := w.g.byPath[dir]; st != nil && st.e.Dir {
+			// Inside a watched directory entry (hooks, without binds).
+			if _, seen := touched[st]; !seen {
+				order = append(order, st)
+			}
+			touched[st] |= unix.IN_MODIFY
+		}
+	}
+	if rewatch {
+		w.ensure()
+	}
+	for _, pin := range pinsHit {
+		w.reprotectBelow(pin)
+	}
+	if all {
+		w.all()
+		return
+	}
+	for _, st := range order {
+		w.act(st, touched[st])
+	}
+}
+
+// structural events replace or remove a directory entry.
+const structural = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_DELETE | unix.IN_MOVED_FROM
+
+// act handles the events mask of one entry.
+func (w *watcher) act(st *state, mask uint32) {
+	e := st.e
+	if e.Guard == protect.ReadOnly && mask&structural != 0 && w.g.reprotect != nil {
+		w.reprotect(st)
+	}
+	switch {
+	case e.Guard == protect.Disarmed && mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0,
+		e.Guard == protect.Audited,
+		e.Format != protect.FormatOpaque,
+		restoresWhole(e) && !w.g.bound:
+		w.g.audit(st, false)
+	}
+}
+
+// reprotect has the engine bind st's entry again, and counts the window.
+func (w *watcher) reprotect(st *state) {
+	t0 := time.Now()
+	err := w.g.reprotect(st.e.Path)
+	d := time.Since(t0)
+	w.g.mu.Lock()
+	st.windows++
+	w.g.windows = append(w.g.windows, d)
+	w.g.mu.Unlock()
+	if err != nil {
+		w.g.note(st.e.Path, "DANGER: "+st.e.Path+" was replaced on the host during the run and could not be made read-only again ("+err.Error()+"): the agent could write it for the rest of the run; inspect it ("+st.e.Why+")")
+	}
+}
+
+// reprotectBelow binds again a pinned directory the host replaced and
+// every read-only entry below it.
+func (w *watcher) reprotectBelow(pin string) {
+	if w.g.reprotect == nil {
+		return
+	}
+	_ = w.g.reprotect(pin)
+	for _, st := range w.g.states {
+		if st.e.Guard == protect.ReadOnly && strings.HasPrefix(st.e.Path, pin+"/") {
+			w.reprotect(st)
+		}
+	}
+}
+
+// all checks every entry: each read-only one whose mount may be gone is
+// bound again, and every entry audited.
+func (w *watcher) all() {
+	for p := range w.pins {
+		if w.g.reprotect != nil {
+			_ = w.g.reprotect(p)
+		}
+	}
+	for _, st := range w.g.states {
+		if st.e.Guard == protect.ReadOnly && w.g.reprotect != nil {
+			// Reprotect leaves a mount that is still there alone.
+			if err := w.g.reprotect(st.e.Path); err != nil {
+				w.g.note(st.e.Path, "DANGER: "+st.e.Path+" could not be made read-only again ("+err.Error()+"): inspect it ("+st.e.Why+")")
+			}
+		}
+		w.act(st, 0)
+	}
+}

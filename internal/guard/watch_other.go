@@ -1,0 +1,13 @@
+//go:build !linux
+
+package guard
+
+// watcher does nothing where inotify is missing: the audit after the run
+// still runs.
+type watcher struct{}
+
+func newWatcher(*Guard) (*watcher, error) { return nil, nil }
+
+func (w *watcher) start() {}
+
+func (w *watcher) stop() {}

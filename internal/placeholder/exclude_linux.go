@@ -1,0 +1,114 @@
+//go:build linux
+
+package placeholder
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/gitdir"
+	"github.com/agent-sandbox/agent-sandbox/internal/safefs"
+)
+
+// excludeMarker precedes each line agent-sandbox adds to a repository's
+// info/exclude.
+const excludeMarker = "# agent-sandbox: a placeholder of a protected file, for this run only (remove the next line if agent-sandbox was killed)"
+
+// excludePlaceholders adds the placeholder files created in the workdir
+// to its repository's info/exclude (when that lies in a writable grant),
+// so that git inside does not list them and an agent's `git add -A` does
+// not commit them; removePlaceholders takes the lines out again.
+func (s *Set) exclude(files []string) error {
+	if len(files) == 0 {
+		return nil
+	}
+	ex := excludeFile(s.workdir)
+	inside := false
+	for _, e := range s.ledger.Entries {
+		if e.Root != "" && strings.HasPrefix(ex, e.Root+"/") {
+			inside = true
+		}
+	}
+	if ex == "" || !inside {
+		return nil
+	}
+	if st, err := os.Lstat(ex); err == nil && !st.Mode().IsRegular() {
+		return nil // not a plain file: leave it alone
+	}
+	// The git dir is the agent's to write (between runs too): no
+	// component of the way to info/exclude may be a symlink, or the
+	// lines would land wherever it points.
+	if err := safefs.Mkdir(filepath.Dir(ex)); err != nil {
+		return fmt.Errorf("creating %s: %v", filepath.Dir(ex), err)
+	}
+	f, err := safefs.Open(ex, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("opening %s: %v", ex, err)
+	}
+	defer f.Close()
+	reg, err := os.OpenFile(s.regPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("opening %s: %v", s.regPath, err)
+	}
+	defer reg.Close()
+	for _, p := range files {
+		pattern := "/" + strings.TrimPrefix(p, s.workdir+"/")
+		if _, err := fmt.Fprintf(f, "%s\n%s\n", excludeMarker, pattern); err != nil {
+			return fmt.Errorf("writing %s: %v", ex, err)
+		}
+		b, _ := json.Marshal(record{Path: ex, Exclude: pattern})
+		if _, err := reg.Write(append(b, '\n')); err != nil {
+			return fmt.Errorf("recording %s: %v", ex, err)
+		}
+	}
+	return nil
+}
+
+// excludeFile is the info/exclude git reads for the working tree workdir
+// (in the common dir of a linked worktree), or "".
+func excludeFile(workdir string) string {
+	dg := filepath.Join(workdir, ".git")
+	if st, err := os.Lstat(dg); err == nil && st.IsDir() {
+		return filepath.Join(dg, "info", "exclude")
+	}
+	l, err := gitdir.Find(workdir)
+	if err != nil || l == nil {
+		return ""
+	}
+	if l.CommonDir != "" {
+		return filepath.Join(l.CommonDir, "info", "exclude")
+	}
+	return filepath.Join(l.GitDir, "info", "exclude")
+}
+
+// unexclude removes the marker and pattern pairs recorded for the exclude
+// file ex.
+func unexclude(ex string, patterns map[string]bool) {
+	f, err := safefs.Open(ex, os.O_RDWR, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	var out strings.Builder
+	for i := 0; i < len(lines); i++ {
+		if strings.TrimSuffix(lines[i], "\n") == excludeMarker && i+1 < len(lines) && patterns[strings.TrimSuffix(lines[i+1], "\n")] {
+			i++
+			continue
+		}
+		out.WriteString(lines[i])
+	}
+	if out.String() != string(b) {
+		if f.Truncate(0) == nil {
+			_, _ = f.WriteAt([]byte(out.String()), 0)
+		}
+	}
+}

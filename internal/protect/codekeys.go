@@ -1,0 +1,214 @@
+package protect
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+	"github.com/tailscale/hujson"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/gitconfig"
+)
+
+// CodeKeys are the settings of a file's content that run code or redirect
+// its tool, keyed by where they stand (a JSON pointer for JSON and TOML;
+// the ordinal and name of the entry for git configuration), each with its
+// value as text. Two files whose CodeKeys are equal run the same code.
+// ok is false when the content cannot be read in its format: then the
+// whole file counts.
+func CodeKeys(e Entry, content []byte) (keys map[string]string, ok bool) {
+	if e.Format == FormatGit {
+		return gitCodeKeys(content)
+	}
+	doc, ok := decodeDoc(e.Format, content)
+	if !ok {
+		return nil, false
+	}
+	return treeKeys(doc, e.Keys, e.Commands), true
+}
+
+// decodeDoc decodes a JSON (comments allowed) or TOML document.
+func decodeDoc(f Format, content []byte) (any, bool) {
+	switch f {
+	case FormatJSON:
+		// Parse aliases its input and Standardize rewrites it in place.
+		v, err := hujson.Parse(append([]byte(nil), content...))
+		if err != nil {
+			return nil, false
+		}
+		v.Standardize()
+		var doc any
+		d := json.NewDecoder(bytes.NewReader(v.Pack()))
+		d.UseNumber()
+		if err := d.Decode(&doc); err != nil {
+			return nil, false
+		}
+		return doc, true
+	case FormatTOML:
+		var doc map[string]any
+		if _, err := toml.Decode(string(content), &doc); err != nil {
+			return nil, false
+		}
+		return doc, true
+	}
+	return nil, false
+}
+
+// treeKeys collects, for each dotted pattern ("*" matches any key or
+// index), the values at the paths matching it, as canonical JSON. With a
+// commands prefix only the string values that start with it (at any depth
+// below a match) count.
+func treeKeys(doc any, patterns []string, commands string) map[string]string {
+	out := map[string]string{}
+	for _, pat := range patterns {
+		var walk func(v any, segs []string, ptr string)
+		walk = func(v any, segs []string, ptr string) {
+			if len(segs) == 0 {
+				collect(v, ptr, commands, out)
+				return
+			}
+			switch t := v.(type) {
+			case map[string]any:
+				if segs[0] == "*" {
+					for k, c := range t {
+						walk(c, segs[1:], ptr+"/"+pointerEscape(k))
+					}
+				} else if c, ok := t[segs[0]]; ok {
+					walk(c, segs[1:], ptr+"/"+pointerEscape(segs[0]))
+				}
+			case []any:
+				for i, c := range t {
+					if segs[0] == "*" || segs[0] == strconv.Itoa(i) {
+						walk(c, segs[1:], ptr+"/"+strconv.Itoa(i))
+					}
+				}
+			case []map[string]any: // TOML arrays of tables
+				for i, c := range t {
+					if segs[0] == "*" || segs[0] == strconv.Itoa(i) {
+						walk(c, segs[1:], ptr+"/"+strconv.Itoa(i))
+					}
+				}
+			}
+		}
+		walk(doc, strings.Split(pat, "."), "")
+	}
+	return out
+}
+
+// collect records v at ptr (canonical JSON), or with a commands prefix
+// each string below v that starts with it.
+func collect(v any, ptr, commands string, out map[string]string) {
+	if commands == "" {
+		b, err := json.Marshal(v)
+		if err != nil {
+			b = []byte(fmt.Sprint(v))
+		}
+		out[ptr] = string(b)
+		return
+	}
+	switch t := v.(type) {
+	case string:
+		if strings.HasPrefix(t, commands) {
+			out[ptr] = strconv.Quote(t)
+		}
+	case map[string]any:
+		for k, c := range t {
+			collect(c, ptr+"/"+pointerEscape(k), commands, out)
+		}
+	case []any:
+		for i, c := range t {
+			collect(c, ptr+"/"+strconv.Itoa(i), commands, out)
+		}
+	case []map[string]any:
+		for i, c := range t {
+			collect(c, ptr+"/"+strconv.Itoa(i), commands, out)
+		}
+	}
+}
+
+// pointerEscape escapes one JSON pointer segment (RFC 6901).
+func pointerEscape(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// gitCodeKeys are the entries of a git configuration file that are not
+// known to be harmless (harmlessGitKey), in file order: key "N name",
+// value the value (or "(no value)").
+func gitCodeKeys(content []byte) (map[string]string, bool) {
+	entries, err := gitconfig.Parse(content)
+	if err != nil {
+		return nil, false
+	}
+	out := map[string]string{}
+	n := 0
+	for _, e := range entries {
+		if harmlessGitKey(e) {
+			continue
+		}
+		v := e.Value
+		if e.NoValue {
+			v = "(no value)"
+		}
+		out[fmt.Sprintf("%04d %s", n, e.Name())] = v
+		n++
+	}
+	return out, true
+}
+
+// harmlessGitKeys are the git settings that neither run code nor send
+// anything elsewhere, and that git (the user's, or the agent's) writes in
+// ordinary work: tracking branches, fetch refspecs, the repository's
+// format, identity, merge and pull preferences, submodule registration.
+// Every other setting of a repository's configuration (core.fsmonitor,
+// core.hooksPath, core.sshCommand, filters, diff and merge drivers,
+// aliases, credential helpers, remote URLs, url.*.insteadOf, includes,
+// http proxies...) counts: a change to one during a run is undone.
+var harmlessGitKeys = map[string]bool{
+	"core.repositoryformatversion": true, "core.filemode": true, "core.bare": true,
+	"core.logallrefupdates": true, "core.ignorecase": true, "core.precomposeunicode": true,
+	"core.symlinks": true, "core.autocrlf": true, "core.eol": true, "core.safecrlf": true,
+	"core.quotepath": true, "core.sparsecheckout": true, "core.sparsecheckoutcone": true,
+	"core.untrackedcache": true, "core.splitindex": true, "core.commitgraph": true,
+	"core.multipackindex": true, "core.checkstat": true, "core.trustctime": true,
+	"core.whitespace": true, "core.compression": true, "core.loosecompression": true,
+	"core.abbrev": true, "core.preloadindex": true,
+	"user.name": true, "user.email": true, "user.signingkey": true,
+	"commit.gpgsign": true, "tag.gpgsign": true,
+	"pull.rebase": true, "pull.ff": true, "push.default": true, "push.autosetupremote": true,
+	"push.followtags": true, "fetch.prune": true, "fetch.prunetags": true,
+	"fetch.writecommitgraph": true, "init.defaultbranch": true,
+	"merge.conflictstyle": true, "merge.ff": true, "rebase.autosquash": true,
+	"rebase.autostash": true, "rebase.updaterefs": true, "rerere.enabled": true,
+	"rerere.autoupdate": true, "diff.algorithm": true, "diff.renames": true,
+	"diff.colormoved": true, "status.showuntrackedfiles": true, "gc.auto": true,
+	"gc.autopacklimit": true, "maintenance.auto": true, "maintenance.strategy": true,
+	"extensions.objectformat": true, "extensions.worktreeconfig": true,
+	"extensions.preciousobjects": true, "extensions.partialclone": true,
+	"index.version": true, "index.skiphash": true, "feature.manyfiles": true,
+	"lfs.repositoryformatversion": true,
+}
+
+// harmlessGitSubKeys are the harmless settings of a subsection, by
+// section and key: branch.<name>.remote, remote.<name>.fetch, ...
+var harmlessGitSubKeys = map[string]bool{
+	"branch.remote": true, "branch.merge": true, "branch.rebase": true,
+	"branch.description": true, "branch.vscode-merge-base": true,
+	"branch.github-pr-owner-number": true,
+	"remote.fetch":                  true, "remote.tagopt": true, "remote.prune": true,
+	"remote.skipdefaultupdate": true, "remote.promisor": true, "remote.partialclonefilter": true,
+	"submodule.url": true, "submodule.active": true, "submodule.branch": true,
+	"color.branch": true, "color.diff": true, "color.status": true,
+}
+
+func harmlessGitKey(e gitconfig.Entry) bool {
+	switch {
+	case e.Section == "color" || e.Section == "column" || e.Section == "advice":
+		return true
+	case e.HasSub:
+		return harmlessGitSubKeys[e.Section+"."+e.Key]
+	}
+	return harmlessGitKeys[e.Section+"."+e.Key]
+}
