@@ -146,15 +146,19 @@ func Begin(o Options) (*Guard, error) {
 
 // Watch starts acting on the changes to the ledger's entries, once the
 // agent's sandbox is up. r is the engine's Reprotect, nil for an engine
-// that binds nothing (then any entry may be the agent's doing). It
-// returns at once.
-func (g *Guard) Watch(r Reprotect) {
+// that binds nothing (then any entry may be the agent's doing); masks are
+// further paths the engine hides (credential files, /etc secrets) that r
+// puts back the same way when the host replaces one. It returns at once.
+func (g *Guard) Watch(r Reprotect, masks ...string) {
 	if g == nil {
 		return
 	}
 	g.mu.Lock()
 	g.bound, g.reprotect = r != nil, r
 	g.mu.Unlock()
+	if g.w != nil && r != nil {
+		g.w.addMasks(masks)
+	}
 	if g.w != nil {
 		g.w.start()
 	}
@@ -191,6 +195,11 @@ func (g *Guard) End(stderr io.Writer, interrupted <-chan struct{}, release func(
 	}
 	for _, f := range scan(g.opts.Workdir, g.started, skip, g.before, interrupted) {
 		g.note(f.Path, f.Text)
+	}
+	if ws := g.Windows(); len(ws) > 0 {
+		sorted := append([]time.Duration(nil), ws...)
+		sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
+		diag.Notef(stderr, "the host replaced protected files %d time(s) during the run; each was read-only again in the sandbox within %v (median), %v at most", len(ws), sorted[len(sorted)/2].Round(time.Microsecond), sorted[len(sorted)-1].Round(time.Microsecond))
 	}
 	out := g.Findings()
 	for _, f := range out {
@@ -285,6 +294,11 @@ func (g *Guard) auditKeys(st *state, cur snapshot, final bool) {
 		g.mu.Lock()
 		st.accepted = cur.content
 		g.mu.Unlock()
+		return
+	}
+	if !ok && !final {
+		// Not readable in its format while the agent runs: maybe caught
+		// between two writes. The audit after the run decides.
 		return
 	}
 	var changes []string

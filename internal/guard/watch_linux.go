@@ -28,7 +28,9 @@ type watcher struct {
 	dirs map[string]int32 // directory → watch descriptor
 	// pins are the view's pinned directories: a host that replaces one
 	// detaches every mount below it.
-	pins    map[string]bool
+	pins map[string]bool
+	// masks are the view's masked paths (Watch).
+	masks   map[string]bool
 	once    sync.Once
 	done    chan struct{}
 	started bool
@@ -43,14 +45,11 @@ const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN
 
 // newWatcher sets the watches up; events queue in the kernel until start.
 func newWatcher(g *Guard) (*watcher, error) {
-	if len(g.states) == 0 {
-		return nil, nil
-	}
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
 		return nil, errors.New("watching the protected paths: inotify: " + err.Error())
 	}
-	w := &watcher{g: g, f: os.NewFile(uintptr(fd), "inotify"), wds: map[int32]string{}, dirs: map[string]int32{}, pins: map[string]bool{}, done: make(chan struct{})}
+	w := &watcher{g: g, f: os.NewFile(uintptr(fd), "inotify"), wds: map[int32]string{}, dirs: map[string]int32{}, pins: map[string]bool{}, masks: map[string]bool{}, done: make(chan struct{})}
 	for _, p := range g.opts.Ledger.Pins() {
 		w.pins[p] = true
 	}
@@ -70,7 +69,21 @@ func (w *watcher) wanted() []string {
 	for p := range w.pins {
 		out = append(out, filepath.Dir(p))
 	}
+	for p := range w.masks {
+		out = append(out, filepath.Dir(p))
+	}
 	return out
+}
+
+// addMasks watches the engine's masked paths too (before start).
+func (w *watcher) addMasks(masks []string) {
+	if len(masks) == 0 {
+		return
+	}
+	for _, m := range masks {
+		w.masks[m] = true
+	}
+	w.ensure()
 }
 
 // ensure adds a watch for each wanted directory, or, while one is
@@ -178,6 +191,11 @@ func (w *watcher) handle(buf []byte) {
 		if ev.Mask&unix.IN_ISDIR != 0 && ev.Mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0 {
 			rewatch = true // a missing directory on the way may exist now
 		}
+		if w.masks[path] && ev.Mask&structural != 0 && w.g.reprotect != nil {
+			if err := w.g.reprotect(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+				w.g.note(path, "DANGER: "+path+" was replaced on the host during the run and could not be hidden again ("+err.Error()+"): the agent could read it for the rest of the run")
+			}
+		}
 		if w.pins[path] && ev.Mask&(unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_DELETE|unix.IN_MOVED_FROM) != 0 {
 			pinsHit = append(pinsHit, path)
 			rewatch = true
@@ -220,11 +238,19 @@ func (w *watcher) act(st *state, mask uint32) {
 	if e.Guard == protect.ReadOnly && mask&structural != 0 && w.g.reprotect != nil {
 		w.reprotect(st)
 	}
+	// A file is audited once a write is complete (closed, or renamed
+	// into place), never half-written: an editor's truncate-then-write
+	// would look like a broken file. A hooks directory's inside changes
+	// are complete entries.
+	complete := mask&(unix.IN_CLOSE_WRITE|unix.IN_MOVED_TO) != 0 || mask == 0
 	switch {
-	case e.Guard == protect.Disarmed && mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0,
-		e.Guard == protect.Audited,
-		e.Format != protect.FormatOpaque,
-		restoresWhole(e) && !w.g.bound:
+	case e.Guard == protect.Disarmed && mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0:
+		w.g.audit(st, false)
+	case e.Guard == protect.Audited || e.Format != protect.FormatOpaque:
+		if complete {
+			w.g.audit(st, false)
+		}
+	case restoresWhole(e) && !w.g.bound:
 		w.g.audit(st, false)
 	}
 }

@@ -49,6 +49,9 @@ type Started struct {
 	// Reprotect, when not nil, binds a read-only entry of the ledger
 	// again (the namespace view's; see guard.Reprotect).
 	Reprotect guard.Reprotect
+	// Masks are paths the sandbox hides (credential files, /etc
+	// secrets): Reprotect hides one again when the host replaces it.
+	Masks []string
 }
 
 // Lifecycle is one run, driven the same way whatever the backend:
@@ -170,7 +173,7 @@ func (l Lifecycle) Execute() int {
 		g.End(io.Discard, nil, release)
 		return code
 	}
-	g.Watch(run.Reprotect)
+	g.Watch(run.Reprotect, run.Masks...)
 	// The terminal sends keyboard signals and window changes to the whole
 	// foreground process group, agent included; forward those only when
 	// agent-sandbox has no terminal. Everything else (kill, hang-up)

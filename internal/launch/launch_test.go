@@ -3,6 +3,7 @@ package launch
 import (
 	"bytes"
 	"errors"
+	"github.com/agent-sandbox/agent-sandbox/internal/guard"
 	"io"
 	"os"
 	"os/exec"
@@ -145,5 +146,43 @@ func TestNoProcessOutlivesTheRun(t *testing.T) {
 		if strings.Contains(string(b), marker) {
 			t.Fatalf("process %s outlived the run: %q", p, b)
 		}
+	}
+}
+
+// TestInterruptAfterRun: once the agent has ended, signals are no longer
+// passed on: a SIGINT during the checks after the run stops the scan
+// (which says what it did not check), the audit still completes, and the
+// run exits 130 rather than the agent's status.
+func TestInterruptAfterRun(t *testing.T) {
+	work := t.TempDir()
+	for i := 0; i < 3000; i++ {
+		if err := os.WriteFile(filepath.Join(work, "f"+strconv.Itoa(i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var errb bytes.Buffer
+	released := false
+	l := Lifecycle{
+		Argv: []string{"/bin/sh", "-c", "exit 0"}, Dir: work,
+		Stdio: Stdio{In: strings.NewReader(""), Out: io.Discard, Err: &errb},
+		Prepare: func() (func() []string, error) {
+			return func() []string {
+				released = true
+				// The user presses Ctrl-C while the checks run.
+				syscall.Kill(os.Getpid(), syscall.SIGINT)
+				time.Sleep(100 * time.Millisecond)
+				return nil
+			}, nil
+		},
+		Guard: &guard.Options{Workdir: work, QuarantineDir: t.TempDir(), Agent: "t"},
+	}
+	if got := l.Execute(); got != 130 {
+		t.Errorf("status %d, want 130 (interrupted during the checks)", got)
+	}
+	if !released {
+		t.Errorf("the placeholders were not released")
+	}
+	if !strings.Contains(errb.String(), "because it was interrupted") {
+		t.Errorf("the scan does not say it was interrupted: %s", errb.String())
 	}
 }

@@ -22,6 +22,21 @@ var toolchainRoots = []string{
 	".local/share/mise", ".asdf", ".sdkman", ".rbenv", ".goenv", ".nodenv", ".local/share/nvim/mason",
 }
 
+// allowParts are the toolchain trees known to hold credentials (a
+// registry token that `cargo login`, `uv auth login`, `conda token set` or
+// bun writes into the tree), and the parts of each that the toolchain
+// needs to work: only those parts are granted, never the tree minus its
+// known secrets. A part the host creates or replaces during the run is
+// granted or not as it was; a credential file that appears there later
+// is not in any granted part, so it cannot appear inside (a mask over it
+// would, when the host replaces it).
+var allowParts = map[string][]string{
+	".cargo":          {"bin", "registry", "git", "env", "config.toml", "config"},
+	".local/share/uv": {"python", "tools", "bin"},
+	".conda":          {"envs", "pkgs", "environments.txt"},
+	".bun":            {"bin", "install/cache", "install/global"},
+}
+
 // companions are trees a toolchain's programs need besides their own:
 // rustup's proxies in ~/.cargo/bin run the toolchains in ~/.rustup.
 var companions = map[string][]string{".cargo": {".rustup"}}
@@ -65,7 +80,22 @@ func userTools(h grant.Home, path string, c grant.Checker, writable []string, sy
 				continue
 			}
 			seen[p] = true
-			tools = append(tools, spec.Toolchain{Path: p, Dir: dir, Why: why})
+			if parts, ok := allowParts[relHome(home, p)]; ok {
+				// Only the parts it needs (allowParts).
+				for _, part := range parts {
+					pp := filepath.Join(p, part)
+					if _, err := os.Lstat(pp); err != nil || c.Check(pp, false) != nil {
+						continue
+					}
+					tools = append(tools, spec.Toolchain{Path: pp, Dir: dir, Why: why + " (the parts of " + p + " it needs; the rest may hold credentials)"})
+				}
+				if !covered(dir) {
+					// The PATH directory itself, when it is none of them.
+					tools = append(tools, spec.Toolchain{Path: dir, Dir: dir, Why: why})
+				}
+			} else {
+				tools = append(tools, spec.Toolchain{Path: p, Dir: dir, Why: why})
+			}
 			if rel, err := filepath.Rel(home, p); err == nil {
 				for _, comp := range companions[rel] {
 					cp := filepath.Join(home, comp)
@@ -135,6 +165,14 @@ func userTools(h grant.Home, path string, c grant.Checker, writable []string, sy
 		}
 	}
 	return tools, config, links, notes
+}
+
+// relHome is p relative to home, or "" when p is not below it.
+func relHome(home, p string) string {
+	if rel, ok := strings.CutPrefix(p, home+"/"); ok {
+		return rel
+	}
+	return ""
 }
 
 // treeOf returns the tree a PATH directory belongs to: a known toolchain

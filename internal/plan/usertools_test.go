@@ -32,6 +32,8 @@ func TestUserTools(t *testing.T) {
 		return p
 	}
 	mk(filepath.Join(home, ".cargo/bin/cargo"), "")
+	mk(filepath.Join(home, ".cargo/registry/cache/x.crate"), "")
+	mk(filepath.Join(home, ".cargo/credentials.toml"), "")
 	mk(filepath.Join(home, ".rustup/toolchains/x"), "")
 	mk(filepath.Join(home, ".local/bin/plain"), "")
 	venv := mk(filepath.Join(home, ".local/share/pipx/venvs/tool/bin/tool"), "")
@@ -60,7 +62,7 @@ func TestUserTools(t *testing.T) {
 		got[tc.Path] = true
 	}
 	for _, want := range []string{
-		filepath.Join(home, ".cargo"), filepath.Join(home, ".rustup"), filepath.Join(home, ".local/bin"),
+		filepath.Join(home, ".cargo/bin"), filepath.Join(home, ".cargo/registry"), filepath.Join(home, ".rustup"), filepath.Join(home, ".local/bin"),
 		filepath.Join(home, ".local/share/pipx/venvs/tool"), filepath.Join(root, "opt/thing"),
 		filepath.Join(root, "proj/node_modules"), filepath.Join(home, "bin"),
 	} {
@@ -68,7 +70,10 @@ func TestUserTools(t *testing.T) {
 			t.Errorf("toolchain %s not granted; got %+v", want, tools)
 		}
 	}
-	for _, not := range []string{home, filepath.Join(home, ".local"), filepath.Join(home, ".ssh/bin"), filepath.Join(home, ".ssh"), "/usr", "/usr/bin"} {
+	// ~/.cargo holds a registry token: only the parts cargo needs are
+	// granted, so a credentials file the host writes during the run is in
+	// none of them.
+	for _, not := range []string{home, filepath.Join(home, ".cargo"), filepath.Join(home, ".cargo/credentials.toml"), filepath.Join(home, ".local"), filepath.Join(home, ".ssh/bin"), filepath.Join(home, ".ssh"), "/usr", "/usr/bin"} {
 		if got[not] {
 			t.Errorf("%s granted; it must not be", not)
 		}

@@ -157,6 +157,16 @@ func Build(in Input) Ledger {
 			return
 		}
 		e.Root = grantRoot(e.Path, in.Writable)
+		if e.Root == "" && e.Guard == Audited {
+			// An audited file is often granted writable by name
+			// (~/.claude.json): the agent writes it; its keys are
+			// audited all the same.
+			for _, w := range in.Writable {
+				if w == e.Path {
+					e.Root = w
+				}
+			}
+		}
 		if e.Root == "" {
 			return // nothing the agent can write holds it
 		}

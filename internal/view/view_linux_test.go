@@ -608,3 +608,36 @@ done`, work, cfg)
 		}
 	}
 }
+
+// BenchmarkReprotect is the round trip of putting a read-only bind back
+// over a file the host replaced: the request to init, its open_tree,
+// mount_setattr and move_mount, the answer. It bounds the window in which
+// an agent can open the new file for writing (docs/benchmarks.md).
+func BenchmarkReprotect(b *testing.B) {
+	work, _ := filepath.EvalSymlinks(b.TempDir())
+	cfg := filepath.Join(work, "config")
+	os.WriteFile(cfg, []byte("x"), 0o644)
+	stop := filepath.Join(work, "stop")
+	t := &testing.T{}
+	c := testConfig(t, work, "while [ ! -e "+stop+" ]; do sleep 0.05; done")
+	c.Mounts = append(c.Mounts, Mount{Kind: ReadOnly, Path: cfg, Guarded: true})
+	p, err := Start(&exec.Cmd{}, c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		os.WriteFile(stop, nil, 0o644)
+		p.Wait()
+	}()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		os.WriteFile(cfg+".new", []byte("y"), 0o644)
+		os.Rename(cfg+".new", cfg)
+		time.Sleep(time.Millisecond) // the host's rename settles, off the clock
+		b.StartTimer()
+		if err := p.Reprotect(cfg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -173,7 +173,40 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 	if s.Ledger.Problem != "" && p.Engine == EngineView && p.Refusal == "" {
 		p.Refusal = s.Ledger.Problem
 	}
+	if p.Engine == EngineView && p.Refusal == "" {
+		p.Refusal = privateRefusal(s)
+	}
 	return p, nil
+}
+
+// viewPrivate are the paths the view has its own of, empty at each start:
+// the host's are not what the agent sees there.
+var viewPrivate = []string{"/tmp", "/dev/shm", "/dev", "/proc"}
+
+// privateRefusal refuses a workdir or grant that is one of the view's
+// private paths: the agent would see, and write into, the sandbox's own,
+// which vanishes with the run (its work lost without a word). A path
+// below one is fine: it is bound over the private mount.
+func privateRefusal(s spec.Spec) string {
+	check := func(what, p string) string {
+		for _, v := range viewPrivate {
+			if p == v {
+				return fmt.Sprintf("%s %s is the sandbox's own private %s inside the namespace view (empty at each start, gone at the end): the agent's work there would be lost; run from a project directory (for example mkdir %s/work && cd %s/work), or grant a directory below it", what, p, v, v, v)
+			}
+		}
+		return ""
+	}
+	if r := check("the working directory", s.Workdir); r != "" {
+		return r
+	}
+	for _, list := range [][]string{s.Read, s.Allow, s.Write} {
+		for _, g := range list {
+			if r := check("the grant", g); r != "" {
+				return r
+			}
+		}
+	}
+	return ""
 }
 
 // Describe is the in-process start and the policy: the plan's "landlock".

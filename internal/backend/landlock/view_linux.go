@@ -268,6 +268,7 @@ type viewRun struct {
 	stderr   io.Writer
 	fallback func(cmd *exec.Cmd) (func() error, error)
 	set      *placeholder.Set
+	masks    map[string]bool // the view's guarded masks
 }
 
 // prepare creates the placeholders of the ledger's missing read-only
@@ -287,6 +288,9 @@ func (v *viewRun) prepare() (func() []string, error) {
 func (v *viewRun) reprotect(proc *view.Process) guard.Reprotect {
 	return func(path string) error {
 		if _, err := os.Lstat(path); err != nil {
+			if v.masks[path] {
+				return nil // nothing left to hide
+			}
 			if err := v.set.Ensure(path); err != nil {
 				return err
 			}
@@ -327,6 +331,14 @@ func (v *viewRun) start(cmd *exec.Cmd) (launch.Started, error) {
 		return launch.Started{}, &launch.SetupError{Err: err}
 	}
 	serveView(proc, v.n, v.sess)
+	var masks []string
+	v.masks = map[string]bool{}
+	for _, m := range c.Mounts {
+		if m.Kind == view.Mask && m.Guarded {
+			masks = append(masks, m.Path)
+			v.masks[m.Path] = true
+		}
+	}
 	// The lifecycle signals cmd.Process: that is init, which passes
 	// signals on to the agent.
 	return launch.Started{
@@ -342,6 +354,7 @@ func (v *viewRun) start(cmd *exec.Cmd) (launch.Started, error) {
 			return err
 		},
 		Reprotect: v.reprotect(proc),
+		Masks:     masks,
 	}, nil
 }
 
