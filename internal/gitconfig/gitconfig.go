@@ -87,7 +87,7 @@ func (e Entry) Name() string {
 // is written as `git config` takes it: "core.hooksPath",
 // "includeIf.gitdir:~/work/.path". A name without a dot is never matched
 // (git refuses to look it up), though a variable before any section
-// header has one.
+// header is named so.
 func (e Entry) Is(name string) bool {
 	return e.Name() == canonical(name)
 }
