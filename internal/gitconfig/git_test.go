@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,7 +68,8 @@ func runGit(dir string, data []byte) (gitResult, error) {
 	}
 	cmd := exec.Command(gitPath, "config", "--file", f, "--list", "-z", "--no-includes")
 	cmd.Dir = dir
-	cmd.Env = append(gitEnv, "GIT_CEILING_DIRECTORIES="+dir)
+	// A new slice: workers run git at the same time.
+	cmd.Env = slices.Concat(gitEnv, []string{"GIT_CEILING_DIRECTORIES=" + dir})
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -87,7 +87,7 @@ func (e Entry) Name() string {
 // is written as `git config` takes it: "core.hooksPath",
 // "includeIf.gitdir:~/work/.path". A name without a dot is never matched
 // (git refuses to look it up), though a variable before any section
-// header has one.
+// header is named so.
 func (e Entry) Is(name string) bool {
 	return e.Name() == canonical(name)
 }
@@ -223,32 +223,13 @@ func Parse(data []byte) ([]Entry, error) {
 	// Names and values go into one string; a value is seldom longer than
 	// its line.
 	p.strs.Grow(len(data))
-	// An entry ends its line: there are at most as many as lines.
-	p.recs = make([]record, 0, bytes.Count(data, []byte{'\n'})+1)
-	msg := p.parse()
-	var entries []Entry
-	if len(p.recs) > 0 {
-		entries = make([]Entry, len(p.recs))
-		all := p.strs.String()
-		for i, r := range p.recs {
-			mid := r.start + int(r.nameLen)
-			entries[i] = newEntry(all[r.start:mid], all[mid:mid+int(r.valueLen)], r.noValue, int(r.line))
-		}
+	// An entry ends its line: there are at most as many as lines, and
+	// most lines of a config file are entries.
+	p.entries = make([]Entry, 0, bytes.Count(data, []byte{'\n'})*2/3+1)
+	if msg := p.parse(); msg != "" {
+		return p.entries, &SyntaxError{Line: p.line, Msg: msg}
 	}
-	if msg != "" {
-		return entries, &SyntaxError{Line: p.line, Msg: msg}
-	}
-	return entries, nil
-}
-
-// record is an entry parsed: its name and value follow each other in
-// parser.strs from start. A name or value is shorter than the file, a
-// line number at most one more than its length: int32 is enough.
-type record struct {
-	start             int
-	nameLen, valueLen int32
-	line              int32
-	noValue           bool
+	return p.entries, nil
 }
 
 // parser holds git's config_source state: the input, git's line counter
@@ -262,9 +243,10 @@ type parser struct {
 	name []byte
 	val  []byte
 
-	// strs holds the names and values of the entries, recs the rest.
-	strs strings.Builder
-	recs []record
+	// strs holds the names and values of the entries: each entry's
+	// strings are slices of strs.String(), which stay valid as it grows.
+	strs    strings.Builder
+	entries []Entry
 }
 
 // next is git's get_next_char: "\r\n" reads as '\n', and the end of the
@@ -416,15 +398,12 @@ func (p *parser) entry(line int) string {
 	} else if i := bytes.IndexByte(val, 0); i >= 0 {
 		val = val[:i]
 	}
-	p.recs = append(p.recs, record{
-		start:    p.strs.Len(),
-		nameLen:  int32(len(name)),
-		valueLen: int32(len(val)),
-		line:     int32(line),
-		noValue:  noValue,
-	})
+	start := p.strs.Len()
 	p.strs.Write(name)
 	p.strs.Write(val)
+	all := p.strs.String()
+	mid := start + len(name)
+	p.entries = append(p.entries, newEntry(all[start:mid], all[mid:], noValue, line))
 	return ""
 }
 
@@ -484,12 +463,13 @@ func (p *parser) value() string {
 			continue
 		default:
 			// c and the plain bytes after it go in as they are.
-			start := p.pos
-			for p.pos < len(p.data) && plain[p.data[p.pos]]&mode(quoted) != 0 {
-				p.pos++
+			d, start, end, m := p.data, p.pos, p.pos, mode(quoted)
+			for end < len(d) && plain[d[end]]&m != 0 {
+				end++
 			}
+			p.pos = end
 			p.val = append(p.val, c)
-			p.val = append(p.val, p.data[start:p.pos]...)
+			p.val = append(p.val, d[start:end]...)
 			continue
 		}
 		p.val = append(p.val, c)
