@@ -81,10 +81,12 @@ func TestDailyUse(t *testing.T) {
 	t.Run("toolchain-on-path-runs-its-credentials-stay-hidden", func(t *testing.T) {
 		d := newDaily(t)
 		d.file(".cargo/bin/cargo", "#!/bin/sh\necho cargo-ran\n", 0o755)
-		d.file(".cargo/lib/helper.txt", "tree-file\n", 0o644)
+		// The parts cargo needs (its registry) are granted; the rest of
+		// the tree, which may hold a token, is not.
+		d.file(".cargo/registry/index/helper.txt", "tree-file\n", 0o644)
 		cred := d.file(".cargo/credentials.toml", "token = \"SECRET-CARGO\"\n", 0o600)
 		d.path = filepath.Join(d.home, ".cargo/bin") + ":" + d.path
-		script := `cargo && cat ` + filepath.Join(d.home, ".cargo/lib/helper.txt") + ` && { cat ` + cred + ` 2>/dev/null; true; }`
+		script := `cargo && cat ` + filepath.Join(d.home, ".cargo/registry/index/helper.txt") + ` && { cat ` + cred + ` 2>/dev/null; true; }`
 		out, code := d.run(false, script)
 		if code != 0 || !strings.Contains(out, "SECRET-CARGO") {
 			t.Fatalf("control: unsandboxed the script did not run or read the credential (exit %d): %s", code, out)

@@ -212,6 +212,17 @@ func (g *Guard) End(stderr io.Writer, interrupted <-chan struct{}, release func(
 	return out
 }
 
+// Share hands the guard's watch (its inotify instance) to keep, which
+// holds a reference until it exits (the namespace view's init): the
+// instance's destruction, which waits for the kernel's SRCU grace period,
+// then happens in that process's exit rather than on this one's way out.
+func (g *Guard) Share(keep func(*os.File) error) error {
+	if g == nil || g.w == nil || keep == nil {
+		return nil
+	}
+	return g.w.share(keep)
+}
+
 // Findings returns what the guard found so far, in the order found.
 func (g *Guard) Findings() []Finding {
 	g.mu.Lock()

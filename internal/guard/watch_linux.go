@@ -130,15 +130,25 @@ func (w *watcher) start() {
 // stop ends the watch and waits until no event is being handled.
 func (w *watcher) stop() {
 	w.once.Do(func() {
-		w.f.Close()
 		w.mu.Lock()
 		started := w.started
 		w.mu.Unlock()
 		if started {
+			// Unblock the loop's read; the loop ends on the timeout.
+			_ = w.f.SetReadDeadline(time.Now())
 			<-w.done
 		}
+		// Destroying an inotify instance waits for an SRCU grace period
+		// (about 10 ms here): when the sandbox's init shares it (Share),
+		// that happens in init's exit instead, which overlaps this
+		// process's checks.
+		w.f.Close()
 	})
 }
+
+// share hands the inotify instance to keep (the sandbox's init), so that
+// its destruction is not this process's to wait for.
+func (w *watcher) share(keep func(*os.File) error) error { return keep(w.f) }
 
 func (w *watcher) loop() {
 	defer close(w.done)

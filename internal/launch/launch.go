@@ -52,6 +52,17 @@ type Started struct {
 	// Masks are paths the sandbox hides (credential files, /etc
 	// secrets): Reprotect hides one again when the host replaces it.
 	Masks []string
+	// Ended says that once Wait returns the started process (cmd's,
+	// the view's init) has ended everything it ran and is on its way
+	// out: its exit (the teardown of its namespaces) is not waited for.
+	Ended bool
+	// Close, when not nil, is called once the checks after the run are
+	// done (the view's init then exits).
+	Close func()
+	// Keep, when not nil, holds a file open in the sandbox until it ends
+	// (the view's init): the ledger's watch is handed to it
+	// (guard.Share).
+	Keep func(*os.File) error
 }
 
 // Lifecycle is one run, driven the same way whatever the backend:
@@ -145,7 +156,9 @@ func (l Lifecycle) Execute() int {
 	if err := becomeSubreaper(); err != nil {
 		diag.Warnf(l.Stdio.Err, "%v", err)
 	}
-	defer sweep()
+	// A sandbox that ended all it ran (Started.Done) is not waited for.
+	var doneChild int
+	defer func() { sweep(doneChild) }()
 	release := func() []string { return nil }
 	if l.Prepare != nil {
 		rel, err := l.Prepare()
@@ -174,6 +187,9 @@ func (l Lifecycle) Execute() int {
 		return code
 	}
 	g.Watch(run.Reprotect, run.Masks...)
+	if err := g.Share(run.Keep); err != nil {
+		diag.Warnf(l.Stdio.Err, "handing the protection watch to the sandbox: %v (the run ends about 10 ms later)", err)
+	}
 	// The terminal sends keyboard signals and window changes to the whole
 	// foreground process group, agent included; forward those only when
 	// agent-sandbox has no terminal. Everything else (kill, hang-up)
@@ -182,12 +198,18 @@ func (l Lifecycle) Execute() int {
 	skip := func(s os.Signal) bool { return fromTTY && terminalSignal(s) }
 	_, err = Forward(sigs, func() *os.Process { return cmd.Process }, skip, run.Wait)
 	code := ExitStatus(err)
+	if run.Ended && cmd.Process != nil {
+		doneChild = cmd.Process.Pid
+	}
 
 	// The agent has ended: from here a signal is agent-sandbox's own.
 	stopSignals()
 	interrupted, by, stopWatch := interrupts()
 	defer stopWatch()
 	g.End(l.Stdio.Err, interrupted, release)
+	if run.Close != nil {
+		run.Close()
+	}
 	if l.Done != nil {
 		l.Done()
 	}

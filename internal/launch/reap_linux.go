@@ -24,8 +24,13 @@ func becomeSubreaper() error {
 }
 
 // sweep kills and reaps every remaining child of this process: what the
-// agent left behind. No process outlives a run.
-func sweep() {
+// agent left behind. No process outlives a run. done, when not 0, is a
+// child that has already ended all it ran and is on its way out (the
+// namespace view's init, which reported the agent's status only once
+// nothing else of the sandbox ran): it is not waited for, so that the
+// teardown of its namespaces does not hold up this process's exit (the
+// kernel ends it with this process in any case: parent-death signal).
+func sweep(done int) {
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		// ECHILD: no child is left, running or dead, so there is nothing
@@ -33,7 +38,12 @@ func sweep() {
 		if _, err := syscall.Wait4(-1, nil, syscall.WNOHANG, nil); err == syscall.ECHILD {
 			return
 		}
-		kids := children()
+		var kids []int
+		for _, pid := range children() {
+			if pid != done {
+				kids = append(kids, pid)
+			}
+		}
 		for _, pid := range kids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}

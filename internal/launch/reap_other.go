@@ -7,4 +7,4 @@ package launch
 func becomeSubreaper() error { return nil }
 
 // sweep is a no-op off Linux.
-func sweep() {}
+func sweep(int) {}

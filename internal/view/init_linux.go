@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -108,7 +109,19 @@ func Init() int {
 	}
 	<-registered
 	say(report{Ready: true})
-	return say(runAgent(c, agent, sigs))
+	r := runAgent(c, agent, sigs)
+	code := say(r)
+	if r.Status != nil {
+		// The agent ran: init ends once the parent is done with it (it
+		// closes the control socket after its checks). What the parent
+		// handed it to hold (Keep) is then closed in init's exit, which
+		// the parent does not wait for.
+		select {
+		case <-controlDone:
+		case <-time.After(controlLinger):
+		}
+	}
+	return code
 }
 
 // setUp builds the view and everything around it, up to the agent's start.
@@ -631,6 +644,14 @@ func listenLoopback(port int, v6 bool) (int, error) {
 	return fd, nil
 }
 
+// controlDone is closed when serveControl returns (the parent closed its
+// end, or died).
+var controlDone = make(chan struct{})
+
+// controlLinger bounds how long init waits, after the agent's end, for
+// the parent to close the control socket.
+const controlLinger = 30 * time.Second
+
 // serveControl answers the parent's requests on the control socket until
 // the parent closes its end:
 //
@@ -639,8 +660,10 @@ func listenLoopback(port int, v6 bool) (int, error) {
 //     parent connects to a server the agent runs (listen_port);
 //   - "R" and a path: the guarded mount at that path (Mount.Guarded) is put
 //     back after the host replaced what it covered (reprotect); the answer
-//     is "r", or "!" and why not.
+//     is "r", or "!" and why not;
+//   - "K" with a descriptor: init holds it until it exits (Process.Keep).
 func serveControl(c Config) {
+	defer close(controlDone)
 	guarded := map[string]Mount{}
 	for _, m := range c.Mounts {
 		if m.Guarded {
@@ -648,14 +671,25 @@ func serveControl(c Config) {
 		}
 	}
 	buf := make([]byte, 4096+2)
+	oob := make([]byte, unix.CmsgSpace(4))
+	var kept []int // files held for the parent until init exits
 	for {
-		n, err := unix.Read(controlFd, buf)
+		n, oobn, _, _, err := unix.Recvmsg(controlFd, buf, oob, unix.MSG_CMSG_CLOEXEC)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil || n == 0 {
 			unix.Close(controlFd)
 			return
+		}
+		if oobn > 0 {
+			if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+				for _, m := range msgs {
+					if fds, err := unix.ParseUnixRights(&m); err == nil {
+						kept = append(kept, fds...)
+					}
+				}
+			}
 		}
 		switch req := string(buf[:n]); {
 		case (req == "4" || req == "6") && c.Inbound:
@@ -670,6 +704,9 @@ func serveControl(c Config) {
 			}
 			_ = unix.Sendmsg(controlFd, []byte("S"), unix.UnixRights(fd), nil, 0)
 			unix.Close(fd)
+		case req == "K":
+			// Held until init exits (kept).
+			_, _ = unix.Write(controlFd, []byte("k"))
 		case strings.HasPrefix(req, "R"):
 			m, ok := guarded[req[1:]]
 			if !ok {

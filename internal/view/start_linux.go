@@ -456,6 +456,41 @@ func (p *Process) Reprotect(path string) error {
 	return fmt.Errorf("view: protecting %s again: unexpected answer %q", path, msg)
 }
 
+// Close tells init that the caller is done with it: init, which has
+// reported the agent's end, exits (closing what Keep handed it). Wait
+// calls it; a caller that checks what the agent left between Ended and
+// Wait (and may still ask for Reprotect) calls it when it is done.
+func (p *Process) Close() {
+	p.ctlMu.Lock()
+	defer p.ctlMu.Unlock()
+	if p.ctl != nil {
+		p.ctl.Close()
+		p.ctl = nil
+	}
+}
+
+// Keep hands f to init, which holds it open until it exits: a file whose
+// last close is slow (an inotify instance's waits for an SRCU grace
+// period) is then closed in init's exit, not in the caller's.
+func (p *Process) Keep(f *os.File) error {
+	p.ctlMu.Lock()
+	defer p.ctlMu.Unlock()
+	if p.ctl == nil {
+		return errors.New("the sandbox has ended")
+	}
+	if err := unix.Sendmsg(int(p.ctl.Fd()), []byte("K"), unix.UnixRights(int(f.Fd())), nil, 0); err != nil {
+		return err
+	}
+	msg, g, err := receiveFd(p.ctl)
+	if g != nil {
+		g.Close()
+	}
+	if err == nil && msg != "k" {
+		err = fmt.Errorf("unexpected answer %q", msg)
+	}
+	return err
+}
+
 // Signal sends sig to the sandbox init, which passes it on to the agent.
 func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
 
@@ -464,6 +499,7 @@ func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig)
 // or was killed, and a [*SetupError] when it never ran.
 func (p *Process) Wait() error {
 	err := p.Ended()
+	p.Close()
 	<-p.reaped
 	return err
 }
@@ -501,12 +537,9 @@ func (p *Process) finish(r report, derr error) error {
 		close(p.reaped)
 	}
 	p.status.Close()
-	p.ctlMu.Lock()
-	if p.ctl != nil {
-		p.ctl.Close()
-		p.ctl = nil
+	if !(derr == nil && r.Status != nil) {
+		p.Close() // init has ended: nothing more to ask of it
 	}
-	p.ctlMu.Unlock()
 	switch {
 	case derr == nil && r.Status != nil:
 		ws := syscall.WaitStatus(*r.Status)

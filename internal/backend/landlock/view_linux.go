@@ -350,11 +350,16 @@ func (v *viewRun) start(cmd *exec.Cmd) (launch.Started, error) {
 			if errors.As(err, &se) {
 				diag.Errorf(v.stderr, "%s", se.Msg)
 			}
-			go func() { _ = proc.Wait() }()
 			return err
 		},
 		Reprotect: v.reprotect(proc),
 		Masks:     masks,
+		Keep:      proc.Keep,
+		Ended:     true,
+		// Then init exits; its exit (its namespaces' teardown, the
+		// watch it holds) is reaped in the background and not waited
+		// for (Ended).
+		Close: func() { go func() { _ = proc.Wait() }() },
 	}, nil
 }
 

@@ -1,6 +1,0 @@
-//go:build !race
-
-package gitconfig
-
-// raceDetector is true under go test -race (see race_test.go).
-const raceDetector = false
