@@ -390,6 +390,7 @@ func TestScanNotBlinded(t *testing.T) {
 mkdir -p node_modules/evil && cd node_modules/evil && git init -q . && git config core.fsmonitor "touch ` + pwned + `; false"
 echo x > f && git add f && git -c user.name=a -c user.email=a@e commit -qm x
 cd ` + work + ` && git add node_modules/evil 2>/dev/null
+mkdir -p node_modules/h && (cd node_modules/h && git init -q . && git config core.fsmonitor "touch ` + pwned + `; false") && chmod 0111 node_modules/h
 d="$(printf 'x\r\033[2Kok')" && mkdir "$d" && cd "$d" && git init -q .`
 	}
 	c := newBrokerRun(t)
@@ -398,6 +399,7 @@ d="$(printf 'x\r\033[2Kok')" && mkdir "$d" && cd "$d" && git init -q .`
 	if code, out := c.cli(60*time.Second, nil, "--no-sandbox", c.folder(), "-c", plant(c.work, pwned)); code != 0 {
 		t.Fatalf("control: the plant failed unsandboxed: %s", out)
 	}
+	os.Chmod(filepath.Join(c.work, "node_modules", "h"), 0o755)
 	hostGit(c.work, c.home, "status")
 	if _, err := os.Stat(pwned); err != nil {
 		t.Fatalf("control: the host's git status did not run the planted fsmonitor, so the row proves nothing")
@@ -410,6 +412,16 @@ d="$(printf 'x\r\033[2Kok')" && mkdir "$d" && cd "$d" && git init -q .`
 	}
 	if !strings.Contains(out, filepath.Join(r.work, "node_modules", "evil", ".git", "config")) {
 		t.Errorf("the repository planted in node_modules is not reported: %s", out)
+	}
+	// A directory the scan cannot list (git can still enter it) is named
+	// as not checked; root lists it anyway and finds the repository.
+	hidden := filepath.Join(r.work, "node_modules", "h")
+	defer os.Chmod(hidden, 0o755)
+	if os.Geteuid() != 0 && !strings.Contains(out, "could not read "+hidden) {
+		t.Errorf("the unreadable %s is not reported: %s", hidden, out)
+	}
+	if os.Geteuid() == 0 && !strings.Contains(out, filepath.Join(hidden, ".git", "config")) {
+		t.Errorf("the repository in %s is not reported: %s", hidden, out)
 	}
 	if strings.ContainsAny(out, "\r\x1b") {
 		t.Errorf("a control character the agent chose reached the terminal: %q", out)

@@ -23,6 +23,8 @@ rec {
     "description"
     "config_paths"
     "read_paths"
+    "code_paths"
+    "code_keys"
     "env"
     "set_env"
     "exec_paths"

@@ -47,6 +47,23 @@ let
       description = nullStr "One line for `agent-sandbox agents`.";
       config_paths = strList "Paths granted read-write: the agent's own state (absolute or starting with ~/).";
       read_paths = strList "Paths granted read-only (absolute or starting with ~/).";
+      code_paths = strList "Files and directories the agent's next start loads code from (extensions, hooks, plugins): kept read-only by the built-in engine, audited by every engine.";
+      code_keys = mkOption {
+        default = [ ];
+        description = "Settings files the agent rewrites whose keys make its next start run commands: after the run a change to those keys is undone.";
+        type = types.listOf (
+          types.submodule {
+            options = {
+              file = mkOption {
+                type = types.str;
+                description = "The file (absolute or starting with ~/; .json, .jsonc or .toml).";
+              };
+              keys = strList "Dotted key paths; \"*\" matches any key or array index.";
+              commands = nullStr "The prefix that marks a value of those keys as a command (pi's \"!\"); only such values count.";
+            };
+          }
+        );
+      };
       env = strList "Names of host variables passed into the sandbox beyond the base set.";
       set_env = mkOption {
         type = types.attrsOf types.str;

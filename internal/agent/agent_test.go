@@ -1,9 +1,11 @@
 package agent
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -243,5 +245,35 @@ func TestNotInstalled(t *testing.T) {
 	run, _ := ForCommand("nosuch")
 	if got, want := run.NotInstalled("nosuch"), `run: command "nosuch" not found on PATH`; got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// The Nix profiles (nix/profiles/<agent>) carry the same code_paths and
+// code_keys as the built-in folder of the same agent: what an agent's next
+// start runs from its own config does not depend on how it was installed.
+func TestNixProfilesCodeMatchBuiltins(t *testing.T) {
+	for _, name := range []string{"claude", "pi", "codex"} {
+		b, err := builtinFS.ReadFile("builtin/" + name + "/agent.toml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		built, err := ParseConfig(name, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nb, err := os.ReadFile(filepath.Join("..", "..", "nix", "profiles", name, "agent.toml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nix, err := ParseConfig(name, bytes.ReplaceAll(nb, []byte("\"@"), []byte("\"/nix/store/x/bin/")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(built.CodePaths, nix.CodePaths) || !reflect.DeepEqual(built.CodeKeys, nix.CodeKeys) {
+			t.Errorf("%s: nix/profiles code settings differ from the built-in's:\n%+v %+v\n%+v %+v", name, nix.CodePaths, nix.CodeKeys, built.CodePaths, built.CodeKeys)
+		}
+		if len(built.CodeKeys) == 0 {
+			t.Errorf("%s: the built-in folder names no code_keys", name)
+		}
 	}
 }

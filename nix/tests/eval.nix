@@ -69,6 +69,8 @@ let
         description = null;
         config_paths = [ ];
         read_paths = [ ];
+        code_paths = [ ];
+        code_keys = [ ];
         env = [ ];
         set_env = { };
         exec_paths = [ ];
@@ -543,6 +545,8 @@ let
         "description"
         "config_paths"
         "read_paths"
+        "code_paths"
+        "code_keys"
         "env"
         "set_env"
         "exec_paths"
