@@ -1,7 +1,6 @@
 package guard
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/tailscale/hujson"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/protect"
 )
 
 // restoreJSON returns cur with the values at each JSON pointer of ptrs put
@@ -73,17 +74,9 @@ func restoreJSON(base, cur []byte, ptrs []string) ([]byte, error) {
 }
 
 func decodeJSON(b []byte) (any, error) {
-	// Parse aliases its input and Standardize rewrites it in place.
-	v, err := hujson.Parse(append([]byte(nil), b...))
-	if err != nil {
-		return nil, err
-	}
-	v.Standardize()
-	var doc any
-	d := json.NewDecoder(bytes.NewReader(v.Pack()))
-	d.UseNumber()
-	if err := d.Decode(&doc); err != nil {
-		return nil, err
+	doc, ok := protect.DecodeDoc(protect.FormatJSON, b)
+	if !ok {
+		return nil, errors.New("not valid JSON")
 	}
 	return doc, nil
 }

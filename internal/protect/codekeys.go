@@ -23,15 +23,16 @@ func CodeKeys(e Entry, content []byte) (keys map[string]string, ok bool) {
 	if e.Format == FormatGit {
 		return gitCodeKeys(content)
 	}
-	doc, ok := decodeDoc(e.Format, content)
+	doc, ok := DecodeDoc(e.Format, content)
 	if !ok {
 		return nil, false
 	}
 	return treeKeys(doc, e.Keys, e.Commands), true
 }
 
-// decodeDoc decodes a JSON (comments allowed) or TOML document.
-func decodeDoc(f Format, content []byte) (any, bool) {
+// DecodeDoc decodes a JSON (comments and trailing commas allowed) or TOML
+// document into maps, slices and values (JSON numbers as json.Number).
+func DecodeDoc(f Format, content []byte) (any, bool) {
 	switch f {
 	case FormatJSON:
 		// Parse aliases its input and Standardize rewrites it in place.

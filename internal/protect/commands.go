@@ -28,7 +28,7 @@ func codeStrings(e Entry, content []byte) []string {
 		}
 		return out
 	}
-	doc, ok := decodeDoc(e.Format, content)
+	doc, ok := DecodeDoc(e.Format, content)
 	if !ok {
 		return nil
 	}

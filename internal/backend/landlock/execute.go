@@ -16,6 +16,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	ll "github.com/agent-sandbox/agent-sandbox/internal/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
+	"github.com/agent-sandbox/agent-sandbox/internal/placeholder"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
@@ -258,4 +259,22 @@ func TerminalNodes(stdio launch.Stdio) []string {
 		}
 	}
 	return out
+}
+
+// viewRun is the lifecycle's start and preparation for the namespace
+// view. When this host turns out not to allow a view (user namespaces
+// restricted), and the user opted into the weaker sandbox, fallback
+// starts the agent instead; without the opt-in the run is refused.
+type viewRun struct {
+	early    *Early
+	p        ll.Policy
+	s        spec.Spec
+	n        Net
+	sess     *netSession
+	stderr   io.Writer
+	fallback func(cmd *exec.Cmd) (func() error, error)
+	// set and masks are the view's placeholders and guarded masks, once
+	// made (Linux).
+	set   *placeholder.Set
+	masks map[string]bool
 }

@@ -5,7 +5,6 @@ package landlock
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -253,22 +252,6 @@ func defaultRlimits() []view.Rlimit {
 		{Resource: unix.RLIMIT_NPROC, Name: "process count", Soft: defaultMaxProcesses, Hard: defaultMaxProcesses},
 		{Resource: unix.RLIMIT_NOFILE, Name: "open files", Soft: defaultMaxOpenFiles, Hard: defaultMaxOpenFiles},
 	}
-}
-
-// viewRun is the lifecycle's start and preparation for the namespace
-// view. When this host turns out not to allow a view (user namespaces
-// restricted), and the user opted into the weaker sandbox, fallback
-// starts the agent instead; without the opt-in the run is refused.
-type viewRun struct {
-	early    *Early
-	p        ll.Policy
-	s        spec.Spec
-	n        Net
-	sess     *netSession
-	stderr   io.Writer
-	fallback func(cmd *exec.Cmd) (func() error, error)
-	set      *placeholder.Set
-	masks    map[string]bool // the view's guarded masks
 }
 
 // prepare creates the placeholders of the ledger's missing read-only

@@ -4,25 +4,11 @@ package landlock
 
 import (
 	"errors"
-	"io"
 	"os/exec"
 
-	ll "github.com/agent-sandbox/agent-sandbox/internal/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
-	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
-
-// viewRun is Linux-only.
-type viewRun struct {
-	early    *Early
-	p        ll.Policy
-	s        spec.Spec
-	n        Net
-	sess     *netSession
-	stderr   io.Writer
-	fallback func(cmd *exec.Cmd) (func() error, error)
-}
 
 func (v *viewRun) prepare() (func() []string, error) { return nil, nil }
 
