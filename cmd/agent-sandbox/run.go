@@ -23,6 +23,9 @@ import (
 func runAgent(e env, r cli.Run) int {
 	if !r.DryRun {
 		launch.WarmUp()
+		// agent-sandbox's own files do not depend on a umask that
+		// clears the owner's bits; the agent gets the caller's.
+		launch.OwnUmask()
 	}
 	workdir, err := resolveWorkdir(r.Workdir)
 	if err != nil {

@@ -153,6 +153,7 @@ func (p Policy) lists() []pathList {
 		{"ReadOnly", p.ReadOnly},
 		{"ReadWrite", p.ReadWrite},
 		{"WriteOnly", p.WriteOnly},
+		{"List", p.List},
 	}
 }
 

@@ -55,6 +55,10 @@ type Policy struct {
 	// "write" grants): directories get write-file, make-file, make-dir,
 	// remove and truncate (ABI 3+); files get write-file and truncate.
 	WriteOnly []string
+	// List directories may be listed (read-dir, beneath them too) and
+	// nothing else: the namespace view's skeleton ("/", "/usr"), whose
+	// entries are only what the view mounted there.
+	List []string
 	// Network is the network mode.
 	Network NetMode
 	// AllowTCPConnect lists TCP ports the child may still connect to

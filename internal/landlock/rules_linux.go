@@ -82,17 +82,19 @@ type grant struct {
 	dir, file uint64
 }
 
-// grants returns the rights of ReadExec, ReadOnly, ReadWrite and WriteOnly
-// (in the order of Policy.lists) for a ruleset that handles the rights in fs.
-func grants(fs uint64) [4]grant {
+// grants returns the rights of ReadExec, ReadOnly, ReadWrite, WriteOnly and
+// List (in the order of Policy.lists) for a ruleset that handles the rights
+// in fs.
+func grants(fs uint64) [5]grant {
 	rw := fs &^ (fsMakeChar | fsMakeBlock)
 	wo := uint64(fsWriteFile | unix.LANDLOCK_ACCESS_FS_MAKE_REG | unix.LANDLOCK_ACCESS_FS_MAKE_DIR |
 		unix.LANDLOCK_ACCESS_FS_REMOVE_FILE | unix.LANDLOCK_ACCESS_FS_REMOVE_DIR | fsTruncate)
-	g := [4]grant{
+	g := [5]grant{
 		{dir: fsExecute | fsReadFile | fsReadDir, file: fsExecute | fsReadFile},
 		{dir: fsReadFile | fsReadDir, file: fsReadFile},
 		{dir: rw, file: rw & (fsReadFile | fsWriteFile | fsTruncate | fsIoctlDev)},
 		{dir: wo, file: fsWriteFile | fsTruncate},
+		{dir: fsReadDir},
 	}
 	for i := range g {
 		g[i].dir &= fs

@@ -99,6 +99,26 @@ type Lifecycle struct {
 	Done func()
 }
 
+// callerUmask is the umask agent-sandbox was started with, once OwnUmask
+// has set its own; -1 before.
+var callerUmask = -1
+
+// OwnUmask makes the files and directories agent-sandbox creates for a run
+// (its state, placeholders, the run's TMPDIR) independent of a caller's
+// umask that clears the owner's own bits (0177 would make a directory it
+// creates untraversable): from now on the process's umask is the caller's
+// without the owner's bits. The agent still gets the caller's umask
+// (CallerUmask): a Lifecycle sets it back around the agent's start.
+func OwnUmask() {
+	old := syscall.Umask(0)
+	callerUmask = old
+	syscall.Umask(old &^ 0o700)
+}
+
+// CallerUmask is the umask agent-sandbox was started with (OwnUmask), or
+// -1 when OwnUmask was not called.
+func CallerUmask() int { return callerUmask }
+
 // Run starts argv in dir with env through start (nil: unconfined), forwards
 // signals until it exits, and returns the exit status: a Lifecycle with
 // no ledger. Errors before the start are reported to stdio.Err with the
@@ -170,16 +190,24 @@ func (l Lifecycle) Execute() int {
 			release = rel
 		}
 	}
+	var run Started
+	var err error
 	var g *guard.Guard
 	if l.Guard != nil {
-		var err error
 		if g, err = guard.Begin(*l.Guard); err != nil {
 			release()
 			diag.Errorf(l.Stdio.Err, "%v", err)
 			return ExitRefused
 		}
 	}
-	run, err := start(cmd)
+	// The agent gets the caller's umask (inherited at its fork).
+	if callerUmask >= 0 {
+		own := syscall.Umask(callerUmask)
+		run, err = start(cmd)
+		syscall.Umask(own)
+	} else {
+		run, err = start(cmd)
+	}
 	if err != nil {
 		code := startErrorStatus(err)
 		diag.Errorf(l.Stdio.Err, "cannot start %s: %v", l.Argv[0], err)

@@ -18,7 +18,7 @@ import (
 // be added here.
 
 // codecMagic starts an encoded Config (and versions the layout).
-const codecMagic = "asv2"
+const codecMagic = "asv3"
 
 // maxCodecLen bounds one string or list length when decoding.
 const maxCodecLen = 1 << 24
@@ -44,6 +44,7 @@ func (c Config) Encode() []byte {
 	e.strs(c.Landlock.ReadOnly)
 	e.strs(c.Landlock.ReadWrite)
 	e.strs(c.Landlock.WriteOnly)
+	e.strs(c.Landlock.List)
 	e.uint(uint64(c.Landlock.Network))
 	e.uint(uint64(len(c.Landlock.AllowTCPConnect)))
 	for _, p := range c.Landlock.AllowTCPConnect {
@@ -66,6 +67,8 @@ func (c Config) Encode() []byte {
 		e.uint(l.Hard)
 	}
 	e.bool(c.TerminalSignals)
+	e.int(int64(c.Umask))
+	e.bool(c.SetUmask)
 	return e.b
 }
 
@@ -92,6 +95,7 @@ func DecodeConfig(b []byte) (Config, error) {
 	c.Landlock.ReadOnly = d.strs()
 	c.Landlock.ReadWrite = d.strs()
 	c.Landlock.WriteOnly = d.strs()
+	c.Landlock.List = d.strs()
 	c.Landlock.Network = landlock.NetMode(d.uint())
 	n = d.len()
 	for i := 0; i < n && d.err == nil; i++ {
@@ -115,6 +119,8 @@ func DecodeConfig(b []byte) (Config, error) {
 		c.Rlimits = append(c.Rlimits, Rlimit{Resource: int(d.int()), Name: d.str(), Soft: d.uint(), Hard: d.uint()})
 	}
 	c.TerminalSignals = d.bool()
+	c.Umask = int(d.int())
+	c.SetUmask = d.bool()
 	if d.err == nil && len(d.b) > 0 {
 		d.fail("%d bytes after the end", len(d.b))
 	}

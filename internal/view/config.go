@@ -128,6 +128,12 @@ type Config struct {
 	Inbound bool `json:"inbound,omitempty"`
 	// Rlimits are applied to the agent (never raising a hard limit).
 	Rlimits []Rlimit `json:"rlimits,omitempty"`
+	// Umask, with SetUmask, is the agent's umask (the caller's);
+	// without, the agent gets init's own. Init builds the view with
+	// umask 0, whatever the caller's is (a umask that clears the owner's
+	// execute bit would make the directories it creates untraversable).
+	Umask    int  `json:"umask"`
+	SetUmask bool `json:"set_umask"`
 	// TerminalSignals says that the agent shares agent-sandbox's
 	// terminal: the terminal itself delivers keyboard signals and window
 	// changes to the agent, so init does not forward those.
@@ -184,6 +190,9 @@ func (c Config) Validate() error {
 	}
 	if (len(c.ForwardPorts) > 0 || c.Inbound) && c.Network == NetHost {
 		return fmt.Errorf("view: forwarded ports need the sandbox's own network namespace, not the host's")
+	}
+	if c.Umask < 0 || c.Umask > 0o777 {
+		return fmt.Errorf("view: umask %#o out of range", c.Umask)
 	}
 	if c.Landlock.Network != landlock.NetOpen {
 		return fmt.Errorf("view: the Landlock policy's network must be open: the network namespace confines the network")

@@ -40,6 +40,9 @@ type report struct {
 	// itself could not be executed).
 	Error string `json:"error,omitempty"`
 	Code  int    `json:"code,omitempty"`
+	// Stopped, when not 0, says that the agent stopped on that signal
+	// (job control); more reports follow.
+	Stopped int `json:"stopped,omitempty"`
 	// Unavailable says that the namespaces exist but give init no
 	// power over its mounts (a kernel or LSM restriction of user
 	// namespaces, such as Ubuntu's AppArmor one): nothing ran.
@@ -104,11 +107,21 @@ func Init() int {
 	if err != nil {
 		return say(report{Error: fmt.Sprintf("reading the sandbox configuration: %v", err), Code: 125})
 	}
-	if err := setUp(c); err != nil {
+	// The view is built the same whatever the caller's umask; the
+	// agent gets the caller's (Config.Umask) at its fork.
+	initUmask := unix.Umask(0)
+	err = setUp(c)
+	if c.SetUmask {
+		unix.Umask(c.Umask)
+	} else {
+		unix.Umask(initUmask)
+	}
+	if err != nil {
 		return say(report{Error: err.Error(), Code: 125, Unavailable: errors.Is(err, errRestricted)})
 	}
 	<-registered
 	say(report{Ready: true})
+	stopped = func(sig unix.Signal) { say(report{Stopped: int(sig)}) }
 	r := runAgent(c, agent, sigs)
 	code := say(r)
 	if r.Status != nil {
@@ -226,35 +239,51 @@ func runAgent(c Config, agent chan<- agentJob, sigs <-chan os.Signal) report {
 		return report{Error: fmt.Sprintf("starting %s in the sandbox: %v", c.Argv[0], s.err), Code: code}
 	}
 	for {
-		if st, done := reap(s.pid); done {
+		st, done := reap(s.pid)
+		if done {
 			ws := int(st)
 			return report{Status: &ws}
+		}
+		if st.Stopped() {
+			// The agent stopped itself (a TUI's Ctrl-Z sends its own
+			// SIGTSTP: its Landlock domain cannot signal agent-sandbox,
+			// which the shell waits on): the parent stops too, as the
+			// job the user's shell sees.
+			stopped(st.StopSignal())
 		}
 		sig := <-sigs
 		if sig == unix.SIGCHLD {
 			continue
 		}
-		if c.TerminalSignals && terminalSignal(sig) {
+		if c.TerminalSignals && terminalSignal(sig) && sig != unix.SIGCONT {
 			continue
 		}
 		_ = unix.Kill(s.pid, sig.(unix.Signal))
 	}
 }
 
+// stopped tells the parent that the agent stopped on sig.
+var stopped = func(sig unix.Signal) {}
+
 // reap collects exited children. When the agent is among them it kills
 // every process left in the namespace, waits for all of them and returns
 // the agent's status with done=true.
 func reap(agent int) (unix.WaitStatus, bool) {
+	var stop unix.WaitStatus
 	for {
 		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG|unix.WUNTRACED, nil)
 		if err == unix.EINTR {
 			continue
 		}
 		if pid <= 0 || err != nil {
-			return 0, false
+			return stop, false
 		}
 		if pid != agent {
+			continue
+		}
+		if ws.Stopped() {
+			stop = ws // reported to the caller (job control)
 			continue
 		}
 		// From PID 1, kill(-1) reaches every other process of the

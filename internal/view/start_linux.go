@@ -517,8 +517,23 @@ func (p *Process) Ended() error {
 	}
 	var r report
 	derr := p.dec.Decode(&r)
+	for derr == nil && r.Stopped != 0 {
+		p.jobStopped()
+		r = report{}
+		derr = p.dec.Decode(&r)
+	}
 	p.result = p.finish(r, derr)
 	return p.result
+}
+
+// jobStopped acts on the agent's stop: agent-sandbox stops itself with
+// SIGTSTP, which the user's shell sees as the job stopping (Ctrl-Z in an
+// agent's TUI gives the shell's prompt back at once); once continued (the
+// shell's fg sends SIGCONT to the job, the agent included), it passes
+// SIGCONT on to init and the agent, in case the agent did not get it.
+func (p *Process) jobStopped() {
+	_ = syscall.Kill(syscall.Getpid(), syscall.SIGTSTP)
+	_ = p.cmd.Process.Signal(syscall.SIGCONT)
 }
 
 // finish turns init's last report r (decoded with error derr) into Wait's

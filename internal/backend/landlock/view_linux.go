@@ -140,10 +140,18 @@ func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string) vi
 	c.Mounts = append(c.Mounts, protectedMounts(s.Ledger)...)
 	c.Mounts = append(c.Mounts,
 		view.Mount{Kind: view.Tmpfs, Path: "/tmp"},
+		view.Mount{Kind: view.Tmpfs, Path: "/var/tmp"},
 		view.Mount{Kind: view.Tmpfs, Path: "/dev/shm"},
 		view.Mount{Kind: view.Dir, Path: "/dev"},
 		view.Mount{Kind: view.Devpts, Path: "/dev/pts"},
+		// What bubblewrap's --dev gives besides the nodes: the
+		// sandbox's own ptmx, and the links to the process's own
+		// descriptors (`echo x > /dev/stderr`, bash's `<(...)`).
 		view.Mount{Kind: view.Symlink, Path: "/dev/ptmx", Target: "pts/ptmx"},
+		view.Mount{Kind: view.Symlink, Path: "/dev/fd", Target: "/proc/self/fd"},
+		view.Mount{Kind: view.Symlink, Path: "/dev/stdin", Target: "/proc/self/fd/0"},
+		view.Mount{Kind: view.Symlink, Path: "/dev/stdout", Target: "/proc/self/fd/1"},
+		view.Mount{Kind: view.Symlink, Path: "/dev/stderr", Target: "/proc/self/fd/2"},
 		view.Mount{Kind: view.Proc, Path: "/proc"},
 		view.Mount{Kind: view.Mask, Path: "/proc/sysrq-trigger"},
 	)
@@ -151,7 +159,15 @@ func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string) vi
 	lp.Network = ll.NetOpen
 	lp.AllowTCPConnect = nil
 	lp.ReadOnly = append(append(append([]string{}, p.ReadOnly...), viewMounted...), "/dev")
-	lp.ReadWrite = append(append(append([]string{}, p.ReadWrite...), "/tmp", "/dev/shm", "/dev/pts"), scratch...)
+	lp.ReadWrite = append(append(append([]string{}, p.ReadWrite...), "/tmp", "/var/tmp", "/dev/shm", "/dev/pts"), scratch...)
+	if len(p.WriteOnly) == 0 {
+		// Every directory of the view can be listed: what is not
+		// granted is not there (`ls /`, `find /usr`). Landlock cannot
+		// grant listing a directory without what lies below it, so
+		// with a write-only grant (which must not be listable) the
+		// skeleton stays unlisted.
+		lp.List = []string{"/"}
+	}
 	c.Landlock = lp
 	c.Seccomp = ll.Seccomp{DenyKeyrings: true}
 	return c
@@ -288,6 +304,9 @@ func (v *viewRun) start(cmd *exec.Cmd) (launch.Started, error) {
 	c := viewConfig(v.p, v.s, argv, cmd.Env, cmd.Dir)
 	viewNetwork(&c, v.n)
 	c.TerminalSignals = launch.IsTerminal(cmd.Stdin)
+	if u := launch.CallerUmask(); u >= 0 {
+		c.Umask, c.SetUmask = u, true
+	}
 	path, args, env, dir := cmd.Path, cmd.Args, cmd.Env, cmd.Dir
 	in, out, errw := cmd.Stdin, cmd.Stdout, cmd.Stderr
 	proc, err := v.early.start(cmd, c)
