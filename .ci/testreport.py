@@ -48,6 +48,10 @@ MUST_RUN = [
     "e2e-user TestScanNotBlinded",
     "e2e TestWorkdirPrivate",
     "e2e-user TestWorkdirPrivate",
+    "e2e TestOrdinarySystem",
+    "e2e-user TestOrdinarySystem",
+    "e2e TestJobControl",
+    "e2e-user TestJobControl",
     "e2e TestResolveRealPrograms",
     "e2e TestSbxPiExtensionRealPi",
 ]
