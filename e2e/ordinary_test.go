@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestOrdinarySystem(t *testing.T) {
@@ -102,4 +103,48 @@ func (d *daily) runUmask(u string, sandboxed bool, script string) (string, int) 
 		d.t.Fatal(err)
 	}
 	return string(out), code
+}
+
+// TestGitSubdirectory: started in a subdirectory of a repository, git
+// inside finds the repository (rev-parse, status, a commit of a file in
+// the workdir), writes stay in the workdir (the rest of the working tree
+// is read-only), and the repository's git dir has the protection of a
+// workdir's own .git (its config stays read-only).
+func TestGitSubdirectory(t *testing.T) {
+	skipWithoutLandlock(t)
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Fatal("git is not installed: apt-get install git (.ci/run does)")
+	}
+	r := newBrokerRun(t)
+	gitRepoCommitted(t, r.work)
+	sub := r.work + "/pkg/inner"
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := `cd ` + sub + ` && git rev-parse --show-toplevel && test -z "$(git status --porcelain -- .)" && echo status-ok && echo $$ > here.txt && git add here.txt && git -c user.name=a -c user.email=a@e commit -qm sub && echo commit-ok
+echo y > ` + r.work + `/top.txt 2>/dev/null && echo TOP-WRITTEN
+git config core.fsmonitor "touch /tmp/x" 2>/dev/null && echo CONFIG-WRITTEN
+true`
+	for _, sandboxed := range []bool{false, true} {
+		args := []string{"--sandbox-backend", "landlock", "--workdir", sub, r.folder(), "-c", script}
+		if !sandboxed {
+			args = []string{"--no-sandbox", "--workdir", sub, r.folder(), "-c", script}
+		}
+		code, out := r.cli(60*time.Second, nil, args...)
+		ok := code == 0 && strings.Contains(out, r.work+"\n") && strings.Contains(out, "status-ok") && strings.Contains(out, "commit-ok")
+		if !sandboxed {
+			if !ok || !strings.Contains(out, "TOP-WRITTEN") {
+				t.Fatalf("control: exit %d: %s", code, out)
+			}
+			hostGit(r.work, r.home, "config", "--unset", "core.fsmonitor")
+			os.Remove(r.work + "/top.txt")
+			continue
+		}
+		if !ok {
+			t.Errorf("git inside did not work from the subdirectory (exit %d): %s", code, out)
+		}
+		if strings.Contains(out, "TOP-WRITTEN") || strings.Contains(out, "CONFIG-WRITTEN") {
+			t.Errorf("a write outside the workdir, or to the repository's config, succeeded: %s", out)
+		}
+	}
 }

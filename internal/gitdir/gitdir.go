@@ -168,3 +168,26 @@ func readSmall(p string) ([]byte, error) {
 	}
 	return b[:n], nil
 }
+
+// Top returns the top of the working tree that holds workdir when workdir
+// is a subdirectory of one (the nearest ancestor with a .git directory or
+// file, as git finds it), or "" when workdir has a .git itself or no
+// ancestor has one. It stops below stop (the user's home: a repository
+// there, a dotfiles checkout, is not the project's) and at the root.
+func Top(workdir, stop string) string {
+	if _, err := os.Lstat(filepath.Join(workdir, ".git")); err == nil {
+		return ""
+	}
+	for d := filepath.Dir(workdir); ; d = filepath.Dir(d) {
+		if d == stop || d == "/" || d == "." {
+			return ""
+		}
+		st, err := os.Lstat(filepath.Join(d, ".git"))
+		if err == nil && (st.IsDir() || st.Mode().IsRegular()) {
+			return d
+		}
+		if d == filepath.Dir(d) {
+			return ""
+		}
+	}
+}

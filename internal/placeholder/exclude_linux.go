@@ -26,7 +26,11 @@ func (s *Set) exclude(files []string) error {
 	if len(files) == 0 {
 		return nil
 	}
-	ex := excludeFile(s.workdir)
+	top := s.ledger.Top
+	if top == "" {
+		top = s.workdir
+	}
+	ex := excludeFile(top)
 	inside := false
 	for _, e := range s.ledger.Entries {
 		if e.Root != "" && strings.HasPrefix(ex, e.Root+"/") {
@@ -56,7 +60,7 @@ func (s *Set) exclude(files []string) error {
 	}
 	defer reg.Close()
 	for _, p := range files {
-		pattern := "/" + strings.TrimPrefix(p, s.workdir+"/")
+		pattern := "/" + strings.TrimPrefix(p, top+"/")
 		if _, err := fmt.Fprintf(f, "%s\n%s\n", excludeMarker, pattern); err != nil {
 			return fmt.Errorf("writing %s: %v", ex, err)
 		}

@@ -245,7 +245,11 @@ func (s *Set) Release(stderr io.Writer) (intact []string) {
 	}
 	s.held = nil
 	if s.regPath != "" {
-		removeAll(s.lock, s.regPath, s.st, s.dir, s.workdir, stderr)
+		top := s.ledger.Top
+		if top == "" {
+			top = s.workdir
+		}
+		removeAll(s.lock, s.regPath, s.st, s.dir, top, stderr)
 	}
 	s.st.close()
 	s.lock.Close()
@@ -310,7 +314,7 @@ func lockDirs(stateDir string, dirs []string) ([]*os.File, error) {
 // whose directory's lock another run holds (it binds the placeholder, or
 // something beside it) stays, and so does its record (and its line in the
 // git exclude file): a later run in the workdir removes it.
-func removeAll(lock *os.File, regPath string, st *stash, stateDir, workdir string, stderr io.Writer) {
+func removeAll(lock *os.File, regPath string, st *stash, stateDir, top string, stderr io.Writer) {
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		return // another run in this workdir is going: it cleans up
 	}
@@ -373,7 +377,7 @@ func removeAll(lock *os.File, regPath string, st *stash, stateDir, workdir strin
 	}
 	for ex, patterns := range excluded {
 		for pattern := range patterns {
-			if keptPath[workdir+pattern] {
+			if keptPath[top+pattern] {
 				delete(patterns, pattern)
 				kept = append(kept, record{Path: ex, Exclude: pattern})
 			}

@@ -442,6 +442,38 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 	if err != nil {
 		warns = append(warns, err.Error())
 	}
+	// A workdir inside a repository (a subdirectory of its working tree):
+	// git inside needs the working tree (read-only: writes stay in the
+	// workdir) and its git dir (read-write, under the ledger's
+	// protection like a workdir's own .git).
+	repoTop := ""
+	if top := gitdir.Top(wd, grant.Canonical(h.Dir)); top != "" {
+		dotgit := filepath.Join(top, ".git")
+		st, _ := os.Lstat(dotgit)
+		switch err := g.checker.Check(top, false); {
+		case err != nil:
+			warns = append(warns, fmt.Sprintf("the working directory lies in the repository %s, which %s; git inside will not find the repository", top, err))
+		case st != nil && st.IsDir():
+			if err := g.checker.Check(dotgit, true); err != nil {
+				warns = append(warns, fmt.Sprintf("the repository's git dir %s %s; git inside will not find the repository", dotgit, err))
+				break
+			}
+			repoTop = top
+			g.add(&s.Read, top)
+			s.GitDirs = append(s.GitDirs, dotgit)
+			g.add(&s.Allow, dotgit)
+		default:
+			l, err := gitdir.Find(top)
+			if err != nil || l == nil {
+				if err != nil {
+					warns = append(warns, err.Error())
+				}
+				break
+			}
+			repoTop, linked = top, l
+			g.add(&s.Read, top)
+		}
+	}
 	for _, d := range linked.Dirs() {
 		if err := g.checker.Check(d, true); err != nil {
 			warns = append(warns, fmt.Sprintf("linked git dir %s %s; not granting it (git commands in the sandbox will fail)", d, err))
@@ -550,7 +582,7 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 		s.Toolchains, s.UserConfig, s.Links, notes = userTools(h, in.Getenv("PATH"), g.checker, s.Writable(), tc.SystemCovers)
 		warns = append(warns, notes...)
 	}
-	s.Ledger = ledger(in, s, linked)
+	s.Ledger = ledger(in, s, linked, repoTop)
 	s.Missing = []string{}
 	created := map[string]bool{} // the backend creates these
 	for _, d := range s.AgentStateDirs() {
@@ -579,10 +611,10 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 
 // ledger computes the run's ledger (internal/protect) once every writable
 // grant is known.
-func ledger(in Input, s spec.Spec, linked *gitdir.Linked) protect.Ledger {
+func ledger(in Input, s spec.Spec, linked *gitdir.Linked, repoTop string) protect.Ledger {
 	f, h := in.Folder, in.Home
 	li := protect.Input{
-		Workdir: s.Workdir, Writable: s.Writable(), Home: h.Dir,
+		Workdir: s.Workdir, RepoTop: repoTop, Writable: s.Writable(), Home: h.Dir,
 		AllowEdit:     uniq.Sorted(protect.Normalize(append(append([]string{}, f.Config.AllowEdit...), in.AllowEdit...))),
 		UserGitConfig: protect.UserGitConfigs(h.Dir, in.Getenv),
 	}

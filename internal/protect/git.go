@@ -11,6 +11,8 @@ import (
 type gitLedger struct {
 	in  Input
 	add func(Entry)
+	// top is the working tree's top (the workdir, or Input.RepoTop).
+	top string
 	// read are the config files already read (includes can loop).
 	read map[string]bool
 }
@@ -106,7 +108,7 @@ func (g *gitLedger) refs(path string, depth int) {
 	for _, e := range entries {
 		switch {
 		case e.Section == "core" && !e.HasSub && e.Key == "hookspath" && !e.NoValue:
-			hp, err := gitconfig.ExpandPath(e.Value, g.in.Workdir, g.in.Home)
+			hp, err := gitconfig.ExpandPath(e.Value, g.top, g.in.Home)
 			if err != nil || hp == "" {
 				continue
 			}

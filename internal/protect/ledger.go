@@ -85,6 +85,9 @@ type Ledger struct {
 	Entries []Entry `json:"entries"`
 	// AllowEdit are the names the user let the agent edit (left out).
 	AllowEdit []string `json:"allow_edit"`
+	// Top is the top of the working tree whose .git the run's git uses:
+	// the workdir, or the repository it is a subdirectory of.
+	Top string `json:"top"`
 	// Problem, when not empty, is why the namespace view cannot keep the
 	// read-only entries read-only (a symlink on the way to one, a file
 	// with other hard links): the view refuses the run with it. Engines
@@ -117,6 +120,10 @@ type KeyFile struct {
 type Input struct {
 	// Workdir is the run's working directory (absolute, canonical).
 	Workdir string
+	// RepoTop is the top of the working tree when the workdir is a
+	// subdirectory of a repository ("" when it is the top, or in none):
+	// its .git is the run's.
+	RepoTop string
 	// GitDir and CommonDir are the workdir's linked git directories (a
 	// worktree's or submodule's git dir, and a worktree's main .git),
 	// "" for none.
@@ -176,8 +183,12 @@ func Build(in Input) Ledger {
 		seen[e.Path] = true
 		l.Entries = append(l.Entries, e)
 	}
-	g := gitLedger{in: in, add: add}
-	dotgit := filepath.Join(in.Workdir, ".git")
+	g := gitLedger{in: in, add: add, top: in.Workdir}
+	if in.RepoTop != "" {
+		g.top = in.RepoTop
+	}
+	l.Top = g.top
+	dotgit := filepath.Join(g.top, ".git")
 	if st, err := os.Lstat(dotgit); err == nil {
 		if st.IsDir() {
 			g.gitDir(dotgit, true)
