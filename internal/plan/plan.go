@@ -580,6 +580,7 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 	if tc, ok := b.(backend.Toolchains); ok {
 		var notes []string
 		s.Toolchains, s.UserConfig, s.Links, notes = userTools(h, in.Getenv("PATH"), g.checker, s.Writable(), tc.SystemCovers)
+		s.Caches = userCaches(h, in.Getenv, in.Getenv("PATH"), g.checker, s.Writable())
 		warns = append(warns, notes...)
 	}
 	s.Ledger = ledger(in, s, linked, repoTop)

@@ -53,6 +53,9 @@ type Spec struct {
 	// the built-in engine (nono has its own runtime groups): readable and
 	// executable, never writable. Checked like read grants.
 	Toolchains []Toolchain
+	// Caches are the toolchains' caches the built-in engine layers
+	// (private, writable) over the host's.
+	Caches []Cache
 	// UserConfig are the user's configuration files everyday tools read
 	// (git's), readable only, for the built-in engine.
 	UserConfig []string
@@ -88,6 +91,19 @@ type Toolchain struct {
 	Dir string `json:"dir"`
 	// Why says how it was found.
 	Why string `json:"why"`
+}
+
+// Cache is a toolchain's cache that the built-in engine gives the agent
+// as a private, writable layer over the host's (see plan's userCaches).
+type Cache struct {
+	// Name names it in the agent's state (caches/<Name>).
+	Name string `json:"name"`
+	// Path is where the tool looks for it, the host's cache there being
+	// the layer's read-only base.
+	Path string `json:"path"`
+	// Env, when set, is the variable that tells the tool where it is
+	// (set for the agent to Path).
+	Env string `json:"env,omitempty"`
 }
 
 // Link is a symlink at Path (not itself granted) to a granted Target.

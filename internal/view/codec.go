@@ -18,7 +18,7 @@ import (
 // be added here.
 
 // codecMagic starts an encoded Config (and versions the layout).
-const codecMagic = "asv3"
+const codecMagic = "asv4"
 
 // maxCodecLen bounds one string or list length when decoding.
 const maxCodecLen = 1 << 24
@@ -33,6 +33,8 @@ func (c Config) Encode() []byte {
 		e.str(m.Path)
 		e.str(m.Source)
 		e.str(m.Target)
+		e.str(m.Upper)
+		e.str(m.Work)
 		e.bool(m.Optional)
 		e.bool(m.Pin)
 		e.bool(m.Guarded)
@@ -85,7 +87,7 @@ func DecodeConfig(b []byte) (Config, error) {
 	for i := 0; i < n && d.err == nil; i++ {
 		c.Mounts = append(c.Mounts, Mount{
 			Kind: Kind(d.str()), Path: d.str(), Source: d.str(), Target: d.str(),
-			Optional: d.bool(), Pin: d.bool(), Guarded: d.bool(),
+			Upper: d.str(), Work: d.str(), Optional: d.bool(), Pin: d.bool(), Guarded: d.bool(),
 		})
 	}
 	c.Workdir = d.str()

@@ -43,6 +43,13 @@ const (
 	// Dir creates an empty directory (a mount point for nothing, such as
 	// $HOME when only parts of it are granted).
 	Dir Kind = "dir"
+	// Overlay mounts an overlay at Path: Source (when it exists) as the
+	// read-only lower layer, Upper and Work (directories of
+	// agent-sandbox's state) as the writable layer. Writes land in Upper,
+	// never in Source: a private, writable layer over a cache of the
+	// host's. Where the kernel refuses the overlay, Upper alone is bound
+	// read-write.
+	Overlay Kind = "overlay"
 )
 
 // Mount is one entry of the view. Paths are absolute and canonical (no
@@ -56,6 +63,10 @@ type Mount struct {
 	Source string `json:"source,omitempty"`
 	// Target is the link target for Symlink.
 	Target string `json:"target,omitempty"`
+	// Upper and Work are an Overlay's writable layer and its work
+	// directory (on one filesystem).
+	Upper string `json:"upper,omitempty"`
+	Work  string `json:"work,omitempty"`
 	// Optional skips the mount when its source does not exist.
 	Optional bool `json:"optional,omitempty"`
 	// Pin makes a bind a mount point of its own even where an enclosing
@@ -160,6 +171,10 @@ func (c Config) Validate() error {
 		case Symlink:
 			if m.Target == "" {
 				return fmt.Errorf("view: symlink %s has no target", m.Path)
+			}
+		case Overlay:
+			if !clean(m.Upper) || !clean(m.Work) || (m.Source != "" && !clean(m.Source)) {
+				return fmt.Errorf("view: overlay %s needs absolute clean upper and work directories", m.Path)
 			}
 		case Tmpfs, Proc, Devpts, Mask, Dir:
 		default:

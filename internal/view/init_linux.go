@@ -40,6 +40,8 @@ type report struct {
 	// itself could not be executed).
 	Error string `json:"error,omitempty"`
 	Code  int    `json:"code,omitempty"`
+	// Notes are what the view could not give as asked (with Ready).
+	Notes []string `json:"notes,omitempty"`
 	// Stopped, when not 0, says that the agent stopped on that signal
 	// (job control); more reports follow.
 	Stopped int `json:"stopped,omitempty"`
@@ -120,7 +122,7 @@ func Init() int {
 		return say(report{Error: err.Error(), Code: 125, Unavailable: errors.Is(err, errRestricted)})
 	}
 	<-registered
-	say(report{Ready: true})
+	say(report{Ready: true, Notes: notes})
 	stopped = func(sig unix.Signal) { say(report{Stopped: int(sig)}) }
 	r := runAgent(c, agent, sigs)
 	code := say(r)
@@ -526,6 +528,37 @@ func place(stage string, m Mount, srcFd, devNull int, dirs *stagedDirs) error {
 			return mountAt("devpts", t, unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620")
 		}
 		return nil
+	case Overlay:
+		t, err := makeTarget(dirs, stage, m.Path, true)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(t)
+		upper, err := openNoSymlinks(m.Upper)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(upper)
+		lower, err := openNoSymlinks(m.source())
+		if err == nil {
+			defer unix.Close(lower)
+			work, err := openNoSymlinks(m.Work)
+			if err != nil {
+				return err
+			}
+			defer unix.Close(work)
+			opts := "lowerdir=" + fdPath(lower) + ",upperdir=" + fdPath(upper) + ",workdir=" + fdPath(work) + ",userxattr"
+			oerr := mountAt("overlay", t, unix.MS_NOSUID|unix.MS_NODEV, opts)
+			if oerr == nil {
+				return nil
+			}
+			notes = append(notes, fmt.Sprintf("%s: the kernel refused an overlay over your %s (%v); the agent gets its own empty one", m.Path, m.source(), oerr))
+		} else if !errors.Is(err, unix.ENOENT) {
+			return err
+		}
+		// No lower layer (none on the host, or no overlay here): the
+		// writable layer alone.
+		return bindAt(upper, t, false)
 	case Symlink:
 		parent, err := makeTarget(dirs, stage, parentOf(m.Path), true)
 		if err != nil {
@@ -554,6 +587,10 @@ func baseOf(p string) string {
 	}
 	return p
 }
+
+// notes are what building the view could not give as asked and did
+// otherwise (an overlay the kernel refused): sent with the ready report.
+var notes []string
 
 // heldPtys are the masters init opened to make pty numbers exist in the
 // sandbox's devpts instance; init keeps them open for the whole run.

@@ -37,6 +37,8 @@ type Process struct {
 	ctl   *os.File // requests to init: sockets (Inbound), re-protection
 	// inbound is Config.Inbound: init answers requests for sockets.
 	inbound bool
+	// notes are init's notes on building the view (Notes).
+	notes []string
 
 	result error         // what Ended returned, once reaped is set
 	reaped chan struct{} // set by Ended; closed once init itself is reaped
@@ -193,7 +195,11 @@ func Spawn(cmd *exec.Cmd, network Network) (*Pending, error) {
 	// and, its ids still unmapped at exec, init holds these ambient
 	// capabilities and nothing more, a root caller's too (whose uid 0
 	// mapped at exec would have had every capability in the namespace).
-	a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_BIND_SERVICE}
+	// CAP_DAC_OVERRIDE: an overlay's work directory holds a directory
+	// of mode 0 that overlayfs needs its mounter to enter (the caches'
+	// layers); in the namespace it reaches only files of the caller's
+	// own ids, which the caller can read and change anyway.
+	a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_BIND_SERVICE, unix.CAP_DAC_OVERRIDE}
 	a.Pdeathsig = syscall.SIGKILL
 
 	cmd.Path = "/proc/self/exe"
@@ -294,6 +300,7 @@ func (p *Pending) Start(c Config) (*Process, error) {
 		ctl.Close()
 		return nil, proc.finish(r, err)
 	}
+	proc.notes = r.Notes
 	if c.Network == NetProxy || len(c.ForwardPorts) > 0 || c.Inbound {
 		if err := proc.receiveSockets(ctl); err != nil {
 			ctl.Close()
@@ -306,6 +313,10 @@ func (p *Pending) Start(c Config) (*Process, error) {
 	proc.ctl, proc.inbound = ctl, c.Inbound
 	return proc, nil
 }
+
+// Notes are what the view could not give as its Config asked, and what it
+// gave instead (an overlay the kernel refused: the writable layer alone).
+func (p *Process) Notes() []string { return p.notes }
 
 // OS is the sandbox init's process, for signals.
 func (p *Process) OS() *os.Process { return p.cmd.Process }

@@ -88,6 +88,9 @@ type PrintedPolicy struct {
 	Net Net `json:"net"`
 	// Toolchains are the trees granted for the programs on PATH, and why.
 	Toolchains []spec.Toolchain `json:"toolchains"`
+	// Caches are the toolchains' caches the view layers privately over
+	// the host's.
+	Caches []spec.Cache `json:"caches"`
 	// Create are the config paths a run creates before the agent starts.
 	Create []string `json:"create"`
 	// Limits are the resource limits the agent gets.
@@ -153,6 +156,7 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 		p.Engine = EngineWeaker
 		narrowed := s
 		narrowed.Toolchains = narrowForWeaker(s.Toolchains, s.Home)
+		narrowed.Caches = nil // no overlay without the view
 		p.Spec, p.Policy = narrowed, PolicyFor(narrowed, b.NixStore, self)
 		p.Warnings = append([]string{weakerWarning(why)}, KernelWarnings(p.Policy, abi)...)
 		if netPlan.Mode == posture.NetAllowlist {
@@ -230,6 +234,9 @@ func (p *Prepared) Describe() backend.Description {
 	for _, c := range p.Spec.UserConfig {
 		comments = append(comments, fmt.Sprintf("git configuration %s: read-only", c))
 	}
+	for _, c := range p.Spec.Caches {
+		comments = append(comments, fmt.Sprintf("cache %s: a private, writable layer over yours (the agent's writes kept in %s, yours never written)", c.Path, cacheLayer(p.Spec, c.Name)))
+	}
 	create := p.Spec.ConfigToCreate()
 	for _, c := range create {
 		comments = append(comments, fmt.Sprintf("created before the run (missing): %s", c))
@@ -253,7 +260,7 @@ func (p *Prepared) Describe() backend.Description {
 		Warnings: p.Warnings,
 		Refusal:  p.Refusal,
 		JSON: map[string]any{"landlock": &PrintedPolicy{
-			Engine: p.Engine, Toolchains: toolchains, Create: create, Net: p.Net,
+			Engine: p.Engine, Toolchains: toolchains, Create: create, Net: p.Net, Caches: nonNil(p.Spec.Caches),
 			Limits:    map[string]uint64{"processes": defaultMaxProcesses, "open_files": defaultMaxOpenFiles},
 			Protected: nonNil(p.Spec.Ledger.Entries), AllowEdit: nonNil(p.Spec.Ledger.AllowEdit),
 			ReadExec: pol.ReadExec, ReadOnly: pol.ReadOnly, ReadWrite: pol.ReadWrite, WriteOnly: pol.WriteOnly, Network: string(p.Net.Mode),

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -277,4 +278,12 @@ type viewRun struct {
 	// made (Linux).
 	set   *placeholder.Set
 	masks map[string]bool
+	// layers are the caches' writable layers for this run (cacheLayers).
+	layers map[string]string
+}
+
+// cacheLayer is the agent's own writable layer of the cache name, kept
+// between its runs: <state>/caches/<name>, holding upper/ and work/.
+func cacheLayer(s spec.Spec, name string) string {
+	return filepath.Join(s.StateDir, "caches", name)
 }

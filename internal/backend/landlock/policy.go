@@ -164,5 +164,13 @@ func Env(s spec.Spec, getenv func(string) (string, bool)) []string {
 	for _, k := range keys {
 		env = append(env, k+"="+s.EnvSet[k])
 	}
-	return append(env, "TMPDIR="+s.TempDir(), "MISE_CACHE_DIR="+s.MiseCacheDir())
+	env = append(env, "TMPDIR="+s.TempDir(), "MISE_CACHE_DIR="+s.MiseCacheDir())
+	// Each toolchain cache where the view layers it (the tool's own
+	// default, or the host's setting, which the agent does not inherit).
+	for _, c := range s.Caches {
+		if c.Env != "" {
+			env = append(env, c.Env+"="+c.Path)
+		}
+	}
+	return env
 }

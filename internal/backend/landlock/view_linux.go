@@ -28,7 +28,11 @@ import (
 // viewConfig turns the Landlock policy p into a namespace view holding
 // exactly p's paths (plus /etc without its secrets), with the same ruleset
 // enforced inside it.
-func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string) view.Config {
+//
+// layers are the writable layers of the toolchains' caches by name (a
+// directory holding upper/ and work/); nil means each cache's own in the
+// agent's state (cacheLayer).
+func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string, layers map[string]string) view.Config {
 	home := s.Home
 	c := view.Config{Workdir: workdir, Argv: argv, Env: env, Network: view.NetHost, Rlimits: defaultRlimits()}
 	if p.Network == ll.NetBlocked {
@@ -138,6 +142,17 @@ func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string) vi
 		c.Mounts = append(c.Mounts, view.Mount{Kind: view.Tmpfs, Path: dir})
 	}
 	c.Mounts = append(c.Mounts, protectedMounts(s.Ledger)...)
+	// The toolchains' caches: a private, writable layer over the host's.
+	var caches []string
+	for _, cache := range s.Caches {
+		layer := layers[cache.Name]
+		if layer == "" {
+			layer = cacheLayer(s, cache.Name)
+		}
+		c.Mounts = append(c.Mounts, view.Mount{Kind: view.Overlay, Path: cache.Path, Source: cache.Path,
+			Upper: filepath.Join(layer, "upper"), Work: filepath.Join(layer, "work")})
+		caches = append(caches, cache.Path)
+	}
 	c.Mounts = append(c.Mounts,
 		view.Mount{Kind: view.Tmpfs, Path: "/tmp"},
 		view.Mount{Kind: view.Tmpfs, Path: "/var/tmp"},
@@ -159,7 +174,7 @@ func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string) vi
 	lp.Network = ll.NetOpen
 	lp.AllowTCPConnect = nil
 	lp.ReadOnly = append(append(append([]string{}, p.ReadOnly...), viewMounted...), "/dev")
-	lp.ReadWrite = append(append(append([]string{}, p.ReadWrite...), "/tmp", "/var/tmp", "/dev/shm", "/dev/pts"), scratch...)
+	lp.ReadWrite = append(append(append(append([]string{}, p.ReadWrite...), "/tmp", "/var/tmp", "/dev/shm", "/dev/pts"), scratch...), caches...)
 	if len(p.WriteOnly) == 0 {
 		// Every directory of the view can be listed: what is not
 		// granted is not there (`ls /`, `find /usr`). Landlock cannot
@@ -271,14 +286,24 @@ func defaultRlimits() []view.Rlimit {
 }
 
 // prepare creates the placeholders of the ledger's missing read-only
-// entries (launch.Lifecycle.Prepare).
+// entries and the writable layers of the toolchains' caches
+// (launch.Lifecycle.Prepare).
 func (v *viewRun) prepare() (func() []string, error) {
-	set, err := placeholder.Make(v.s.Ledger, v.s.StateRoot(), v.s.Workdir)
+	layers, releaseLayers, err := cacheLayers(v.s)
 	if err != nil {
 		return nil, err
 	}
+	v.layers = layers
+	set, err := placeholder.Make(v.s.Ledger, v.s.StateRoot(), v.s.Workdir)
+	if err != nil {
+		releaseLayers()
+		return nil, err
+	}
 	v.set = set
-	return func() []string { return set.Release(v.stderr) }, nil
+	return func() []string {
+		releaseLayers()
+		return set.Release(v.stderr)
+	}, nil
 }
 
 // reprotect binds the read-only entry or pinned directory at path again
@@ -301,7 +326,7 @@ func (v *viewRun) reprotect(proc *view.Process) guard.Reprotect {
 // start starts the agent in the view (launch.Lifecycle.Start).
 func (v *viewRun) start(cmd *exec.Cmd) (launch.Started, error) {
 	argv := append([]string{cmd.Path}, cmd.Args[1:]...)
-	c := viewConfig(v.p, v.s, argv, cmd.Env, cmd.Dir)
+	c := viewConfig(v.p, v.s, argv, cmd.Env, cmd.Dir, v.layers)
 	viewNetwork(&c, v.n)
 	c.TerminalSignals = launch.IsTerminal(cmd.Stdin)
 	if u := launch.CallerUmask(); u >= 0 {
@@ -333,6 +358,9 @@ func (v *viewRun) start(cmd *exec.Cmd) (launch.Started, error) {
 		return launch.Started{}, &launch.SetupError{Err: err}
 	}
 	serveView(proc, v.n, v.sess)
+	for _, n := range proc.Notes() {
+		diag.Notef(v.stderr, "%s", n)
+	}
 	var masks []string
 	v.masks = map[string]bool{}
 	for _, m := range c.Mounts {

@@ -9,6 +9,6 @@ import (
 // per-run TMPDIR and the terminal): its mounts and the Landlock policy
 // enforced inside it.
 func inView(p *Prepared) ([]view.Mount, ll.Policy) {
-	c := viewConfig(p.Policy, p.Spec, nil, nil, p.Spec.Workdir)
+	c := viewConfig(p.Policy, p.Spec, nil, nil, p.Spec.Workdir, nil)
 	return c.Mounts, c.Landlock
 }
