@@ -15,6 +15,12 @@ type (
 	Reach  = backend.Reach
 )
 
+// ReachHost reports how the run treats a TCP connection from the agent
+// to host:port (Net.Reach, for the engine this run uses).
+func (p *Prepared) ReachHost(host string, port int) (backend.HostReach, error) {
+	return p.Net.Reach(host, port, p.Engine == EngineWeaker)
+}
+
 // Reach reports how the run treats the absolute, canonical path p.
 func (p *Prepared) Reach(path string) Reach {
 	var r Reach
