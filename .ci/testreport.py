@@ -48,6 +48,7 @@ MUST_RUN = [
     "e2e-user TestScanNotBlinded",
     "e2e TestWorkdirPrivate",
     "e2e-user TestWorkdirPrivate",
+    "e2e TestReadmeClaims",
     "e2e TestWhyHostAgrees",
     "e2e-user TestWhyHostAgrees",
     "e2e TestWriteGrantExec",
