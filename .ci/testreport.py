@@ -54,6 +54,11 @@ MUST_RUN = [
     "e2e-user TestJobControl",
     "e2e TestGitSubdirectory",
     "e2e-user TestGitSubdirectory",
+    "e2e TestReadmeClaims",
+    "e2e TestWhyHostAgrees",
+    "e2e-user TestWhyHostAgrees",
+    "e2e TestWriteGrantExec",
+    "e2e-user TestWriteGrantExec",
     "e2e TestResolveRealPrograms",
     "e2e TestSbxPiExtensionRealPi",
 ]

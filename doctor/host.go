@@ -164,7 +164,7 @@ func readSysctls() sysctls {
 // them for everybody else, is a warning too.
 func usernsResult(available bool, s sysctls, euid int) Result {
 	res := Result{Check: "user namespaces"}
-	const degraded = "the built-in engine cannot build its namespace view, so it refuses to run unless AGENT_SANDBOX_WEAKER_SANDBOX=1 accepts Landlock and seccomp alone (names and metadata of the whole filesystem visible, no allow-list network)"
+	const degraded = "the built-in engine cannot build its namespace view, so it refuses to run unless AGENT_SANDBOX_WEAKER_SANDBOX=1 accepts Landlock and seccomp alone (names and metadata of the whole filesystem visible; an allow list enforced by TCP port only, so the egress broker's port and every open_port reach every host, UDP and DNS not confined; listen_port refused)"
 	aaFix := "let agent-sandbox create user namespaces: install this AppArmor profile and load it with `sudo apparmor_parser -r /etc/apparmor.d/agent-sandbox`:\n" + AppArmorProfile(selfPath()) +
 		"\nor allow them for every program: `sysctl kernel.apparmor_restrict_unprivileged_userns=0`"
 	if available {
@@ -280,7 +280,7 @@ func (r *run) nonoResult() Result {
 	if r.nonoPath == "" {
 		res := Result{Check: "nono", Status: Warn, Fix: "install nono " + NonoVersionRange + " (nixpkgs `nono`, or `nix run .#agent-sandbox`, which brings it)"}
 		if r.goos == "linux" {
-			res.Detail = "not installed (not on PATH): folders that opt into nono run under the built-in landlock engine, which cannot enforce network_profile or an allow-list network yet"
+			res.Detail = "not installed (not on PATH): folders that opt into nono run under the built-in landlock engine, with the same grants and network (an allow list through its egress broker, open_port and listen_port forwarded); only network_profile, which nono alone knows, is refused there"
 		} else {
 			res.Detail = "not installed (not on PATH): there is no kernel sandbox on " + r.goos + " without it"
 		}

@@ -129,6 +129,13 @@ func TestUsernsResult(t *testing.T) {
 			if res.Status == Warn && !strings.Contains(res.Detail, "AGENT_SANDBOX_WEAKER_SANDBOX=1") {
 				t.Errorf("warning does not say what degrades: %q", res.Detail)
 			}
+			// The weaker sandbox serves an allow list (Landlock TCP rules
+			// and the broker on the host's loopback, e2e TestNoUserNamespaces),
+			// with the gaps its warning names; it used to say "no
+			// allow-list network".
+			if res.Status == Warn && !strings.Contains(res.Detail, "an allow list enforced by TCP port only, so the egress broker's port and every open_port reach every host, UDP and DNS not confined; listen_port refused") {
+				t.Errorf("warning does not say what the weaker sandbox does with an allow list: %q", res.Detail)
+			}
 		})
 	}
 }

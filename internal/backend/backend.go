@@ -126,6 +126,37 @@ type Reacher interface {
 	Reach(path string) Reach
 }
 
+// HostReach is how a prepared run treats a TCP connection from the agent
+// to one host and port: what `agent-sandbox why --host` reports, computed
+// from the same decision the run carries out (the network namespace, the
+// forwarded ports, the egress broker's policy).
+type HostReach struct {
+	// Allowed says the connection reaches the host (or its network).
+	Allowed bool
+	// Path is the way it goes, or would: "host" (the host's own network),
+	// "forward" (a forwarded loopback port), "proxy" (the egress broker),
+	// "port rule" (the weaker sandbox's Landlock TCP rule), "none".
+	Path string
+	// By is the rule that decided ("open_port 8080", an allow-list entry,
+	// the network's source), "" when none names it.
+	By string
+	// Reason is one sentence.
+	Reason string
+	// Loopback says the target is the agent's own loopback, which reaches
+	// the host's only on forwarded ports: the fix forwards the port.
+	Loopback bool
+	// Fix, when not empty, is the backend's own fix (what to connect to
+	// instead), which `why` prints as it is.
+	Fix string
+}
+
+// HostReacher is a Prepared run that can say exactly how it treats a
+// connection (the built-in engine); `why --host` falls back to the allow
+// list's names for the others.
+type HostReacher interface {
+	ReachHost(host string, port int) (HostReach, error)
+}
+
 // Early is part of a sandbox started before its run is planned (see
 // Prestarter): the run takes it over, or Abort ends it.
 type Early interface {

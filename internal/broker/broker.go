@@ -33,6 +33,17 @@ type Config struct {
 	Allow []string
 	// Deny entries (nono deny_domain) are checked before Allow.
 	Deny []string
+	// SandboxLoopback says that the agent's loopback is its own (the
+	// sandbox's network namespace, or the weaker sandbox's Landlock port
+	// rules): a loopback target (localhost, 127.0.0.0/8, ::1) is then
+	// admitted on the Forwarded ports only, whatever Allow says, so that
+	// a client sending it through the proxy reaches what a direct
+	// connection reaches (NO_PROXY sends clients there directly). A run
+	// sets it; tests of the proxy alone may not.
+	SandboxLoopback bool
+	// Forwarded are the ports the run forwards from the agent's loopback
+	// to the host's (open_port, loopback HOST:PORT entries of Allow).
+	Forwarded []int
 	// Token is the per-run secret every request must carry as
 	// Proxy-Authorization: Basic base64("agent-sandbox:" + Token).
 	// NewToken makes one. At least 16 characters of [A-Za-z0-9_-].
@@ -96,6 +107,9 @@ func New(cfg Config) (*Proxy, error) {
 	pol, err := newPolicy(cfg.Allow, cfg.Deny)
 	if err != nil {
 		return nil, fmt.Errorf("broker: %v", err)
+	}
+	if cfg.SandboxLoopback {
+		pol.sandboxLoopback(cfg.Forwarded)
 	}
 	if err := checkToken(cfg.Token); err != nil {
 		return nil, err

@@ -226,6 +226,52 @@ func parseTarget(host string, port int) (target, error) {
 type policy struct {
 	allow []entry
 	deny  []entry
+	// ownLoopback: the agent's loopback is its own (Config.SandboxLoopback);
+	// a loopback target is then admitted on the forwarded ports only.
+	ownLoopback bool
+	forwarded   map[int]bool
+}
+
+// sandboxLoopback makes p judge loopback targets as the run's own
+// loopback does: only the forwarded ports reach the host's.
+func (p *policy) sandboxLoopback(forwarded []int) {
+	p.ownLoopback = true
+	p.forwarded = map[int]bool{}
+	for _, port := range forwarded {
+		p.forwarded[port] = true
+	}
+}
+
+// Direct reports whether NoProxy sends a client's connection to host past
+// the proxy, onto the agent's own loopback: "localhost" and the names
+// below it, 127.0.0.1 and ::1 (bracketed or not), case and a trailing dot
+// ignored. Under the built-in engine such a connection reaches the host
+// only on a forwarded port.
+func Direct(host string) bool {
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	a, ok := parseIPLiteral(h)
+	return ok && (a == netip.AddrFrom4([4]byte{127, 0, 0, 1}) || a == netip.IPv6Loopback())
+}
+
+// Loopback reports whether host names the loopback itself: localhost (and
+// the names below it) or a loopback address (127.0.0.0/8, ::1). In a
+// sandbox (Config.SandboxLoopback) such a target reaches the host's
+// loopback on forwarded ports only, through the proxy as directly.
+func Loopback(host string) bool {
+	t, err := parseTarget(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"), 1)
+	return err == nil && loopbackTarget(t)
+}
+
+// loopbackTarget: a target that names the loopback itself: localhost (and
+// the names below it) or a loopback address (127.0.0.0/8, ::1).
+func loopbackTarget(t target) bool {
+	if t.ip.IsValid() {
+		return t.ip.IsLoopback()
+	}
+	return t.name == "localhost" || strings.HasSuffix(t.name, ".localhost")
 }
 
 func newPolicy(allow, deny []string) (*policy, error) {
@@ -272,6 +318,17 @@ func (p *policy) check(t target) verdict {
 		if p.deny[i].matches(t.name, t.ip, t.port) {
 			return verdict{reason: fmt.Sprintf("denied by entry %q", p.deny[i].raw), rule: p.deny[i].raw}
 		}
+	}
+	// Through the proxy a loopback target reaches what a direct
+	// connection from the sandbox reaches: the host's loopback on the
+	// forwarded ports, nothing else (a list naming 127.0.0.1 without a
+	// port must not open every loopback service of the host to a client
+	// that ignores NO_PROXY).
+	if p.ownLoopback && loopbackTarget(t) {
+		if p.forwarded[t.port] {
+			return verdict{ok: true, exact: true, reason: fmt.Sprintf("port %d is forwarded to the host's loopback (open_port, or a loopback HOST:PORT of the allow list)", t.port)}
+		}
+		return verdict{reason: fmt.Sprintf("port %d of the loopback is not forwarded: inside the sandbox the loopback is its own, and the host's is reachable only on the forwarded ports (open_port, or an allow-list entry localhost:PORT)", t.port)}
 	}
 	var wild *entry
 	for i := range p.allow {

@@ -751,3 +751,49 @@ func TestCloseCancelsResolution(t *testing.T) {
 		t.Errorf("audit %+v", es)
 	}
 }
+
+// TestSandboxLoopback (issue 23 item 7): for a sandboxed run the proxy
+// admits a loopback target (localhost, 127.0.0.0/8, ::1) on the forwarded
+// ports only, whatever the list names: through the proxy it reaches what a
+// direct connection from the sandbox reaches. Without SandboxLoopback the
+// list alone decides (a proxy serving no sandbox).
+func TestSandboxLoopback(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "host-loopback") }))
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	get := func(f *fixture, host string) int {
+		resp, err := f.client(nil).Get(fmt.Sprintf("http://%s:%d/", host, port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	res := &fakeResolver{m: map[string][]string{"localhost": {"127.0.0.1"}}}
+	// 127.0.0.1 named without a port: every port, for a proxy alone.
+	alone := startProxy(t, Config{Allow: []string{"127.0.0.1", "localhost"}, Resolver: res})
+	if code := get(alone, "127.0.0.1"); code != 200 {
+		t.Errorf("proxy without SandboxLoopback: 127.0.0.1:%d got %d, want 200", port, code)
+	}
+	// In a sandbox: refused unless the port is forwarded.
+	sb := startProxy(t, Config{Allow: []string{"127.0.0.1", "localhost"}, Resolver: res, SandboxLoopback: true, Forwarded: []int{1}})
+	for _, h := range []string{"127.0.0.1", "localhost"} {
+		if code := get(sb, h); code != http.StatusForbidden {
+			t.Errorf("sandbox, %s:%d not forwarded: got %d, want 403", h, port, code)
+		}
+	}
+	es := sb.audit(t)
+	if len(es) == 0 || !strings.Contains(es[0].Reason, fmt.Sprintf("port %d of the loopback is not forwarded", port)) {
+		t.Errorf("audit does not say why: %+v", es)
+	}
+	if msg := sb.p.Summary().Message(); !strings.Contains(msg, fmt.Sprintf("127.0.0.1:%d", port)) {
+		t.Errorf("the end-of-run line does not name the port: %s", msg)
+	}
+	// Forwarded: admitted without the list naming it.
+	fw := startProxy(t, Config{Allow: []string{"api.example.com"}, Resolver: res, SandboxLoopback: true, Forwarded: []int{port}})
+	for _, h := range []string{"127.0.0.1", "localhost"} {
+		if code := get(fw, h); code != 200 {
+			t.Errorf("sandbox, %s:%d forwarded: got %d, want 200", h, port, code)
+		}
+	}
+}

@@ -21,3 +21,20 @@ func Allowed(allow []string, host string, port int) (bool, string, error) {
 	v := p.check(t)
 	return v.ok, v.reason, nil
 }
+
+// AllowedInSandbox is Allowed for the proxy of a sandboxed run
+// (Config.SandboxLoopback): a loopback target is admitted on the
+// forwarded ports only, whatever the list says.
+func AllowedInSandbox(allow []string, forwarded []int, host string, port int) (bool, string, error) {
+	p, err := newPolicy(allow, nil)
+	if err != nil {
+		return false, "", err
+	}
+	p.sandboxLoopback(forwarded)
+	t, err := parseTarget(host, port)
+	if err != nil {
+		return false, "", fmt.Errorf("%s:%d: %v", host, port, err)
+	}
+	v := p.check(t)
+	return v.ok, v.reason, nil
+}

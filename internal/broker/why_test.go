@@ -37,3 +37,39 @@ func TestAllowed(t *testing.T) {
 		t.Error("port 0 was accepted")
 	}
 }
+
+func TestAllowedInSandbox(t *testing.T) {
+	allow := []string{"127.0.0.1", "localhost:8080", "api.example.com"}
+	for _, c := range []struct {
+		host   string
+		port   int
+		ok     bool
+		reason string
+	}{
+		{"127.0.0.1", 5432, false, "port 5432 of the loopback is not forwarded"},
+		{"localhost", 5432, false, "not forwarded"},
+		{"127.0.0.2", 5432, false, "not forwarded"},
+		{"::1", 5432, false, "not forwarded"},
+		{"[::1]", 8080, true, "port 8080 is forwarded"},
+		{"localhost", 8080, true, "forwarded"},
+		{"a.localhost", 8080, true, "forwarded"},
+		{"127.0.0.9", 11434, true, "port 11434 is forwarded"},
+		{"api.example.com", 443, true, `allowed by entry "api.example.com"`},
+		{"other.example.com", 8080, false, "host not in the allow list"},
+	} {
+		ok, reason, err := AllowedInSandbox(allow, []int{8080, 11434}, c.host, c.port)
+		if err != nil || ok != c.ok || !strings.Contains(reason, c.reason) {
+			t.Errorf("AllowedInSandbox(%s:%d) = %v, %q, %v; want %v, %q", c.host, c.port, ok, reason, err, c.ok, c.reason)
+		}
+	}
+	for h, want := range map[string]bool{"localhost": true, "LocalHost.": true, "a.localhost": true, "127.0.0.1": true, "::1": true, "[::1]": true, "127.0.0.2": false, "localhost.example": false, "10.0.0.1": false} {
+		if Direct(h) != want {
+			t.Errorf("Direct(%q) = %v, want %v", h, !want, want)
+		}
+	}
+	for h, want := range map[string]bool{"localhost": true, "127.0.0.2": true, "[::1]": true, "::ffff:127.0.0.1": true, "vm": false, "10.0.0.1": false} {
+		if Loopback(h) != want {
+			t.Errorf("Loopback(%q) = %v, want %v", h, !want, want)
+		}
+	}
+}

@@ -21,7 +21,8 @@ import (
 // Usage is the help text.
 const Usage = `Usage:
   agent-sandbox [run flags] AGENT [AGENT ARGS...]   run AGENT sandboxed
-  agent-sandbox run [run flags] -- CMD [ARGS...]    run any command sandboxed (the shell
+  agent-sandbox [run flags] run [run flags] -- CMD [ARGS...]
+                                                    run any command sandboxed (the shell
                                                     agent's policy: workdir read-write, offline)
   agent-sandbox agents [show NAME | copy NAME [DIR]]
                                                     list the agents found, their posture and whether
@@ -39,6 +40,12 @@ const Usage = `Usage:
 AGENT is an agent name (looked up in $AGENT_SANDBOX_PATH,
 $XDG_CONFIG_HOME/agent-sandbox/agents, /etc/agent-sandbox/agents, then the
 built-in agents) or a path to an agent folder (anything containing "/").
+
+Run flags go before AGENT, before or after "run", and before or after
+"why" for the ones why takes (--workdir, --offline, --allow-host, --network,
+--sandbox-backend); before any other subcommand they are an error. A
+subcommand name after run flags is the subcommand; after "--" it is an
+agent name (agent-sandbox --offline -- run).
 
 Run flags:
       --sandbox                  force the sandbox on (the folder's backend, default nono)
@@ -215,6 +222,9 @@ func parseRun(args []string, program bool) (Invocation, error) {
 			return Invocation{}, errors.New(why)
 		}
 		return Invocation{}, fmt.Errorf("%v%s (see agent-sandbox --help)", err, flagSuggestion(fs, err))
+	}
+	if rest := fs.Args(); !program && !help && len(rest) > 0 && fs.ArgsLenAtDash() != 0 && isSubcommand(rest[0]) {
+		return leadingFlags(fs, args[:len(args)-len(rest)], rest)
 	}
 	if err := protect.CheckNames("--allow-edit", r.AllowEdit); err != nil {
 		return Invocation{}, err

@@ -29,8 +29,18 @@ func TestParse(t *testing.T) {
 		{[]string{"-h", "claude"}, Invocation{Command: CmdHelp}},
 		{[]string{"--allow-edit", ".vscode", "--allow-edit=.git/hooks", "claude"},
 			Invocation{Command: CmdRun, Run: Run{Agent: "claude", Args: []string{}, AllowEdit: []string{".vscode", ".git/hooks"}}}},
-		// A subcommand name after a flag is an agent name.
-		{[]string{"-v", "version"}, Invocation{Command: CmdRun, Run: Run{Verbose: true, Agent: "version", Args: []string{}}}},
+		// After "--" a subcommand name is an agent name.
+		{[]string{"-v", "--", "version"}, Invocation{Command: CmdRun, Run: Run{Verbose: true, Agent: "version", Args: []string{}}}},
+		// Run flags before "run" apply as if after it.
+		{[]string{"-q", "--offline", "run", "--dry-run", "--", "make", "test"},
+			Invocation{Command: CmdRun, Run: Run{Quiet: true, DryRun: true, Posture: posture.Flags{Offline: true}, Program: "make", Args: []string{"test"}}}},
+		{[]string{"--workdir", "/w", "run", "make"},
+			Invocation{Command: CmdRun, Run: Run{Workdir: "/w", Program: "make", Args: []string{}}}},
+		// ... and before "why", the run flags why takes.
+		{[]string{"--offline", "--allow-host=a.com", "--workdir", "/w", "why", "--host", "a.com", "pi"},
+			Invocation{Command: CmdWhy, Why: Why{Host: "a.com", Agent: "pi", Workdir: "/w", Posture: posture.Flags{Offline: true, AllowHosts: []string{"a.com"}}}}},
+		{[]string{"--sandbox-backend", "landlock", "--network", "open", "why", "/x"},
+			Invocation{Command: CmdWhy, Why: Why{Path: "/x", Posture: posture.Flags{Backend: posture.Landlock, NetworkOpen: true}}}},
 	}
 	for _, tt := range tests {
 		got, err := Parse(tt.args)
@@ -63,6 +73,19 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"--allow-edit", "src", "claude"}, `--allow-edit[0]: "src" is not a protected path`},
 		{[]string{"version", "x"}, "version takes no arguments"},
 		{[]string{"agents", "x"}, `agents: unknown action "x"`},
+		// Run flags before a subcommand that does not take them say where
+		// they go.
+		{[]string{"-v", "version"}, `-v/--verbose before "version": version takes no run flags (agent-sandbox version); run flags belong to a run (agent-sandbox [run flags] AGENT, or agent-sandbox [run flags] run -- CMD)`},
+		{[]string{"--offline", "log"}, `--offline before "log": log takes no run flags (agent-sandbox log [--json] [-n N] [AGENT])`},
+		{[]string{"--json", "--dry-run", "doctor"}, `--dry-run, --json before "doctor": doctor takes no run flags`},
+		{[]string{"--json", "--dry-run", "doctor"}, `doctor has its own --json, which goes after "doctor"`},
+		{[]string{"-q", "why", "/x"}, `-q/--quiet before "why": why takes only these run flags: --workdir, --offline, --allow-host, --network, --sandbox-backend`},
+		{[]string{"--offline", "--write", "/x", "why", "/y"}, `--write before "why"`},
+		{[]string{"--offline", "--write", "/x", "why", "/y"}, `why has its own --write, which goes after "why" (why --write PATH asks whether PATH is writable; the run flag --write PATH grants it)`},
+		{[]string{"-q", "agents", "copy", "x"}, `-q/--quiet before "agents": agents takes no run flags`},
+		// The flags before "run" are checked as after it.
+		{[]string{"--network", "open", "run", "--offline", "--", "x"}, "--network open contradicts --offline"},
+		{[]string{"--json", "run", "--", "x"}, "--json goes with --dry-run"},
 	}
 	for _, tt := range tests {
 		_, err := Parse(tt.args)

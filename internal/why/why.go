@@ -5,12 +5,15 @@
 // It judges nothing on its own: the answer comes from the plan the run
 // gets (plan.Build), the grant rules that plan applied (internal/grant),
 // the built-in engine's policy and view of that plan
-// (backend.Reacher: the built-in engine's Prepared.Reach) and the egress broker's matcher
-// (broker.Allowed). This package only names the rule and the fix.
+// (backend.Reacher: the built-in engine's Prepared.Reach), its network
+// decision (backend.HostReacher: the namespace, the forwarded ports and
+// the egress broker's policy) and, for the other backends, the broker's
+// matcher (broker.Allowed). This package only names the rule and the fix.
 package why
 
 import (
 	"fmt"
+	"net"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -336,7 +339,7 @@ func Host(in Input) (Answer, error) {
 	if err != nil {
 		return a, err
 	}
-	a.Host = host + ":" + strconv.Itoa(port)
+	a.Host = net.JoinHostPort(host, strconv.Itoa(port))
 	pl := in.Plan
 	n := pl.Network
 	a.By = n.Source
@@ -348,6 +351,8 @@ func Host(in Input) (Answer, error) {
 	case n.Mode == string(posture.NetOpen):
 		a.Allowed, a.Rule = true, "network"
 		a.Reason = fmt.Sprintf("the network is open (from %s): every host is reachable", n.Source)
+	case isHostReacher(pl.Prepared):
+		return hostReach(in, a, pl.Prepared.(backend.HostReacher), host, port)
 	case n.Mode == string(posture.NetBlocked):
 		a.Rule = "network"
 		a.Reason = fmt.Sprintf("the network is blocked (from %s)", n.Source)
@@ -363,6 +368,71 @@ func Host(in Input) (Answer, error) {
 		}
 	}
 	return a, nil
+}
+
+func isHostReacher(p any) bool {
+	_, ok := p.(backend.HostReacher)
+	return ok
+}
+
+// hostReach answers a network question of a blocked or allow-listed run
+// from the backend's own decision (the built-in engine: its namespace,
+// forwarded ports and broker), and names the fix.
+func hostReach(in Input, a Answer, hr backend.HostReacher, host string, port int) (Answer, error) {
+	n := in.Plan.Network
+	r, err := hr.ReachHost(host, port)
+	if err != nil {
+		return a, err
+	}
+	a.Allowed, a.Rule, a.Reason = r.Allowed, "network", r.Reason
+	if r.By != "" {
+		a.By = r.By
+	}
+	const blocked = "the network is blocked"
+	switch {
+	case r.Path == "proxy":
+		a.Reason += fmt.Sprintf(" (allow list from %s: %s)", n.Source, listOrNone(n.AllowDomains))
+		if r.Allowed {
+			a.Reason += "; the egress broker resolves the name and checks every address when the agent connects (loopback and private ones only for a name the list gives exactly)"
+		}
+	case strings.HasPrefix(r.Reason, blocked):
+		a.Reason = fmt.Sprintf("%s (from %s)%s", blocked, n.Source, strings.TrimPrefix(r.Reason, blocked))
+	case !r.Allowed:
+		a.Reason += fmt.Sprintf(" (network %s, from %s)", n.Mode, n.Source)
+	}
+	switch {
+	case r.Allowed:
+	case r.Fix != "":
+		a.Fix = r.Fix
+	case n.Source == "--offline":
+		a.Fix = "drop --offline (it wins over --allow-host and blocks forwarded ports too); then " + hostFix(in, host, port, r.Loopback)
+	default:
+		a.Fix = hostFix(in, host, port, r.Loopback)
+	}
+	return a, nil
+}
+
+// hostFix says what to add where so that the agent reaches host:port.
+func hostFix(in Input, host string, port int, loopback bool) string {
+	if loopback {
+		entry := net.JoinHostPort(host, strconv.Itoa(port))
+		if _, ok := broker.LoopbackPort(entry); !ok {
+			entry = "localhost:" + strconv.Itoa(port)
+		}
+		return fmt.Sprintf("forward the port: pass --allow-host %s for one run (it replaces the allow list), or add %d to network.open_port in %s%s", entry, port, policyPath(in), copyNote(in))
+	}
+	target := in.Host
+	if in.Plan.Network.Mode == string(posture.NetBlocked) {
+		return fmt.Sprintf("pass --allow-host %s for one run (or --network open for an unrestricted one), or replace the block with network.allow_domain [%q] in %s%s", target, host, policyPath(in), copyNote(in))
+	}
+	return fmt.Sprintf("pass --allow-host %s for one run (it replaces the list), or add %q to network.allow_domain in %s%s", target, host, policyPath(in), copyNote(in))
+}
+
+func listOrNone(l []string) string {
+	if len(l) == 0 {
+		return "(none)"
+	}
+	return strings.Join(l, ", ")
 }
 
 // policyPath is the sandbox/nono.json a fix edits: the policy file of the

@@ -92,6 +92,9 @@ func TestHost(t *testing.T) {
 	allow, _ := build(t, "command = \"/bin/sh\"\n", `{"network": {"allow_domain": ["api.example.com", "*.cdn.example.com:8443"]}}`, posture.Flags{})
 	blocked, _ := build(t, "command = \"/bin/sh\"\n", `{"network": {"allow_domain": ["api.example.com"]}}`, posture.Flags{Offline: true})
 	open, _ := build(t, "command = \"/bin/sh\"\n", `{"network": {"block": true}}`, posture.Flags{NetworkOpen: true})
+	loopNamed, _ := build(t, "command = \"/bin/sh\"\n", `{"network": {"allow_domain": ["127.0.0.1", "localhost:8080"], "open_port": [11434]}}`, posture.Flags{})
+	blockPort, _ := build(t, "command = \"/bin/sh\"\n", `{"network": {"block": true, "open_port": [11434]}}`, posture.Flags{})
+	offPort, _ := build(t, "command = \"/bin/sh\"\n", `{"network": {"block": true, "open_port": [11434]}}`, posture.Flags{Offline: true})
 	cases := []struct {
 		in      Input
 		host    string
@@ -102,9 +105,25 @@ func TestHost(t *testing.T) {
 		{allow, "api.example.com", true, `allowed by entry "api.example.com"`, ""},
 		{allow, "x.cdn.example.com:8443", true, `allowed by entry "*.cdn.example.com:8443"`, ""},
 		{allow, "x.cdn.example.com", false, "port 443 not allowed", `add "x.cdn.example.com" to network.allow_domain`},
-		{allow, "[::1]:80", false, "IP address not in the allow list", "--allow-host [::1]:80"},
+		{allow, "10.0.0.1:80", false, "IP address not in the allow list", "--allow-host 10.0.0.1:80"},
 		{blocked, "api.example.com", false, "the network is blocked (from --offline)", "--allow-host api.example.com"},
 		{open, "anything.example", true, "the network is open (from --network open)", ""},
+		{open, "127.0.0.1:8080", true, "the network is open", ""},
+		// Loopback (issue 23 item 7): the sandbox's own, reaching the
+		// host's only on forwarded ports, whatever the list names.
+		{allow, "[::1]:80", false, "inside the sandbox ::1 is its own loopback", "--allow-host [::1]:80"},
+		{allow, "localhost:8080", false, "the host's loopback is reachable only on the forwarded ports (none)", "--allow-host localhost:8080"},
+		{allow, "localhost:3128", false, "the sandbox's 127.0.0.1:3128 is the egress broker", "--allow-host localhost:3128"},
+		{loopNamed, "127.0.0.1:5432", false, "its own loopback", "add 5432 to network.open_port"},
+		{loopNamed, "127.0.0.1:8080", true, "port 8080 of the sandbox's loopback is forwarded to the host's (allow list names localhost:8080)", ""},
+		{loopNamed, "[::1]:8080", true, "forwarded", ""},
+		{loopNamed, "127.0.0.1:11434", true, "(open_port 11434)", ""},
+		{loopNamed, "127.0.0.2:8080", true, "port 8080 is forwarded", ""},
+		{loopNamed, "127.0.0.2:9", false, "port 9 of the loopback is not forwarded", "--allow-host localhost:9"},
+		{blockPort, "localhost:11434", true, "(open_port 11434)", ""},
+		{blockPort, "127.0.0.2:11434", false, "the network is blocked", "connect to 127.0.0.1:11434 or [::1]:11434"},
+		{blockPort, "localhost:11435", false, "the host's loopback is reachable only on the forwarded ports (11434)", "add 11435 to network.open_port"},
+		{offPort, "localhost:11434", false, "forwarded ports (none) (network blocked, from --offline)", "drop --offline"},
 	}
 	for _, c := range cases {
 		c.in.Host = c.host

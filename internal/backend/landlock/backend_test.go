@@ -138,3 +138,51 @@ func TestNetFor(t *testing.T) {
 		})
 	}
 }
+
+// TestNetReach: how a connection fares under each network (what why --host
+// says; e2e TestWhyHostAgrees checks it against real connections).
+func TestNetReach(t *testing.T) {
+	allow, err := NetFor(posture.Network{Mode: posture.NetAllowlist, AllowDomains: []string{"api.example.com", "localhost:8080", "127.0.0.1"}, OpenPorts: []int{11434}, ListenPorts: []int{3000}}, "f.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocked, _ := NetFor(posture.Network{Mode: posture.NetBlocked, OpenPorts: []int{11434}}, "f.json")
+	open, _ := NetFor(posture.Network{Mode: posture.NetOpen}, "f.json")
+	for _, tc := range []struct {
+		net      Net
+		weaker   bool
+		host     string
+		port     int
+		allowed  bool
+		path     string
+		loopback bool
+		reason   string
+	}{
+		{open, false, "127.0.0.1", 5432, true, "host", false, "the network is open"},
+		{allow, false, "localhost", 8080, true, "forward", true, "(allow list names localhost:8080)"},
+		{allow, false, "::1", 11434, true, "forward", true, "(open_port 11434)"},
+		{allow, false, "127.0.0.1", 5432, false, "none", true, "forwarded ports (11434, 8080)"},
+		{allow, false, "localhost", 3128, false, "none", true, "is the egress broker"},
+		{allow, false, "localhost", 3000, false, "none", true, "the agent's own server (listen_port 3000)"},
+		{allow, false, "127.0.0.2", 8080, true, "proxy", true, "port 8080 is forwarded"},
+		{allow, false, "api.example.com", 443, true, "proxy", false, `allowed by entry "api.example.com"`},
+		{allow, false, "other.example.com", 443, false, "proxy", false, "host not in the allow list"},
+		{blocked, false, "localhost", 11434, true, "forward", true, "(open_port 11434)"},
+		{blocked, false, "api.example.com", 443, false, "none", false, "the network is blocked"},
+		{blocked, false, "127.0.0.2", 11434, false, "none", true, "listens on 127.0.0.1 and ::1 only"},
+		// The weaker sandbox: Landlock allows the forwarded ports on every
+		// address, and the broker is not on 3128.
+		{blocked, true, "203.0.113.7", 11434, true, "port rule", false, "open on every address"},
+		{allow, true, "localhost", 3128, false, "none", true, "Landlock lets the agent connect only to the forwarded ports (11434, 8080)"},
+		{blocked, true, "api.example.com", 443, false, "none", false, "Landlock refuses TCP connections"},
+	} {
+		r, err := tc.net.Reach(tc.host, tc.port, tc.weaker)
+		if err != nil {
+			t.Errorf("%s %s:%d: %v", tc.net.Mode, tc.host, tc.port, err)
+			continue
+		}
+		if r.Allowed != tc.allowed || r.Path != tc.path || r.Loopback != tc.loopback || !strings.Contains(r.Reason, tc.reason) {
+			t.Errorf("%s (weaker %v) %s:%d = %+v\nwant allowed %v path %q loopback %v reason ~%q", tc.net.Mode, tc.weaker, tc.host, tc.port, r, tc.allowed, tc.path, tc.loopback, tc.reason)
+		}
+	}
+}

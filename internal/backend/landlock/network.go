@@ -6,8 +6,10 @@ import (
 	"io"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/backend"
 	"github.com/agent-sandbox/agent-sandbox/internal/broker"
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
@@ -106,6 +108,79 @@ func NetFor(n posture.Network, policyFile string) (Net, error) {
 	return out, nil
 }
 
+// Reach is how a TCP connection from the agent to host:port fares under
+// n: the decision the run's parts carry out (the namespace, the forwards
+// init listens on at 127.0.0.1 and ::1, the broker's policy with the same
+// forwarded ports), for `why --host`. weaker is the weaker sandbox (no
+// namespace: Landlock's TCP rules allow the forwarded ports on every
+// address).
+func (n Net) Reach(host string, port int, weaker bool) (backend.HostReach, error) {
+	if n.Mode == posture.NetOpen {
+		return backend.HostReach{Allowed: true, Path: "host", Reason: "the network is open: the agent uses the host's network, its loopback included"}, nil
+	}
+	var fw, ln *Port
+	for i := range n.Forward {
+		if n.Forward[i].Port == port {
+			fw = &n.Forward[i]
+		}
+	}
+	for i := range n.Listen {
+		if n.Listen[i].Port == port {
+			ln = &n.Listen[i]
+		}
+	}
+	forwards := "none"
+	if len(n.Forward) > 0 {
+		var l []string
+		for _, p := range n.Forward {
+			l = append(l, strconv.Itoa(p.Port))
+		}
+		forwards = strings.Join(l, ", ")
+	}
+	if broker.Direct(host) {
+		// NO_PROXY sends clients here directly, onto the sandbox's own
+		// loopback (the broker judges it the same way).
+		r := backend.HostReach{Loopback: true, Path: "none"}
+		switch {
+		case fw != nil:
+			r.Allowed, r.Path, r.By = true, "forward", fw.Why
+			r.Reason = fmt.Sprintf("port %d of the sandbox's loopback is forwarded to the host's (%s)", port, fw.Why)
+		case n.Mode == posture.NetAllowlist && !weaker && port == n.ProxyPort:
+			r.Reason = fmt.Sprintf("the sandbox's 127.0.0.1:%d is the egress broker, not the host's port %d", port, port)
+		case ln != nil:
+			r.By = ln.Why
+			r.Reason = fmt.Sprintf("port %d of the sandbox's loopback is the agent's own server (%s), which the host reaches; the host's port %d is not reachable from inside", port, ln.Why, port)
+		case weaker:
+			r.Reason = fmt.Sprintf("the weaker sandbox shares the host's loopback, but Landlock lets the agent connect only to the forwarded ports (%s), not to %d", forwards, port)
+		case n.Mode == posture.NetAllowlist:
+			r.Reason = fmt.Sprintf("inside the sandbox %s is its own loopback (a private network namespace; clients reach it directly, as NO_PROXY says, and the broker refuses it too): the host's loopback is reachable only on the forwarded ports (%s)", host, forwards)
+		default:
+			r.Reason = fmt.Sprintf("inside the sandbox %s is its own loopback (a private network namespace): the host's loopback is reachable only on the forwarded ports (%s)", host, forwards)
+		}
+		return r, nil
+	}
+	if weaker && fw != nil {
+		return backend.HostReach{Allowed: true, Path: "port rule", By: fw.Why, Reason: fmt.Sprintf("the weaker sandbox (no network namespace) allows TCP by port number alone: port %d (%s) is open on every address", port, fw.Why)}, nil
+	}
+	if n.Mode == posture.NetBlocked {
+		r := backend.HostReach{Path: "none", Loopback: broker.Loopback(host), Reason: "the network is blocked: the sandbox's network namespace has no route out and no DNS"}
+		if weaker {
+			r.Reason = "the network is blocked: Landlock refuses TCP connections"
+		}
+		// why --host words it "the network is blocked (from SOURCE): ...".
+		if fw != nil && broker.Loopback(host) {
+			r.Reason += fmt.Sprintf("; its forwarded port %d (%s) listens on 127.0.0.1 and ::1 only", port, fw.Why)
+			r.Fix = fmt.Sprintf("connect to 127.0.0.1:%d or [::1]:%d, where the forwarded port listens", port, port)
+		}
+		return r, nil
+	}
+	ok, reason, err := broker.AllowedInSandbox(n.AllowDomains, n.ForwardPorts(), host, port)
+	if err != nil {
+		return backend.HostReach{}, err
+	}
+	return backend.HostReach{Allowed: ok, Path: "proxy", Reason: reason, Loopback: broker.Loopback(host)}, nil
+}
+
 // ForwardPorts are the numbers of n.Forward.
 func (n Net) ForwardPorts() []int {
 	var out []int
@@ -185,6 +260,7 @@ func newNetSession(n Net, agentID, auditDir string, warn io.Writer) (*netSession
 	token := broker.NewToken()
 	p, err := broker.New(broker.Config{
 		AgentID: agentID, Allow: n.AllowDomains, Token: token, AuditDir: auditDir,
+		SandboxLoopback: true, Forwarded: n.ForwardPorts(),
 		Warn: func(msg string) { diag.Warnf(warn, "%s", msg) },
 	})
 	if err != nil {

@@ -135,6 +135,14 @@ func PolicyFor(s spec.Spec, nixStore bool, self string) ll.Policy {
 
 	p.ReadWrite = append(p.ReadWrite, devices...)
 	p.ReadWrite = append(p.ReadWrite, s.Allow...)
+	// A read-write grant is executable, a file as well as a directory:
+	// the kernel library gives a ReadWrite directory's files execute, but
+	// a ReadWrite file none, so `--write tool.sh` could not run the tool
+	// that `--write dir` could. Refusing it protected nothing (the agent
+	// can write the file, so it can run its contents with `sh FILE` or
+	// from a copy in the workdir). Read-only and write-only grants stay
+	// not executable, files and directories alike.
+	p.ReadExec = append(p.ReadExec, writtenFiles(s.Allow)...)
 	p.WriteOnly = append(p.WriteOnly, s.Write...)
 	// An allow list is a blocked network whose one door is the broker
 	// (Execute adds its port, without a view, as the one TCP rule).
@@ -145,6 +153,19 @@ func PolicyFor(s spec.Spec, nixStore bool, self string) ll.Policy {
 		*l = uniq.Ordered(*l)
 	}
 	return p
+}
+
+// writtenFiles are the regular files among the read-write grants (after
+// symlinks, which the plan has resolved); devices and sockets are not
+// executed.
+func writtenFiles(allow []string) []string {
+	var out []string
+	for _, g := range allow {
+		if fi, err := os.Lstat(g); err == nil && fi.Mode().IsRegular() {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // Env returns the agent's environment: the host variables named in

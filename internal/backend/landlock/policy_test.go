@@ -1,6 +1,9 @@
 package landlock
 
 import (
+	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -67,6 +70,39 @@ func TestPolicyFor(t *testing.T) {
 	}
 	if has(p.ReadExec, "/opt/tool/bin") || has(p.ReadExec, "/usr/bin/a") {
 		t.Errorf("without plan's checked closure nothing is derived from the programs: %v", p.ReadExec)
+	}
+}
+
+// TestPolicyForWrittenFile: a read-write grant of a regular file is
+// executable, as a read-write directory's files are (issue 23 item 12);
+// a directory, a device or a socket granted read-write is not added to
+// ReadExec, and read-only and write-only file grants stay not executable.
+func TestPolicyForWrittenFile(t *testing.T) {
+	dir := t.TempDir()
+	file, ro, wo := filepath.Join(dir, "tool.sh"), filepath.Join(dir, "ro.sh"), filepath.Join(dir, "wo.sh")
+	for _, f := range []string{file, ro, wo} {
+		if err := os.WriteFile(f, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sock := filepath.Join(dir, "s.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	s := testSpec()
+	s.Allow = append(s.Allow, file, dir, sock, "/dev/null")
+	s.Read = append(s.Read, ro)
+	s.Write = append(s.Write, wo)
+	p := PolicyFor(s, false, "")
+	if !slices.Contains(p.ReadExec, file) || !slices.Contains(p.ReadWrite, file) {
+		t.Errorf("a written file is not read-write and executable: ReadExec %v, ReadWrite %v", p.ReadExec, p.ReadWrite)
+	}
+	for _, x := range []string{dir, sock, "/dev/null", ro, wo} {
+		if slices.Contains(p.ReadExec, x) {
+			t.Errorf("ReadExec holds %s: %v", x, p.ReadExec)
+		}
 	}
 }
 

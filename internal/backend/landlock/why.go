@@ -15,6 +15,12 @@ type (
 	Reach  = backend.Reach
 )
 
+// ReachHost reports how the run treats a TCP connection from the agent
+// to host:port (Net.Reach, for the engine this run uses).
+func (p *Prepared) ReachHost(host string, port int) (backend.HostReach, error) {
+	return p.Net.Reach(host, port, p.Engine == EngineWeaker)
+}
+
 // Reach reports how the run treats the absolute, canonical path p.
 func (p *Prepared) Reach(path string) Reach {
 	var r Reach
@@ -41,12 +47,14 @@ func (p *Prepared) Reach(path string) Reach {
 			}
 			right := l.right
 			if l.name == "read_write" && e == path && !isDir(e) {
-				right.Exec = false // a read-write file is not executable
+				right.Exec = false // a ReadWrite file is not executable (a device); PolicyFor adds regular ones to read_exec
 			}
 			r.Rights.Read = r.Rights.Read || right.Read
 			r.Rights.Write = r.Rights.Write || right.Write
 			r.Rights.Exec = r.Rights.Exec || right.Exec
-			if len(e) > best {
+			// A read-write file is in read_exec too (PolicyFor): the
+			// grant that names it is the read-write one.
+			if len(e) > best || len(e) == best && l.name == "read_write" {
 				best, r.Rule, r.List = len(e), e, l.name
 			}
 		}
