@@ -52,6 +52,8 @@ MUST_RUN = [
     "e2e-user TestOrdinarySystem",
     "e2e TestJobControl",
     "e2e-user TestJobControl",
+    "e2e TestToolchainCaches",
+    "e2e-user TestToolchainCaches",
     "e2e TestGitSubdirectory",
     "e2e-user TestGitSubdirectory",
     "e2e TestReadmeClaims",

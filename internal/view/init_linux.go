@@ -321,8 +321,12 @@ func buildRoot(mounts []Mount) error {
 	// Open every source first, once: the rules built below refer to what
 	// was opened here, never to a path looked up again.
 	src := make([]int, len(ms))
+	overlays := make([]*overlayFds, len(ms))
 	devNull := -1
 	defer func() {
+		for _, o := range overlays {
+			o.close()
+		}
 		for _, fd := range src {
 			if fd > 0 {
 				unix.Close(fd)
@@ -351,6 +355,21 @@ func buildRoot(mounts []Mount) error {
 				}
 				devNull = fd
 			}
+		case Overlay:
+			// Before the staged root covers /tmp: layers may lie there.
+			var o overlayFds
+			var err error
+			if o.upper, err = openNoSymlinks(m.Upper); err != nil {
+				return err
+			}
+			overlays[i] = &o
+			if o.work, err = openNoSymlinks(m.Work); err != nil {
+				return err
+			}
+			o.lower, err = openNoSymlinks(m.source())
+			if err != nil && !errors.Is(err, unix.ENOENT) {
+				return err
+			}
 		}
 	}
 	opened := make([]bool, len(ms))
@@ -372,6 +391,12 @@ func buildRoot(mounts []Mount) error {
 	defer dirs.close()
 	for i, m := range ms {
 		dirs.at(m.Path)
+		if m.Kind == Overlay {
+			if err := placeOverlay(stage, m, overlays[i], dirs); err != nil {
+				return fmt.Errorf("%s %s: %w", m.Kind, m.Path, err)
+			}
+			continue
+		}
 		if err := place(stage, m, src[i], devNull, dirs); err != nil {
 			return fmt.Errorf("%s %s: %w", m.Kind, m.Path, err)
 		}
@@ -528,37 +553,6 @@ func place(stage string, m Mount, srcFd, devNull int, dirs *stagedDirs) error {
 			return mountAt("devpts", t, unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620")
 		}
 		return nil
-	case Overlay:
-		t, err := makeTarget(dirs, stage, m.Path, true)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(t)
-		upper, err := openNoSymlinks(m.Upper)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(upper)
-		lower, err := openNoSymlinks(m.source())
-		if err == nil {
-			defer unix.Close(lower)
-			work, err := openNoSymlinks(m.Work)
-			if err != nil {
-				return err
-			}
-			defer unix.Close(work)
-			opts := "lowerdir=" + fdPath(lower) + ",upperdir=" + fdPath(upper) + ",workdir=" + fdPath(work) + ",userxattr"
-			oerr := mountAt("overlay", t, unix.MS_NOSUID|unix.MS_NODEV, opts)
-			if oerr == nil {
-				return nil
-			}
-			notes = append(notes, fmt.Sprintf("%s: the kernel refused an overlay over your %s (%v); the agent gets its own empty one", m.Path, m.source(), oerr))
-		} else if !errors.Is(err, unix.ENOENT) {
-			return err
-		}
-		// No lower layer (none on the host, or no overlay here): the
-		// writable layer alone.
-		return bindAt(upper, t, false)
 	case Symlink:
 		parent, err := makeTarget(dirs, stage, parentOf(m.Path), true)
 		if err != nil {
@@ -586,6 +580,43 @@ func baseOf(p string) string {
 		}
 	}
 	return p
+}
+
+// overlayFds are an Overlay's layers, opened before the staged root
+// covers /tmp; lower is -1 when the host has none.
+type overlayFds struct {
+	lower, upper, work int
+}
+
+func (o *overlayFds) close() {
+	if o == nil {
+		return
+	}
+	for _, fd := range []int{o.lower, o.upper, o.work} {
+		if fd > 0 {
+			unix.Close(fd)
+		}
+	}
+}
+
+// placeOverlay mounts an Overlay: the host's directory as the read-only
+// lower layer, the state's as the writable one; without a lower layer, or
+// where the kernel refuses the overlay, the writable layer alone.
+func placeOverlay(stage string, m Mount, o *overlayFds, dirs *stagedDirs) error {
+	t, err := makeTarget(dirs, stage, m.Path, true)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(t)
+	if o.lower > 0 {
+		opts := "lowerdir=" + fdPath(o.lower) + ",upperdir=" + fdPath(o.upper) + ",workdir=" + fdPath(o.work) + ",userxattr"
+		oerr := mountAt("overlay", t, unix.MS_NOSUID|unix.MS_NODEV, opts)
+		if oerr == nil {
+			return nil
+		}
+		notes = append(notes, fmt.Sprintf("%s: the kernel refused an overlay over your %s (%v); the agent gets its own empty one", m.Path, m.source(), oerr))
+	}
+	return bindAt(o.upper, t, false)
 }
 
 // notes are what building the view could not give as asked and did

@@ -192,6 +192,12 @@ func Env(s spec.Spec, getenv func(string) (string, bool)) []string {
 		if c.Env != "" {
 			env = append(env, c.Env+"="+c.Path)
 		}
+		if c.Name == "npm" {
+			// npm asks the registry before it trusts its cache; with
+			// the host's cache layered in, it goes to the network only
+			// for what the cache lacks (and so works offline).
+			env = append(env, "npm_config_prefer_offline=true")
+		}
 	}
 	return env
 }
