@@ -117,6 +117,9 @@ type Reach struct {
 	Private string
 	// Hidden says the view shows nothing at the path: no bind covers it.
 	Hidden bool
+	// Cache is the toolchain cache the path lies in, which the view shows
+	// as a private, writable layer over the host's ("" when none).
+	Cache string
 }
 
 // Reacher is a Prepared run that can say exactly how it treats a path

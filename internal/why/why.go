@@ -117,6 +117,11 @@ func Path(in Input) (Answer, error) {
 		rights, rule, list = specRights(pl, p)
 	}
 	granted := map[Access]bool{Read: rights.Read, Write: rights.Write, Exec: rights.Exec}[in.Access]
+	if granted && reach.Cache != "" {
+		a.Allowed, a.By, a.Rule = true, reach.Cache, "cache"
+		a.Reason = fmt.Sprintf("%s is a toolchain cache: the sandbox shows it as a private, writable layer over yours; the agent's writes are kept in its own state and never reach your cache", reach.Cache)
+		return a, nil
+	}
 	if granted {
 		a.Allowed, a.By = true, rule
 		a.Rule, a.Reason = origin(in, rule, list, system)

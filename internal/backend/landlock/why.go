@@ -76,7 +76,7 @@ func (p *Prepared) Reach(path string) Reach {
 		switch m.Kind {
 		case view.Mask:
 			r.Masked = m.Path
-		case view.Tmpfs, view.Proc, view.Devpts, view.ReadOnly, view.ReadWrite, view.Terminal:
+		case view.Tmpfs, view.Proc, view.Devpts, view.ReadOnly, view.ReadWrite, view.Terminal, view.Overlay:
 			if deepest == nil || len(m.Path) >= len(deepest.Path) {
 				deepest = m
 			}
@@ -91,6 +91,8 @@ func (p *Prepared) Reach(path string) Reach {
 		r.Private, r.Rights = deepest.Path, Rights{}
 	case deepest.Kind == view.ReadOnly:
 		r.Rights.Write = false
+	case deepest.Kind == view.Overlay:
+		r.Cache = deepest.Path
 	}
 	return r
 }
