@@ -445,7 +445,7 @@ for fd in 3 4 5 6 7 8 9; do if (cat <&$fd) 2>/dev/null | grep -q .; then echo "r
 
 	// Class 7: inotify and metadata.
 	{name: "stat-ssh-key", probe: `stat @HOME/.ssh/id_ed25519`, neighbour: `stat @WORK/README`},
-	{name: "ls-home-shows-ungranted", probe: `ls -A @HOME | grep -vx .local | grep .`,
+	{name: "ls-home-shows-ungranted", probe: `ls -A @HOME | grep -vx -e .local -e .cache -e .npm -e go -e .cargo | grep .`, // the agent's state and its private toolchain caches are its own
 		neighbour: `ls -A @WORK | grep -qx README`},
 	{name: "inotify-watch-ssh", needs: []string{"python3"},
 		probe: `python3 -c '

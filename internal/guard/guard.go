@@ -272,16 +272,13 @@ func (g *Guard) audit(st *state, final bool) {
 	switch {
 	case cur.err != nil:
 		g.note(e.Path, fmt.Sprintf("%s could not be checked after the run (%v): inspect it (%s)", e.Path, cur.err, e.Why))
-	case e.Guard == protect.Disarmed:
-		if !cur.exists {
-			return
-		}
-		aside, err := g.moveAside(e.Path)
-		if err != nil {
-			g.note(e.Path, fmt.Sprintf("DANGER: %s appeared during the run (%s) and could not be moved aside (%v): remove it before you use that repository or tool", e.Path, e.Why, err))
-			return
-		}
-		g.note(e.Path, fmt.Sprintf("%s appeared during the run (it %s): moved aside to %s; inspect it, then delete it", e.Path, e.Why, aside))
+	case e.Guard == protect.Audited && cur.exists && (cur.other || st.base.exists && cur.dir != st.base.dir || !st.base.exists && cur.dir):
+		// The agent writes an audited file, never replaces it with a
+		// symlink (its tool follows it), a FIFO (the next read blocks) or
+		// a directory: put back as before, whatever it points at.
+		g.restoreWhole(st, cur, describeChange(st.base, cur), final)
+	case e.Format != protect.FormatOpaque && !cur.dir && !cur.other && cur.content == nil && cur.exists:
+		g.restoreOversize(st, cur, final)
 	case e.Format != protect.FormatOpaque && !cur.dir && !cur.other:
 		g.auditKeys(st, cur, final)
 	default:
@@ -337,8 +334,15 @@ func (g *Guard) auditKeys(st *state, cur snapshot, final bool) {
 		restored = nil
 	case accepted == nil:
 		err = errTooLarge
-	case e.Format == protect.FormatJSON && ok && st.baseOK:
+	case e.Format == protect.FormatJSON && ok && st.baseOK && len(changedKeys(st.baseKeys, curKeys)) <= maxPatched:
+		// Only the changed keys are put back (the agent's other edits
+		// kept), and the result must read as before the run, the way the
+		// agent's tool reads it (a duplicate name: the last wins), or the
+		// whole file is.
 		restored, err = restoreJSON(st.base.content, cur.content, changedKeys(st.baseKeys, curKeys))
+		if rk, rok := protect.CodeKeys(e, restored); err != nil || !rok || !equalKeys(rk, st.baseKeys) {
+			restored, err = accepted, nil
+		}
 	default:
 		restored = accepted
 	}
@@ -357,7 +361,42 @@ func (g *Guard) auditKeys(st *state, cur snapshot, final bool) {
 	if !st.base.exists {
 		what = "removed (it did not exist before the run)"
 	}
-	g.note(e.Path, fmt.Sprintf("the run changed settings of %s that run code (%s; %s): %s; the changed version is kept at %s", e.Path, strings.Join(changes, "; "), e.Why, what, kept))
+	text := fmt.Sprintf("the run changed settings of %s that run code (%s; %s): %s; the changed version is kept at %s", e.Path, strings.Join(changes, "; "), e.Why, what, kept)
+	g.mu.Lock()
+	windows := st.windows
+	g.mu.Unlock()
+	if windows > 0 {
+		text += "; the host replaced this file during the run, and a change made on the host while the agent runs cannot be told from the agent's: if you made this change yourself, apply it again once the run is over"
+	}
+	g.note(e.Path, text)
+}
+
+// maxPatched bounds the code-running keys restoreJSON puts back one by
+// one (each a pass over the document); a change to more restores the
+// whole file.
+const maxPatched = 32
+
+// restoreOversize acts on a file read in its format that grew past what a
+// snapshot reads (maxContent): its settings cannot be compared, so it is
+// moved aside whole and its last accepted content written back.
+func (g *Guard) restoreOversize(st *state, cur snapshot, final bool) {
+	e := st.e
+	g.mu.Lock()
+	accepted := st.accepted
+	g.mu.Unlock()
+	aside, err := g.moveAside(e.Path)
+	if err == nil && st.base.exists && accepted != nil {
+		err = writeBack(e.Path, accepted, cur.mode, true)
+	}
+	if err != nil {
+		g.note(e.Path, fmt.Sprintf("DANGER: %s grew past %d bytes during the run, too large to compare its settings that run code, and could not be put back (%v): inspect it before you use the tool it belongs to (%s)", e.Path, maxContent, err, e.Why))
+		return
+	}
+	what := "restored as before the run"
+	if !st.base.exists {
+		what = "removed (it did not exist before the run)"
+	}
+	g.note(e.Path, fmt.Sprintf("%s grew past %d bytes during the run, too large to compare its settings that run code (%s): moved aside to %s and %s", e.Path, maxContent, e.Why, aside, what))
 }
 
 // auditWhole acts on a change to a file or directory compared whole.
@@ -390,9 +429,9 @@ func (g *Guard) auditWhole(st *state, cur snapshot, final bool) {
 
 // restoresWhole says whether a change to e is undone rather than
 // reported: what runs code by itself and is not the user's to edit while
-// an agent runs (a gitfile, hooks and what they link to).
+// an agent runs (a gitfile, a commondir, hooks and what they link to).
 func restoresWhole(e protect.Entry) bool {
-	return e.Name == protect.GitFile || e.Name == protect.GitHooks
+	return e.Name == protect.GitFile || e.Name == protect.GitHooks || e.Name == protect.GitConfig && e.Format == protect.FormatOpaque
 }
 
 // restoreWhole undoes a change to a file or directory: a file gets its
@@ -401,7 +440,7 @@ func restoresWhole(e protect.Entry) bool {
 func (g *Guard) restoreWhole(st *state, cur snapshot, what string, final bool) {
 	e := st.e
 	fail := func(err error) {
-		g.note(e.Path, fmt.Sprintf("DANGER: %s changed during the run (%s; %s) and could not be restored (%v): inspect it before you run git there", e.Path, what, e.Why, err))
+		g.note(e.Path, fmt.Sprintf("DANGER: %s changed during the run (%s; %s) and could not be restored (%v): inspect it before you use it", e.Path, what, e.Why, err))
 	}
 	if !st.base.dir {
 		switch {

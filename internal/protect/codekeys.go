@@ -31,8 +31,14 @@ func CodeKeys(e Entry, content []byte) (keys map[string]string, ok bool) {
 }
 
 // DecodeDoc decodes a JSON (comments and trailing commas allowed) or TOML
-// document into maps, slices and values (JSON numbers as json.Number).
+// document into maps, slices and values (JSON numbers as json.Number). A
+// document nested deeper than maxDepth is not decoded (ok false): the
+// parsers recurse, and an agent's file of a million brackets must not
+// crash agent-sandbox.
 func DecodeDoc(f Format, content []byte) (any, bool) {
+	if nesting(f, content) > maxDepth {
+		return nil, false
+	}
 	switch f {
 	case FormatJSON:
 		// Parse aliases its input and Standardize rewrites it in place.
@@ -103,6 +109,9 @@ func treeKeys(doc any, patterns []string, commands string) map[string]string {
 // each string below v that starts with it.
 func collect(v any, ptr, commands string, out map[string]string) {
 	if commands == "" {
+		if empty(v) {
+			return // an empty value runs nothing (the agent's own defaults)
+		}
 		b, err := json.Marshal(v)
 		if err != nil {
 			b = []byte(fmt.Sprint(v))
@@ -143,10 +152,22 @@ func gitCodeKeys(content []byte) (map[string]string, bool) {
 	if err != nil {
 		return nil, false
 	}
+	// The remotes the file defines: a branch tracking one of them is
+	// ordinary work; a branch whose "remote" is a URL or a path pushes
+	// to (and runs the hooks of) whatever that names.
+	remotes := map[string]bool{".": true}
+	for _, e := range entries {
+		if e.Section == "remote" && e.HasSub {
+			remotes[e.Subsection] = true
+		}
+	}
 	out := map[string]string{}
 	n := 0
 	for _, e := range entries {
 		if harmlessGitKey(e) {
+			continue
+		}
+		if e.Section == "branch" && e.HasSub && (e.Key == "remote" || e.Key == "pushremote") && remotes[e.Value] {
 			continue
 		}
 		v := e.Value
@@ -195,7 +216,7 @@ var harmlessGitKeys = map[string]bool{
 // harmlessGitSubKeys are the harmless settings of a subsection, by
 // section and key: branch.<name>.remote, remote.<name>.fetch, ...
 var harmlessGitSubKeys = map[string]bool{
-	"branch.remote": true, "branch.merge": true, "branch.rebase": true,
+	"branch.merge": true, "branch.rebase": true,
 	"branch.description": true, "branch.vscode-merge-base": true,
 	"branch.github-pr-owner-number": true,
 	"remote.fetch":                  true, "remote.tagopt": true, "remote.prune": true,
@@ -212,4 +233,68 @@ func harmlessGitKey(e gitconfig.Entry) bool {
 		return harmlessGitSubKeys[e.Section+"."+e.Key]
 	}
 	return harmlessGitKeys[e.Section+"."+e.Key]
+}
+
+// maxDepth bounds the nesting of the JSON and TOML documents decoded.
+const maxDepth = 200
+
+// nesting is how deep brackets and braces nest in b, a document in format
+// f, outside its strings and comments (JSON with comments: "..." strings,
+// // and /* */ comments; TOML: "..." and '...' strings, # comments). What
+// it cannot tell apart it counts as nesting: it never counts less than a
+// parser would meet.
+func nesting(f Format, b []byte) int {
+	depth, max := 0, 0
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case c == '"' || (c == '\'' && f == FormatTOML):
+			// A string: to its closing quote (a backslash escapes the
+			// next byte in a basic string).
+			for i++; i < len(b) && b[i] != c; i++ {
+				if b[i] == '\\' && c == '"' {
+					i++
+				}
+			}
+		case c == '#' && f == FormatTOML, c == '/' && f == FormatJSON && i+1 < len(b) && b[i+1] == '/':
+			for i < len(b) && b[i] != '\n' {
+				i++
+			}
+		case c == '/' && f == FormatJSON && i+1 < len(b) && b[i+1] == '*':
+			end := bytes.Index(b[i+2:], []byte("*/"))
+			if end < 0 {
+				return max
+			}
+			i += 2 + end + 1
+		case c == '[' || c == '{':
+			depth++
+			if depth > max {
+				max = depth
+			}
+		case c == ']' || c == '}':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	return max
+}
+
+// empty says whether v is a value that runs nothing and says nothing: null,
+// false, "", an empty object or array (what an agent writes as its
+// defaults).
+func empty(v any) bool {
+	switch t := v.(type) {
+	case nil:
+		return true
+	case bool:
+		return !t
+	case string:
+		return t == ""
+	case map[string]any:
+		return len(t) == 0
+	case []any:
+		return len(t) == 0
+	}
+	return false
 }

@@ -1,9 +1,12 @@
 package protect
 
 import (
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"mvdan.cc/sh/v3/syntax"
 
@@ -168,27 +171,51 @@ func plainWord(w *syntax.Word, home string) (string, bool) {
 }
 
 // commandEntries adds to the ledger the files named by the commands of
-// the code-running settings of the entries so far: a file that exists is
-// kept read-only, one that does not must stay missing.
+// the code-running settings of the entries so far, kept read-only.
 func commandEntries(entries []Entry, base, home string, add func(Entry)) {
 	for _, e := range entries {
 		if e.Format == FormatOpaque || e.Missing {
 			continue
 		}
-		b, err := os.ReadFile(e.Path)
-		if err != nil || len(b) > maxConfigSize {
+		b, err := readSmall(e.Path, maxConfigSize)
+		if err != nil {
 			continue
 		}
 		for _, cmd := range codeStrings(e, b) {
 			for _, p := range commandFiles(cmd, base, home) {
-				st, err := os.Lstat(p)
-				switch {
-				case err != nil:
-					add(Entry{Path: p, Name: e.Name, Why: "a command in " + e.Path + " runs it", Guard: Disarmed})
-				case st.Mode().IsRegular():
+				// A missing one is created empty and not executable,
+				// which runs nothing, as nothing did.
+				if st, err := os.Lstat(p); err != nil || st.Mode().IsRegular() {
 					add(Entry{Path: p, Name: e.Name, Why: "a command in " + e.Path + " runs it", Guard: ReadOnly})
 				}
 			}
 		}
 	}
+}
+
+// readSmall reads the regular file at path (following symlinks, as the
+// tools that read it do) when it holds at most limit bytes. It never
+// blocks on a FIFO, and never reads more than limit+1 bytes of a file
+// that claims to be small (a sparse file of gigabytes).
+func readSmall(path string, limit int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	if st.Size() > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err == nil && int64(len(b)) > limit {
+		err = fmt.Errorf("%s is larger than %d bytes", path, limit)
+	}
+	return b, err
 }

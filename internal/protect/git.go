@@ -51,15 +51,11 @@ func (g *gitLedger) worktreeDir(dir string) {
 }
 
 // commondir adds a git dir's commondir file, which points git at another
-// repository's config and hooks: read-only when it exists, disarmed when
-// it does not (an empty one would break the repository).
+// repository's config and hooks: read-only, and a missing one is created
+// holding "." (the git dir itself: what git does without one), so that the
+// agent cannot create one pointing elsewhere.
 func (g *gitLedger) commondir(dir string) {
-	p := filepath.Join(dir, "commondir")
-	e := Entry{Path: p, Name: GitConfig, Why: "points git at another repository's config and hooks", Guard: ReadOnly}
-	if _, err := os.Lstat(p); err != nil {
-		e.Guard = Disarmed
-	}
-	g.add(e)
+	g.add(Entry{Path: filepath.Join(dir, "commondir"), Name: GitConfig, Why: "points git at another repository's config and hooks", Guard: ReadOnly})
 }
 
 // config adds a git configuration file of the repository (read-only, a
@@ -95,11 +91,7 @@ func (g *gitLedger) refs(path string, depth int) {
 		g.read = map[string]bool{}
 	}
 	g.read[path] = true
-	b, err := os.ReadFile(path)
-	if err != nil || len(b) > maxConfigSize {
-		return
-	}
-	entries, err := gitconfig.Parse(b)
+	entries, err := gitconfig.ReadFile(path, maxConfigSize)
 	if err != nil {
 		// git refuses the whole file, and so runs nothing from it;
 		// what it would name is unknown.
@@ -129,8 +121,9 @@ func (g *gitLedger) refs(path string, depth int) {
 const maxConfigSize = 1 << 20
 
 // hookLinks adds what the symlinks in a hooks directory point at: a hook
-// linked to a script in the project runs that script. A missing script
-// must stay missing (an empty file would be run).
+// linked to a script in the project runs that script. A missing one is
+// created empty and not executable: git passes over a hook it cannot
+// execute, as it did while the script was missing.
 func (g *gitLedger) hookLinks(hooks string) {
 	ents, err := os.ReadDir(hooks)
 	if err != nil {
@@ -147,11 +140,7 @@ func (g *gitLedger) hookLinks(hooks string) {
 		if !filepath.IsAbs(t) {
 			t = filepath.Join(hooks, t)
 		}
-		e := Entry{Path: t, Name: GitHooks, Why: "git runs it as the hook " + filepath.Join(hooks, e.Name()), Guard: ReadOnly}
-		if _, err := os.Lstat(t); err != nil {
-			e.Guard = Disarmed
-		}
-		g.add(e)
+		g.add(Entry{Path: t, Name: GitHooks, Why: "git runs it as the hook " + filepath.Join(hooks, e.Name()), Guard: ReadOnly})
 	}
 }
 

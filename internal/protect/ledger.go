@@ -26,10 +26,6 @@ const (
 	// before the run and restores them, keeping the agent's version
 	// aside.
 	Audited Guard = "audited"
-	// Disarmed entries were missing and must stay missing (creating an
-	// empty one would change what git does: a commondir, a script a hook
-	// links to): one that appears during the run is moved aside.
-	Disarmed Guard = "disarmed"
 )
 
 // Format says how the audit reads a file.
@@ -209,6 +205,24 @@ func Build(in Input) Ledger {
 		g.gitDir(in.CommonDir, true)
 	case in.GitDir != "":
 		g.gitDir(in.GitDir, true)
+	}
+	// A repository at the top of another writable grant (--write DIR)
+	// is the user's too: its git metadata is kept the same way.
+	for _, w := range in.Writable {
+		od := filepath.Join(w, ".git")
+		if w == in.Workdir || w == g.top || od == dotgit || od == in.GitDir || od == in.CommonDir {
+			continue
+		}
+		st, err := os.Lstat(od)
+		switch {
+		case err != nil:
+		case st.IsDir():
+			other := gitLedger{in: in, add: add, top: w, read: g.read}
+			other.gitDir(od, true)
+			g.read = other.read
+		case st.Mode().IsRegular():
+			add(Entry{Path: od, Name: GitFile, Why: "names the git directory your git commands in " + w + " use", Guard: ReadOnly})
+		}
 	}
 	g.userConfig()
 	for _, p := range in.AgentCode {

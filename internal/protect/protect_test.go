@@ -197,8 +197,8 @@ func TestBuildHooksElsewhere(t *testing.T) {
 	}{
 		{w + "/.husky/_", ReadOnly, true},
 		{w + "/scripts/pre-commit", ReadOnly, false},
-		{w + "/scripts/missing", Disarmed, true},
-		{w + "/.git/commondir", Disarmed, true},
+		{w + "/scripts/missing", ReadOnly, true},
+		{w + "/.git/commondir", ReadOnly, true},
 		{w + "/.gitconfig-project", ReadOnly, false},
 		{w + "/nested.inc", ReadOnly, true},
 	} {
@@ -263,7 +263,7 @@ func TestBuildCommandFiles(t *testing.T) {
 	}{
 		{w + "/tools/fsmon.sh", ReadOnly},
 		{home + "/.claude/hooks/guard.py", ReadOnly},
-		{home + "/.claude/hooks/absent.sh", Disarmed},
+		{home + "/.claude/hooks/absent.sh", ReadOnly},
 		{settings, Audited},
 	} {
 		if e, ok := entry(l, c.path); !ok || e.Guard != c.guard {

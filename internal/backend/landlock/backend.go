@@ -292,13 +292,13 @@ func protectedComments(s spec.Spec) []string {
 					kind = "an empty directory"
 				} else if strings.HasSuffix(e.Path, ".json") {
 					kind = "a file holding {}"
+				} else if e.Name == protect.GitConfig && e.Format == protect.FormatOpaque {
+					kind = `a file holding "." (the git dir itself, as git reads a missing one)`
 				}
 				line += fmt.Sprintf(" (missing: %s is created for the run so that the agent cannot create it, and removed after)", kind)
 			}
 		case protect.Audited:
 			line = fmt.Sprintf("audited (the agent writes it; its keys that run code are restored after the run if changed: %s): %s", strings.Join(e.Keys, ", "), e.Path)
-		case protect.Disarmed:
-			line = fmt.Sprintf("disarmed (missing; moved aside if it appears during the run; %s): %s", e.Why, e.Path)
 		}
 		out = append(out, line)
 	}

@@ -1,0 +1,68 @@
+package guard
+
+// Attacks on the JSON restore found by the review of issue 22: each
+// failed on the reviewed code (6a42b25).
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/protect"
+)
+
+// TestRestoreDuplicateKeys: restoreJSON patches the first member of a
+// duplicated name; JSON.parse (Claude Code) keeps the last. The audit
+// checks what it restored the way the tool reads it, and falls back to
+// the whole file from before: the result runs no code the base did not.
+func TestRestoreDuplicateKeys(t *testing.T) {
+	e := protect.Entry{Name: "agent config", Guard: protect.Audited, Format: protect.FormatJSON, Keys: []string{"hooks", "apiKeyHelper", "projects.*.mcpServers"}}
+	base := `{"theme": "dark", "projects": {"/p": {}}}`
+	for _, cur := range []string{
+		`{"theme": "dark", "apiKeyHelper": "x", "apiKeyHelper": "touch /tmp/PWNED"}`,
+		`{"theme": "dark", "projects": {"/p": {}, "/\u0070": {"mcpServers": {"e": {"command": "x"}}}}}`,
+	} {
+		root, _ := filepath.EvalSymlinks(t.TempDir())
+		e.Path = filepath.Join(root, "home", ".claude.json")
+		write(t, e.Path, base)
+		g := newTest(t, root, e)
+		write(t, e.Path, cur)
+		found := endText(g, true)
+		out := []byte(read(t, e.Path))
+		var last map[string]any // JSON.parse's reading: the last duplicate wins
+		json.Unmarshal(out, &last)
+		bk, _ := protect.CodeKeys(e, []byte(base))
+		if ak, _ := protect.CodeKeys(e, out); !equalKeys(bk, ak) || last["apiKeyHelper"] != nil {
+			t.Errorf("the audit of %s left %s, which still runs %v (%s)", cur, out, ak, found)
+		}
+	}
+}
+
+// TestAuditManyChangedKeys: a change to many code-running keys (1,000
+// projects given MCP servers) is undone by restoring the whole accepted
+// file, not key by key (a pass over the document per key: hours at 1 MiB).
+func TestAuditManyChangedKeys(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	p := filepath.Join(root, "home", ".claude.json")
+	write(t, p, "{}\n")
+	var b strings.Builder
+	b.WriteString(`{"projects": {`)
+	for i := 0; i < 1000; i++ {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, `"/p%d": {"mcpServers": {"e": {"command": "x"}}}`, i)
+	}
+	b.WriteString(`}}`)
+	g := newTest(t, root, protect.Entry{Path: p, Name: "agent config", Guard: protect.Audited, Format: protect.FormatJSON, Keys: []string{"mcpServers", "projects.*.mcpServers"}})
+	write(t, p, b.String())
+	got := endText(g, true)
+	if read(t, p) != "{}\n" {
+		t.Errorf("not restored whole: %.200s", read(t, p))
+	}
+	if !strings.Contains(got, "restored as before the run") {
+		t.Errorf("findings: %s", got)
+	}
+}
