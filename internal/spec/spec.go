@@ -53,8 +53,10 @@ type Spec struct {
 	// the built-in engine (nono has its own runtime groups): readable and
 	// executable, never writable. Checked like read grants.
 	Toolchains []Toolchain
-	// UserConfig are the user's configuration files everyday tools read
-	// (git's), readable only, for the built-in engine.
+	// UserConfig are the configuration files everyday tools read (git's:
+	// the user's, and for nono the system file /etc/gitconfig, which the
+	// built-in engine's view shows with the rest of /etc), readable only,
+	// for the built-in engine and nono.
 	UserConfig []string
 	// Links are symlinks in the user's home whose targets are granted
 	// (a ~/.gitconfig kept in a dotfiles repository): the built-in

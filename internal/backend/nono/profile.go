@@ -181,6 +181,7 @@ func (b *builder) build() (Profile, error) {
 			return agentToml(s) + ": read_paths or " + sandboxFile(s) + ": filesystem.read"
 		}},
 		{s.Write, &b.write, &b.writeFile, func(string) string { return sandboxFile(s) + ": filesystem.write" }},
+		{s.UserConfig, &b.read, &b.readFile, func(string) string { return "git's configuration" }},
 	}
 	seen := map[*[]string]map[string]bool{}
 	for _, src := range sources {
