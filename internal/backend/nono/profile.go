@@ -397,7 +397,8 @@ func network(s spec.Spec) (Network, error) {
 	return out, nil
 }
 
-// environment is allow_vars = EnvPass + set_env names + MISE_CACHE_DIR, and
+// environment is allow_vars = EnvPass + set_env names + MISE_CACHE_DIR and
+// TMPDIR (both set by agent-sandbox: TMPDIR is the run's own directory), and
 // set_vars = set_env, except PATH (reserved by nono) and values containing
 // "$" (nono would expand $HOME, $WORKDIR, ... in them), which go through
 // nono's own environment instead.
@@ -413,7 +414,7 @@ func (b *builder) environment() Environment {
 		}
 		set[k] = v
 	}
-	names = append(names, "MISE_CACHE_DIR")
+	names = append(names, "MISE_CACHE_DIR", "TMPDIR")
 	env := Environment{AllowVars: uniq.Sorted(names)}
 	if len(set) > 0 {
 		env.SetVars = set
