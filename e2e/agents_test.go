@@ -79,7 +79,7 @@ func TestRealAgentsStartSandboxed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real agents; skipped with -short")
 	}
-	if why := backends[0].skip(); why != "" {
+	if why := landlockMissing(); why != "" {
 		t.Skip(why)
 	}
 	bin := buildAgentSandbox(t)

@@ -199,7 +199,7 @@ func skipWithoutLandlock(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real programs in the sandbox; skipped with -short")
 	}
-	if why := backends[0].skip(); why != "" {
+	if why := landlockMissing(); why != "" {
 		t.Skip(why)
 	}
 }

@@ -32,28 +32,32 @@ import (
 type backend struct {
 	name  string
 	flags []string
-	// skip says why the backend cannot run here ("" when it can).
-	skip func() string
+	// skip says why the backend cannot run here ("" when it can); it
+	// fails the test instead where the backend must run (nono where
+	// cargo can build it: nonoOrSkip).
+	skip func(t *testing.T) string
 }
 
 var backends = []backend{
-	{"landlock", []string{"--sandbox-backend", "landlock"}, func() string {
-		if runtime.GOOS != "linux" {
-			return "the landlock backend is Linux-only"
-		}
-		if _, err := os.Stat("/sys/kernel/security/landlock"); err != nil {
-			if _, _, errno := syscall.Syscall(444, 0, 0, 1); errno != 0 {
-				return "this kernel has no Landlock (landlock_create_ruleset: " + errno.Error() + ")"
-			}
-		}
+	{"landlock", []string{"--sandbox-backend", "landlock"}, func(*testing.T) string { return landlockMissing() }},
+	{"nono", []string{"--sandbox-backend", "nono"}, func(t *testing.T) string {
+		nonoOrSkip(t)
 		return ""
 	}},
-	{"nono", []string{"--sandbox-backend", "nono"}, func() string {
-		if _, err := exec.LookPath("nono"); err != nil {
-			return "nono not on PATH: this backend runs under nix flake check, where the flake provides nono"
+}
+
+// landlockMissing says why the landlock backend cannot run here ("" when
+// it can).
+func landlockMissing() string {
+	if runtime.GOOS != "linux" {
+		return "the landlock backend is Linux-only"
+	}
+	if _, err := os.Stat("/sys/kernel/security/landlock"); err != nil {
+		if _, _, errno := syscall.Syscall(444, 0, 0, 1); errno != 0 {
+			return "this kernel has no Landlock (landlock_create_ruleset: " + errno.Error() + ")"
 		}
-		return ""
-	}},
+	}
+	return ""
 }
 
 // world is the throwaway machine state one backend's suite runs against.
@@ -114,7 +118,7 @@ func write(t *testing.T, p, body string) {
 // env is the launching environment: a throwaway HOME and canary secrets.
 func (w *world) env() []string {
 	return withCover([]string{
-		"HOME=" + w.home, "PATH=" + agentPath(), "SHELL=/bin/sh", "LANG=C.UTF-8",
+		"HOME=" + w.home, "PATH=" + pathFor(w.flags), "SHELL=/bin/sh", "LANG=C.UTF-8",
 		"GITHUB_TOKEN=" + w.canary, "AWS_SECRET_ACCESS_KEY=" + w.canary,
 		"OPENAI_API_KEY=" + w.canary, "SSH_AUTH_SOCK=/tmp/" + w.canary,
 	})
@@ -214,6 +218,11 @@ type attack struct {
 	// sent into the sandbox's own loopback is not an error); the attack
 	// is judged by its effect on the host (setup's check) alone.
 	judgedByHost bool
+	// nono, when set, says why this attack SUCCEEDS under nono (measured
+	// with nono 0.78.0; README, "Escape classes by backend"): the nono
+	// row then pins that behaviour, failing when the attack stops
+	// working there so that the README's table is updated.
+	nono string
 }
 
 // The table. @HOME, @WORK, @ROOT, @FOLDER, @CANARY and the setup's variables
@@ -270,10 +279,10 @@ var attacks = []attack{
 		setup: unchanged("@FOLDER/agent.toml")},
 	{name: "read a host process's environ", class: 14, agent: "shell",
 		probe: `cat /proc/@PID/environ`, neighbour: `head -1 /proc/cpuinfo`,
-		setup: hostProcess},
+		setup: hostProcess, nono: nonoProc},
 	{name: "read a host process's cmdline", class: 15, agent: "shell",
 		probe: `cat /proc/@PID/cmdline | grep -a @MARKER`, neighbour: `head -1 /proc/cpuinfo`,
-		setup: hostProcess},
+		setup: hostProcess, nono: nonoProc},
 	{name: "signal a host process", class: 15, agent: "shell", landlockNeeds: "abi6",
 		probe: `kill -TERM @PID`, neighbour: `sleep 30 & kill $!`,
 		setup: hostProcess},
@@ -292,11 +301,13 @@ var attacks = []attack{
 		neighbourAgent: "open", setup: udpListener, judgedByHost: true},
 	{name: "inject keystrokes with TIOCSTI", class: 17, agent: "shell", needs: []string{"python3"}, pty: true,
 		probe:     `@PYTHON -c 'import fcntl,termios; fcntl.ioctl(0, termios.TIOCSTI, b"x")'`,
-		neighbour: `@PYTHON -c 'import os; assert os.isatty(0)'`},
+		neighbour: `@PYTHON -c 'import os; assert os.isatty(0)'`,
+		nono:      "nono filters no ioctl: TIOCSTI is refused only where the kernel refuses it (dev.tty.legacy_tiocsti=0, without CAP_SYS_ADMIN)"},
 	{name: "read another terminal of the user", class: 18, agent: "shell", pty: true,
 		probe:     `head -c 6 @OTHERPTY`,
 		neighbour: `tty | grep -q /dev/pts/ && stty size >/dev/null`,
-		setup:     otherTerminal},
+		setup:     otherTerminal,
+		nono:      "nono's system_read_linux_core group grants /dev/pts read-write, so every terminal of the user is readable"},
 	{name: "read secrets from the environment", class: 14, agent: "shell", noControl: true,
 		probe:     `env | grep -q @CANARY || grep -aq @CANARY /proc/self/environ`,
 		neighbour: `test -n "$HOME" && test -n "$PATH"`},
@@ -304,6 +315,9 @@ var attacks = []attack{
 		probe:     `while read k v; do [ "$k" = NoNewPrivs: ] && [ "$v" = 0 ] && exit 0; done < /proc/self/status; exit 1`,
 		neighbour: `while read k v; do [ "$k" = NoNewPrivs: ] && [ "$v" = 1 ] && exit 0; done < /proc/self/status; exit 1`},
 }
+
+// nonoProc is why host processes' /proc entries are readable under nono.
+const nonoProc = "nono has no PID namespace and Landlock does not restrict another process's /proc/<pid> (nono documents process_info_mode as a no-op on Linux): the agent reads every process of the user (all of them as root)"
 
 // absent checks that a host file does not exist after the probe.
 func absent(p string) func(*testing.T, *world) (vars, func() string) {
@@ -481,7 +495,7 @@ func TestEscapes(t *testing.T) {
 	bin := buildAgentSandbox(t)
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
-			if why := b.skip(); why != "" {
+			if why := b.skip(t); why != "" {
 				t.Skip(why)
 			}
 			for _, a := range attacks {
@@ -570,6 +584,19 @@ func runAttack(t *testing.T, w *world, a attack) {
 	}
 
 	r, effect := once(true, a.agent, a.probe)
+	if a.nono != "" && nonoSelected(w.flags) {
+		// nono's own behaviour, pinned: the attack gets through.
+		if r.code != 0 && effect == "" {
+			t.Errorf("under nono this attack used to succeed (%s) and now fails (exit %d): update the row's nono note and the README's table (Escape classes by backend): %s", a.nono, r.code, r.out)
+		} else {
+			t.Logf("nono's behaviour, pinned: the attack succeeds: %s", a.nono)
+		}
+		r, effect = once(true, a.agent, a.neighbour)
+		if r.code != 0 {
+			t.Errorf("the legitimate neighbour failed inside the sandbox (exit %d): %s", r.code, r.out)
+		}
+		return
+	}
 	if r.code == 0 && !a.judgedByHost {
 		t.Errorf("attack succeeded inside the sandbox (exit 0): %s", r.out)
 	}
