@@ -18,8 +18,8 @@ import json
 import sys
 
 # Tests that must run on the CI machine (Debian, Linux with Landlock, the
-# real agents installed by .ci/run). A skip here fails CI, whatever the
-# reason.
+# real agents and nono installed by .ci/run). A skip here fails CI, whatever
+# the reason.
 MUST_RUN = [
     "e2e TestEscapes/landlock",
     "e2e TestEscapeView/landlock",
@@ -38,12 +38,29 @@ MUST_RUN = [
     "e2e TestProtectExcludeThroughSymlink",
     "e2e TestResolveRealPrograms",
     "e2e TestSbxPiExtensionRealPi",
+    # nono, built by .ci/run with cargo (issue 25): every nono test runs,
+    # as root and as an ordinary user.
+    "e2e TestEscapes/nono",
+    "e2e-user TestEscapes/nono",
+    "e2e TestEscapeView/nono",
+    "e2e-user TestEscapeView/nono",
+    "e2e TestNonoConfinesShell",
+    "e2e-user TestNonoConfinesShell",
+    "e2e TestNonoProxyPrograms",
+    "e2e-user TestNonoProxyPrograms",
+    "e2e TestNonoPorts",
+    "e2e-user TestNonoPorts",
+    "e2e TestNonoRealAgents",
+    "e2e-user TestNonoRealAgents",
+    "e2e TestNonoELFResolution",
+    "e2e-user TestNonoELFResolution",
+    "e2e TestNonoProfilesLoad",
+    "e2e TestNonoDoctor",
+    "e2e-user TestNonoDoctor",
 ]
 
 # Tests that may skip on the CI machine, and why.
 ALLOWED = {
-    "e2e TestEscapes/nono": "nono is not installed on the CI machine; the nono column runs under nix flake check",
-    "e2e TestNonoConfinesShell": "nono is not installed on the CI machine",
     "e2e TestSbxRealRun": "sbx (Docker Sandboxes) needs KVM and `sbx login`",
     "e2e TestSbxRealOffline": "sbx (Docker Sandboxes) needs KVM and `sbx login`",
     "e2e TestSbxRealStalePrune": "sbx (Docker Sandboxes) needs KVM and `sbx login`",
@@ -51,15 +68,15 @@ ALLOWED = {
     # fails for that user even unsandboxed, so the row proves nothing there
     # (it runs, and must pass, in the run as root).
     "e2e-user TestEscapes/landlock/write_/etc": "an ordinary user cannot write /etc even with --no-sandbox (the row runs as root)",
-    "e2e-user TestEscapes/nono": "nono is not installed on the CI machine",
-    "e2e TestEscapeView/nono": "nono is not installed on the CI machine; the nono column runs under nix flake check",
-    "e2e-user TestEscapeView/nono": "nono is not installed on the CI machine",
+    "e2e-user TestEscapes/nono/write_/etc": "an ordinary user cannot write /etc even with --no-sandbox (the row runs as root)",
     # A mode-000 policy file is readable by root: these rows prove their
     # point in the ordinary user's run (e2e-user), where they must pass.
     "e2e TestEscapeView/default-backend/policy-file-unreadable": "root reads a mode-000 file anyway (the row runs as agentsb)",
     "e2e TestEscapeView/default-backend/policy-file-sbx-unreadable": "root reads a mode-000 file anyway (the row runs as agentsb)",
     "e2e TestEscapeView/landlock/policy-file-unreadable": "root reads a mode-000 file anyway (the row runs as agentsb)",
     "e2e TestEscapeView/landlock/policy-file-sbx-unreadable": "root reads a mode-000 file anyway (the row runs as agentsb)",
+    "e2e TestEscapeView/nono/policy-file-unreadable": "root reads a mode-000 file anyway (the row runs as agentsb)",
+    "e2e TestEscapeView/nono/policy-file-sbx-unreadable": "root reads a mode-000 file anyway (the row runs as agentsb)",
     "optfile TestReadPermissionDenied": "root reads a mode-000 file anyway (the e2e policy-file-unreadable rows run as agentsb)",
 }
 
