@@ -264,6 +264,33 @@ true`, sp, op)
 		}
 	})
 
+	t.Run("listen_port with block", func(t *testing.T) {
+		// nono's own behaviour, pinned: with block: true and only
+		// listen_port (no open_port), nono 0.78.0 installs its seccomp
+		// block-all filter, so the agent cannot even create a TCP socket
+		// (EPERM) to listen on the port the file names; the built-in
+		// engine forwards it (TestBrokerPorts).
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lp := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		r := newBrokerRun(t)
+		write(t, filepath.Join(r.folder(), "sandbox", "nono.json"), fmt.Sprintf(`{"network": {"block": true, "listen_port": [%d]}}`, lp))
+		code, out := r.cli(60*time.Second, nil, append(append([]string{}, nonoFlags...), r.folder(), "-c", fmt.Sprintf(`python3 -c '
+import socket
+try:
+    s = socket.socket(); s.bind(("127.0.0.1", %d)); s.listen(1); print("LISTENING")
+except OSError as e:
+    print("REFUSED", e.errno)'`, lp))...)
+		if strings.Contains(out, "LISTENING") || !strings.Contains(out, "REFUSED 1") {
+			t.Errorf("under nono listen_port with block: true used to be refused (socket(): EPERM) and now is not (exit %d): update this pin and the README's table:\n%s", code, out)
+		} else {
+			t.Logf("nono's behaviour, pinned: listen_port %d with block: true refused (EPERM)", lp)
+		}
+	})
+
 	t.Run("--offline blocks the open ports too", func(t *testing.T) {
 		r := newBrokerRun(t)
 		write(t, filepath.Join(r.folder(), "sandbox", "nono.json"), fmt.Sprintf(`{"network": {"block": true, "open_port": [%d]}}`, sp))
