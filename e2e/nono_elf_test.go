@@ -30,12 +30,14 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agent-sandbox/agent-sandbox/pathresolve"
 )
@@ -113,6 +115,21 @@ int main(void) { printf("elf-ok %d\n", a()); return 0; }`,
 	return bin
 }
 
+// copyExecutable copies the program from (after symlinks) to to, mode 0755.
+func copyExecutable(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // commandPoliciesProfile is nono's own test profile for command_policies
 // (crates/nono-cli/tests/execution_strategy_run.rs,
 // command_policies_profile): the workspace, the store read-only, no
@@ -180,7 +197,15 @@ func TestNonoELFResolution(t *testing.T) {
 		}
 	}
 	store := filepath.Join(root, "nix", "store")
-	path := progDir + ":/usr/bin:/bin"
+	// PATH names only the program's directory and one holding a copy of
+	// the system shell (in the store, which the profile grants): nono's exec gate resolves the closure of every executable
+	// in the PATH directories when it starts (all of /usr/bin took
+	// seconds, and once, under load, more than ten minutes), and nono
+	// 0.77.0 admits to it only what lies in those directories.
+	shDir := filepath.Join(store, "0000000000000000000000000000000d-sh", "bin")
+	copyExecutable(t, "/bin/sh", filepath.Join(shDir, "sh"))
+	sh := filepath.Join(shDir, "sh")
+	path := progDir + ":" + shDir
 	// The control tree: the same, but libA.so's RUNPATH names the
 	// loader's directory.
 	croot := newRoot()
@@ -198,12 +223,18 @@ func TestNonoELFResolution(t *testing.T) {
 		if err := os.WriteFile(profile, []byte(commandPoliciesProfile(work, store, policies)), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(nono, append([]string{"-s", "run", "--profile", profile, "--allow-cwd", "--"}, argv...)...)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, nono, append([]string{"-s", "run", "--profile", profile, "--allow-cwd", "--"}, argv...)...)
 		cmd.Dir = work
+		cmd.WaitDelay = 5 * time.Second
 		cmd.Env = []string{"HOME=" + home, "PATH=" + path, "LANG=C.UTF-8", "NONO_NO_UPDATE_CHECK=1"}
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		err := cmd.Run()
+		if ctx.Err() != nil {
+			t.Fatalf("nono %s did not finish in 2 minutes (killed): %s", strings.Join(argv, " "), out.String())
+		}
 		code := 0
 		if ee, ok := err.(*exec.ExitError); ok {
 			code = ee.ExitCode()
@@ -217,19 +248,21 @@ func TestNonoELFResolution(t *testing.T) {
 		return runIn(store, path, nono, policies, argv...)
 	}
 	t.Run("control: nono without the fix "+unfixedV+" under command_policies, libA.so's RUNPATH naming the loader's directory", func(t *testing.T) {
-		if code, out := runIn(filepath.Join(croot, "nix", "store"), cprogDir+":/usr/bin:/bin", unfixed, true, "/bin/sh", "-c", "prog"); code != 0 || !strings.Contains(out, "elf-ok 7") {
+		cshDir := filepath.Join(croot, "nix", "store", "0000000000000000000000000000000d-sh", "bin")
+		copyExecutable(t, "/bin/sh", filepath.Join(cshDir, "sh"))
+		if code, out := runIn(filepath.Join(croot, "nix", "store"), cprogDir+":"+cshDir, unfixed, true, filepath.Join(cshDir, "sh"), "-c", "prog"); code != 0 || !strings.Contains(out, "elf-ok 7") {
 			t.Errorf("exit %d (so the failure below is not the resolution alone): %s", code, out)
 		}
 	})
 
 	for _, n := range []struct{ name, nono string }{{"without the fix " + unfixedV, unfixed}, {"with the fix " + fixedV, fixed}} {
 		t.Run("control: nono "+n.name+" without command_policies", func(t *testing.T) {
-			if code, out := runNono(n.nono, false, "/bin/sh", "-c", "prog"); code != 0 || !strings.Contains(out, "elf-ok 7") {
+			if code, out := runNono(n.nono, false, sh, "-c", "prog"); code != 0 || !strings.Contains(out, "elf-ok 7") {
 				t.Errorf("exit %d: %s", code, out)
 			}
 		})
 	}
-	for _, argv := range [][]string{{"/bin/sh", "-c", "prog"}, {filepath.Join(progDir, "prog")}} {
+	for _, argv := range [][]string{{sh, "-c", "prog"}, {filepath.Join(progDir, "prog")}} {
 		how := "started by a shell"
 		if len(argv) == 1 {
 			how = "as the command"
