@@ -394,12 +394,15 @@ func hostProcess(t *testing.T, w *world) (vars, func() string) {
 	marker := "MARKER" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	cmd := exec.Command("/bin/sh", "-c", "sleep 600; : "+marker)
 	cmd.Env = []string{"SECRET=" + w.canary}
+	// A process group of its own: the cleanup ends the shell's sleep too
+	// (killing the shell alone left the sleep running for ten minutes).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-done })
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); <-done })
 	return vars{"PID": strconv.Itoa(cmd.Process.Pid), "MARKER": marker}, func() string {
 		select {
 		case <-done:
