@@ -42,8 +42,12 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/pathresolve"
 )
 
-// nonoUnfixedEnv names the variable holding a nono without the fix.
+// nonoUnfixedEnv names the variable holding a nono without the fix; by
+// default the one .ci/run builds, /opt/nono-<nonoUnfixedVersion>.
 const nonoUnfixedEnv = "AGENT_SANDBOX_E2E_NONO_UNFIXED"
+
+// nonoUnfixedVersion is the last nono-cli release without the fix.
+const nonoUnfixedVersion = "0.77.0"
 
 // nixLikeTree builds the tree described above under root and returns
 // prog's bin directory. With libaRunpath, libA.so names the loader's
@@ -156,10 +160,13 @@ func TestNonoELFResolution(t *testing.T) {
 	fixed := skipWithoutNono(t)
 	unfixed := os.Getenv(nonoUnfixedEnv)
 	if unfixed == "" {
+		unfixed = nonoBuilt(nonoUnfixedVersion)
+	}
+	if unfixed == "" {
 		if _, err := exec.LookPath("cargo"); err == nil {
-			t.Fatalf("%s is not set, but cargo is installed, so a nono without the fix can be built here: cargo install --locked nono-cli@0.77.0 --root /opt/nono-0.77.0, then set %s=/opt/nono-0.77.0/bin/nono (.ci/run does both)", nonoUnfixedEnv, nonoUnfixedEnv)
+			t.Fatalf("%s is not set, but cargo is installed, so a nono without the fix can be built here: cargo install --locked nono-cli@%s --root /opt/nono-%s (.ci/run does), or set %s", nonoUnfixedEnv, nonoUnfixedVersion, nonoUnfixedVersion, nonoUnfixedEnv)
 		}
-		t.Skipf("%s is not set: this test needs a nono without the ELF resolution fix (nono-cli 0.77.0; .ci/run builds it)", nonoUnfixedEnv)
+		t.Skipf("%s is not set and /opt/nono-%s does not exist: this test needs a nono without the ELF resolution fix (.ci/run builds nono-cli %s)", nonoUnfixedEnv, nonoUnfixedVersion, nonoUnfixedVersion)
 	}
 	if fi, err := os.Stat(unfixed); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
 		t.Fatalf("%s=%s is not an executable file (%v)", nonoUnfixedEnv, unfixed, err)

@@ -1,6 +1,7 @@
 // Package e2e holds end-to-end tests of the real agent-sandbox binary
 // against real backends. The nono tests run the nono named by
-// AGENT_SANDBOX_E2E_NONO, else the nono on PATH; without one they skip,
+// AGENT_SANDBOX_E2E_NONO, else the nono on PATH, else the one .ci/run
+// builds in /opt/nono-<version>; without one they skip,
 // naming what is missing, except where cargo is installed: nono can be
 // built there (.ci/run does), so a missing nono fails. sbx tests skip
 // without sbx; `nix flake check` provides both.
@@ -24,7 +25,8 @@ import (
 const nonoEnv = "AGENT_SANDBOX_E2E_NONO"
 
 // nonoBinary returns the nono the suite runs: $AGENT_SANDBOX_E2E_NONO, else
-// the nono on PATH. When there is none it returns "" and why; bad is set
+// the nono on PATH, else the pinned version where .ci/run builds it
+// (/opt/nono-<version>/bin/nono). When there is none it returns "" and why; bad is set
 // when AGENT_SANDBOX_E2E_NONO names something that is not an executable
 // file (always an error, never a skip).
 func nonoBinary() (path, why string, bad bool) {
@@ -49,7 +51,22 @@ func nonoBinary() (path, why string, bad bool) {
 			return abs, "", false
 		}
 	}
-	return "", fmt.Sprintf("nono is not installed: neither %s nor PATH names one", nonoEnv), false
+	if v := nonoPinned(); !strings.HasPrefix(v, "<") {
+		if p := nonoBuilt(v); p != "" {
+			return p, "", false
+		}
+	}
+	return "", fmt.Sprintf("nono is not installed: neither %s nor PATH names one, nor is there one in /opt/nono-%s", nonoEnv, nonoPinned()), false
+}
+
+// nonoBuilt is /opt/nono-<version>/bin/nono, where .ci/run builds that
+// version, when it is an executable file; else "".
+func nonoBuilt(version string) string {
+	p := filepath.Join("/opt", "nono-"+version, "bin", "nono")
+	if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+		return p
+	}
+	return ""
 }
 
 // nonoPinned is the nono version the project is pinned to: the one the
@@ -123,7 +140,7 @@ type nonoRun struct {
 // key cannot be read (and its text never appears), the home outside the
 // grants cannot be written, and the agent's exit status passes through.
 func TestNonoConfinesShell(t *testing.T) {
-	nono := nonoOrSkip(t)
+	nono := skipWithoutNono(t)
 	bin := buildAgentSandbox(t)
 
 	root, err := filepath.EvalSymlinks(t.TempDir())
