@@ -18,8 +18,8 @@ import json
 import sys
 
 # Tests that must run on the CI machine (Debian, Linux with Landlock, the
-# real agents installed by .ci/run). A skip here fails CI, whatever the
-# reason.
+# real agents and nono installed by .ci/run). A skip here fails CI, whatever
+# the reason.
 MUST_RUN = [
     "e2e TestEscapes/landlock",
     "e2e TestEscapeView/landlock",
@@ -63,13 +63,32 @@ MUST_RUN = [
     "e2e-user TestWriteGrantExec",
     "e2e TestResolveRealPrograms",
     "e2e TestSbxPiExtensionRealPi",
+    # nono, built by .ci/run with cargo (issue 25): every nono test runs,
+    # as root and as an ordinary user.
+    "e2e TestEscapes/landlock-weaker",
+    "e2e-user TestEscapes/landlock-weaker",
+    "e2e TestEscapes/nono",
+    "e2e-user TestEscapes/nono",
+    "e2e TestEscapeView/nono",
+    "e2e-user TestEscapeView/nono",
+    "e2e TestNonoConfinesShell",
+    "e2e-user TestNonoConfinesShell",
+    "e2e TestNonoProxyPrograms",
+    "e2e-user TestNonoProxyPrograms",
+    "e2e TestNonoPorts",
+    "e2e-user TestNonoPorts",
+    "e2e TestNonoRealAgents",
+    "e2e-user TestNonoRealAgents",
+    "e2e TestNonoELFResolution",
+    "e2e-user TestNonoELFResolution",
+    "e2e TestNonoProfilesLoad",
+    "e2e TestNonoDoctor",
+    "e2e-user TestNonoDoctor",
 ]
 
 # Tests that may skip on the CI machine, and why.
 ALLOWED = {
     "guard TestScanReportsUnreadable": "root reads a mode-0111 directory anyway; the case runs as agentsb in e2e-user TestScanNotBlinded",
-    "e2e TestEscapes/nono": "nono is not installed on the CI machine; the nono column runs under nix flake check",
-    "e2e TestNonoConfinesShell": "nono is not installed on the CI machine",
     "e2e TestSbxRealRun": "sbx (Docker Sandboxes) needs KVM and `sbx login`",
     "e2e TestSbxRealOffline": "sbx (Docker Sandboxes) needs KVM and `sbx login`",
     "e2e TestSbxRealStalePrune": "sbx (Docker Sandboxes) needs KVM and `sbx login`",
@@ -77,15 +96,21 @@ ALLOWED = {
     # fails for that user even unsandboxed, so the row proves nothing there
     # (it runs, and must pass, in the run as root).
     "e2e-user TestEscapes/landlock/write_/etc": "an ordinary user cannot write /etc even with --no-sandbox (the row runs as root)",
-    "e2e-user TestEscapes/nono": "nono is not installed on the CI machine",
-    "e2e TestEscapeView/nono": "nono is not installed on the CI machine; the nono column runs under nix flake check",
-    "e2e-user TestEscapeView/nono": "nono is not installed on the CI machine",
+    "e2e-user TestEscapes/nono/write_/etc": "an ordinary user cannot write /etc even with --no-sandbox (the row runs as root)",
+    "e2e-user TestEscapes/landlock-weaker/write_/etc": "an ordinary user cannot write /etc even with --no-sandbox (the row runs as root)",
+    # The weaker sandbox runs on a simulated host without user namespaces:
+    # agent-sandbox runs in a user namespace of its own there, whose root
+    # cannot read a host process's environment even unsandboxed.
+    "e2e TestEscapes/landlock-weaker/read_a_host_process's_environ": "the simulated host (a user namespace) cannot read a host process's environment even with --no-sandbox",
+    "e2e-user TestEscapes/landlock-weaker/read_a_host_process's_environ": "the simulated host (a user namespace) cannot read a host process's environment even with --no-sandbox",
     # A mode-000 policy file is readable by root: these rows prove their
     # point in the ordinary user's run (e2e-user), where they must pass.
     "e2e TestEscapeView/default-backend/policy-file-unreadable": "root reads a mode-000 file anyway (the row runs as agentsb)",
     "e2e TestEscapeView/default-backend/policy-file-sbx-unreadable": "root reads a mode-000 file anyway (the row runs as agentsb)",
     "e2e TestEscapeView/landlock/policy-file-unreadable": "root reads a mode-000 file anyway (the row runs as agentsb)",
     "e2e TestEscapeView/landlock/policy-file-sbx-unreadable": "root reads a mode-000 file anyway (the row runs as agentsb)",
+    "e2e TestEscapeView/nono/policy-file-unreadable": "root reads a mode-000 file anyway (the row runs as agentsb)",
+    "e2e TestEscapeView/nono/policy-file-sbx-unreadable": "root reads a mode-000 file anyway (the row runs as agentsb)",
     "optfile TestReadPermissionDenied": "root reads a mode-000 file anyway (the e2e policy-file-unreadable rows run as agentsb)",
 }
 

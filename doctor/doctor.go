@@ -50,6 +50,9 @@
 //     the command is installed, otherwise it is a warning too.
 //   - nono's version is checked against 0.74-0.78, the range the generated
 //     profiles are written for ([NonoVersionRange]); outside it is a warning.
+//     Its schema (`nono profile schema`) must declare every key of the
+//     profiles agent-sandbox writes (nono.SchemaMissing); a key it lacks
+//     fails, since nono would refuse every such profile.
 //   - A stale /nix/store path in agent.toml, a folder file or the generated
 //     profile fails; in a profile left in the state directory by an earlier
 //     run it is a warning, since the next run rewrites that file.

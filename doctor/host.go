@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/backend/nono"
 	"github.com/agent-sandbox/agent-sandbox/internal/landlock"
 )
 
@@ -32,7 +33,7 @@ func (r *run) host() {
 	} else {
 		r.add("user namespaces", OK, "not Linux ("+r.goos+"): not used", "")
 	}
-	r.results = append(r.results, r.nonoResult())
+	r.results = append(r.results, r.nonoResults()...)
 	r.results = append(r.results, r.sbxResults()...)
 }
 
@@ -276,7 +277,10 @@ func nonoVersionResult(path string, p probeResult) Result {
 	return res
 }
 
-func (r *run) nonoResult() Result {
+// nonoResults are the nono checks: installed, its version, and (when it
+// answers) its profile schema. nono is only probed when it is on PATH and
+// outside every path a sandbox can write.
+func (r *run) nonoResults() []Result {
 	if r.nonoPath == "" {
 		res := Result{Check: "nono", Status: Warn, Fix: "install nono " + NonoVersionRange + " (nixpkgs `nono`, or `nix run .#agent-sandbox`, which brings it)"}
 		if r.goos == "linux" {
@@ -284,12 +288,45 @@ func (r *run) nonoResult() Result {
 		} else {
 			res.Detail = "not installed (not on PATH): there is no kernel sandbox on " + r.goos + " without it"
 		}
-		return res
+		return []Result{res}
 	}
 	if bad := r.guard.insideWritable("nono", r.nonoPath); len(bad) > 0 {
-		return unprobed("nono", bad)
+		return []Result{unprobed("nono", bad)}
 	}
-	return nonoVersionResult(r.nonoPath, r.probe(r.nonoPath, "--version"))
+	v := nonoVersionResult(r.nonoPath, r.probe(r.nonoPath, "--version"))
+	if v.Status == Fail {
+		return []Result{v}
+	}
+	return []Result{v, nonoSchemaResult(r.nonoPath, r.probe(r.nonoPath, "profile", "schema"))}
+}
+
+// nonoSchemaResult judges the output of `nono profile schema`: the schema
+// of the installed nono must declare every key of the profiles
+// agent-sandbox writes (nono.SchemaMissing), or nono refuses every run
+// with a load error.
+func nonoSchemaResult(path string, p probeResult) Result {
+	res := Result{Check: "nono schema"}
+	if p.err != nil || p.code != 0 {
+		res.Status = Warn
+		res.Detail = fmt.Sprintf("`%s profile schema` %s%s: the profile keys agent-sandbox writes were not checked against this nono", path, p.describe(), p.quote())
+		res.Fix = "install nono " + NonoVersionRange + ", or check a generated profile with `nono profile validate`"
+		return res
+	}
+	missing, err := nono.SchemaMissing([]byte(p.out))
+	switch {
+	case err != nil:
+		res.Status = Warn
+		res.Detail = fmt.Sprintf("`%s profile schema` printed no usable schema (%v): the profile keys agent-sandbox writes were not checked against this nono", path, err)
+		res.Fix = "install nono " + NonoVersionRange + ", or check a generated profile with `nono profile validate`"
+	case len(missing) > 0:
+		res.Status = Fail
+		res.Detail = fmt.Sprintf("%s does not know the profile keys %s that agent-sandbox writes: every nono run would fail to load its profile", path, strings.Join(missing, ", "))
+		res.Fix = "install nono " + NonoVersionRange + " (nixpkgs ships 0.78), or use --sandbox-backend landlock"
+	default:
+		res.Status = OK
+		res.Detail = fmt.Sprintf("%s's profile schema (`nono profile schema`) declares every key agent-sandbox writes", path)
+	}
+	return res
 }
 
 // sbxResults are the sbx checks: installed, signed in, policy initialised.

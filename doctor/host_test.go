@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/backend/nono/schematest"
 	"github.com/agent-sandbox/agent-sandbox/internal/landlock"
 )
 
@@ -234,15 +236,56 @@ func TestNonoProbe(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			nono := fakeProgram(t, "nono", tc.script)
 			r := newRun(Options{LookPath: lookPathOnly(map[string]string{"nono": nono}), ProbeTimeout: 10 * time.Second})
-			res := r.nonoResult()
+			res := r.nonoResults()[0]
 			if res.Status != tc.want || !strings.Contains(res.Detail, tc.detail) {
 				t.Errorf("got %+v, want %s with %q", res, tc.want, tc.detail)
 			}
 		})
 	}
 	r := newRun(Options{LookPath: lookPathOnly(nil)})
-	if res := r.nonoResult(); res.Status != Warn || !strings.Contains(res.Detail, "not installed") {
+	if res := r.nonoResults(); len(res) != 1 || res[0].Status != Warn || !strings.Contains(res[0].Detail, "not installed") {
 		t.Errorf("no nono: %+v", res)
+	}
+}
+
+// TestNonoSchemaProbe: `nono profile schema` is read and checked against
+// the keys agent-sandbox writes: nono 0.74's schema (the reference copy, or
+// AGENT_SANDBOX_NONO_SCHEMA) passes, a schema lacking a key fails naming
+// it, and a nono without the subcommand is a warning. The stand-in nono
+// prints a version and the schema file; e2e/nono_doctor_test.go runs
+// doctor against the real nono.
+func TestNonoSchemaProbe(t *testing.T) {
+	schema, err := os.ReadFile(schematest.Path(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.json")
+	if err := os.WriteFile(good, schema, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, bytes.Replace(schema, []byte(`"workdir"`), []byte(`"workdir_renamed"`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, schemaCmd string
+		want            Status
+		detail          string
+	}{
+		{"0.74 schema", "cat " + good, OK, "declares every key"},
+		{"key missing", "cat " + bad, Fail, "does not know the profile keys workdir"},
+		{"no subcommand", "echo 'error: unrecognized subcommand' >&2; exit 2", Warn, "were not checked"},
+		{"not JSON", "echo schema", Warn, "no usable schema"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nono := fakeProgram(t, "nono", "if [ \"$1\" = --version ]; then echo 'nono 0.74.0'; else "+tc.schemaCmd+"; fi\n")
+			r := newRun(Options{LookPath: lookPathOnly(map[string]string{"nono": nono}), ProbeTimeout: 10 * time.Second})
+			res := r.nonoResults()
+			if len(res) != 2 || res[1].Check != "nono schema" || res[1].Status != tc.want || !strings.Contains(res[1].Detail, tc.detail) {
+				t.Errorf("got %+v, want a nono schema check %s with %q", res, tc.want, tc.detail)
+			}
+		})
 	}
 }
 
@@ -252,7 +295,11 @@ func TestProbeTimeout(t *testing.T) {
 	nono := fakeProgram(t, "nono", "sleep 60 & sleep 60\n")
 	r := newRun(Options{LookPath: lookPathOnly(map[string]string{"nono": nono}), ProbeTimeout: 300 * time.Millisecond})
 	start := time.Now()
-	res := r.nonoResult()
+	all := r.nonoResults()
+	res := all[0]
+	if len(all) != 1 {
+		t.Errorf("a nono that does not answer --version was probed further: %+v", all)
+	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("the probe took %v", d)
 	}

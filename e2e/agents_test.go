@@ -52,7 +52,7 @@ func runBuiltin(t *testing.T, bin string, flags []string, agent string, args ...
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, append(append(append([]string{}, flags...), agent), args...)...)
 	cmd.Dir = work
-	cmd.Env = withCover([]string{"HOME=" + home, "PATH=" + agentBinDir() + string(os.PathListSeparator) + agentPath(), "LANG=C.UTF-8", "TERM=dumb"})
+	cmd.Env = withCover([]string{"HOME=" + home, "PATH=" + agentBinDir() + string(os.PathListSeparator) + pathFor(flags), "LANG=C.UTF-8", "TERM=dumb"})
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err = cmd.Run()
@@ -79,7 +79,7 @@ func TestRealAgentsStartSandboxed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real agents; skipped with -short")
 	}
-	if why := backends[0].skip(); why != "" {
+	if why := landlockMissing(); why != "" {
 		t.Skip(why)
 	}
 	bin := buildAgentSandbox(t)

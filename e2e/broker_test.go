@@ -172,7 +172,7 @@ func (r *brokerRun) cli(timeout time.Duration, env []string, args ...string) (in
 	defer cancel()
 	cmd := exec.CommandContext(ctx, r.bin, args...)
 	cmd.Dir = r.work
-	cmd.Env = withCover(append([]string{"HOME=" + r.home, "PATH=" + agentBinDir() + string(os.PathListSeparator) + agentPath(), "LANG=C.UTF-8", "TERM=dumb"}, env...))
+	cmd.Env = withCover(append([]string{"HOME=" + r.home, "PATH=" + agentBinDir() + string(os.PathListSeparator) + pathFor(args), "LANG=C.UTF-8", "TERM=dumb"}, env...))
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -199,7 +199,7 @@ func skipWithoutLandlock(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real programs in the sandbox; skipped with -short")
 	}
-	if why := backends[0].skip(); why != "" {
+	if why := landlockMissing(); why != "" {
 		t.Skip(why)
 	}
 }

@@ -94,10 +94,18 @@ func appears(marker string, d time.Duration) bool {
 }
 
 // killMarked SIGKILLs the processes carrying marker: only processes a test
-// started itself carry one.
+// started itself carry one. It scans again until none is left (at most 2
+// s): a shell killed in one scan may have forked a marked child after that
+// scan listed /proc, which then outlived the test.
 func killMarked(marker string) {
-	for _, pid := range markerProcesses(marker) {
-		syscall.Kill(pid, syscall.SIGKILL)
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		pids := markerProcesses(marker)
+		if len(pids) == 0 || time.Now().After(deadline) {
+			return
+		}
+		for _, pid := range pids {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
 	}
 }
 

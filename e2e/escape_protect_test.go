@@ -62,57 +62,57 @@ const protectNeighbour = `cd @WORK && mkdir -p src/.cache && echo x > src/a.txt 
 
 var protectCases = []viewCase{
 	{name: "protect-vscode-tasks-created", modes: []string{"open"}, setup: protectedFile(".vscode/tasks.json", ""),
-		probe: protectProbe, neighbour: protectNeighbour},
+		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect},
 	{name: "protect-vscode-tasks-existing-dir", modes: []string{"open"}, setup: protectedFile(".vscode/tasks.json", "", ".vscode"),
-		probe: protectProbe, neighbour: protectNeighbour},
+		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect},
 	{name: "protect-vscode-settings-replaced", modes: []string{"open"}, setup: protectedFile(".vscode/settings.json", "{}\n"),
-		probe: protectProbe + ` || { rm -rf @WORK/.vscode && mkdir @WORK/.vscode && printf evil > @TARGET; }`, neighbour: protectNeighbour},
+		probe: protectProbe + ` || { rm -rf @WORK/.vscode && mkdir @WORK/.vscode && printf evil > @TARGET; }`, neighbour: protectNeighbour, nono: nonoProtect},
 	{name: "protect-idea-workspace", modes: []string{"open"}, setup: protectedFile(".idea/workspace.xml", ""),
-		probe: protectProbe, neighbour: protectNeighbour},
+		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect},
 	{name: "protect-codex-config", modes: []string{"open"}, setup: protectedFile(".codex/config.toml", ""),
-		probe: protectProbe, neighbour: protectNeighbour},
+		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect},
 	{name: "protect-mcp-json-created", modes: []string{"open"}, setup: protectedFile(".mcp.json", ""),
-		probe: protectProbe, neighbour: protectNeighbour},
+		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect},
 	{name: "protect-mcp-json-existing", modes: []string{"open"}, setup: protectedFile(".mcp.json", "{\"mcpServers\": {}}\n"),
-		probe: protectProbe + ` || { rm -f @TARGET && printf evil > @TARGET; }`, neighbour: protectNeighbour},
+		probe: protectProbe + ` || { rm -f @TARGET && printf evil > @TARGET; }`, neighbour: protectNeighbour, nono: nonoProtect},
 	{name: "protect-claude-settings", modes: []string{"open"}, setup: protectedFile(".claude/settings.json", ""),
-		probe: protectProbe, neighbour: protectNeighbour},
+		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect},
 	{name: "protect-claude-settings-local-existing", modes: []string{"open"}, setup: protectedFile(".claude/settings.local.json", "{}\n"),
-		probe: protectProbe, neighbour: protectNeighbour},
+		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect},
 	{name: "protect-claude-dir-renamed", modes: []string{"open"}, setup: protectedFile(".claude/settings.json", "{}\n"),
-		probe: `cd @WORK && mv .claude .claude-old && mkdir .claude && printf evil > @TARGET`, neighbour: protectNeighbour},
+		probe: `cd @WORK && mv .claude .claude-old && mkdir .claude && printf evil > @TARGET`, neighbour: protectNeighbour, nono: nonoProtect},
 	{name: "protect-claude-commands", modes: []string{"open"}, setup: protectedFile(".claude/commands/deploy.md", ""),
-		probe: protectProbe, neighbour: protectNeighbour},
+		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect},
 	{name: "protect-claude-agents", modes: []string{"open"}, setup: protectedFile(".claude/agents/helper.md", "", ".claude"),
-		probe: protectProbe, neighbour: protectNeighbour},
+		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect},
 	{name: "protect-gitmodules", modes: []string{"open"}, setup: protectedFile(".gitmodules", ""),
-		probe: protectProbe, neighbour: protectNeighbour},
+		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect},
 	{name: "protect-envrc-existing", modes: []string{"open"}, setup: protectedFile(".envrc", "export X=1\n"),
-		probe: `printf 'touch /tmp/x\n' >> @TARGET`, neighbour: protectNeighbour},
+		probe: `printf 'touch /tmp/x\n' >> @TARGET`, neighbour: protectNeighbour, nono: nonoProtect},
 	{name: "protect-envrc-created", modes: []string{"open"}, setup: protectedFile(".envrc", ""),
-		probe: protectProbe, neighbour: protectNeighbour},
+		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect},
 	{name: "protect-git-dir-renamed-rebuilt", modes: []string{"open"}, needs: []string{"git"}, setup: gitSetup(false),
 		probe:     `cd @WORK && mv .git .git-old && git init -q . && git config core.fsmonitor "touch @GITCANARY"`,
-		neighbour: gitNeighbour},
+		neighbour: gitNeighbour, nono: nonoProtect},
 	{name: "protect-git-hooks-removed", modes: []string{"open"}, needs: []string{"git"}, setup: gitSetup(false),
 		probe:     `cd @WORK && rm -rf .git/hooks && mkdir .git/hooks && printf "#!/bin/sh\ntouch @GITCANARY\n" > .git/hooks/post-checkout`,
-		neighbour: gitNeighbour},
+		neighbour: gitNeighbour, nono: nonoProtect},
 	{name: "protect-gitfile-repointed", modes: []string{"open"}, needs: []string{"git"}, setup: gitfileSetup,
 		probe:     `cd @WORK && cp -r @MAIN/.git @WORK/evil-gitdir && printf "gitdir: ./evil-gitdir\n" > @WORK/.git`,
-		neighbour: gitNeighbour},
+		neighbour: gitNeighbour, nono: nonoProtect},
 	{name: "protect-hook-linked-script", modes: []string{"open"}, needs: []string{"git"}, setup: hookElsewhere(false),
-		probe: `printf "touch @GITCANARY\n" >> @SCRIPT`, neighbour: gitNeighbour},
+		probe: `printf "touch @GITCANARY\n" >> @SCRIPT`, neighbour: gitNeighbour, nono: nonoProtect},
 	{name: "protect-hookspath-dir", modes: []string{"open"}, needs: []string{"git"}, setup: hookElsewhere(true),
-		probe: `printf "#!/bin/sh\ntouch @GITCANARY\n" > @WORK/.husky/_/post-checkout`, neighbour: gitNeighbour},
+		probe: `printf "#!/bin/sh\ntouch @GITCANARY\n" > @WORK/.husky/_/post-checkout`, neighbour: gitNeighbour, nono: nonoProtect},
 	{name: "protect-git-included-config", modes: []string{"open"}, needs: []string{"git"}, setup: includedConfig,
-		probe: `printf "[core]\n\tfsmonitor = touch @GITCANARY\n" >> @SCRIPT`, neighbour: gitNeighbour},
+		probe: `printf "[core]\n\tfsmonitor = touch @GITCANARY\n" >> @SCRIPT`, neighbour: gitNeighbour, nono: nonoProtect},
 	// Neighbour only: the placeholders of missing protected files are not
 	// committed by an agent's `git add -A` (they are in info/exclude for
 	// the run), and git status inside shows none of them.
 	{name: "protect-placeholders-not-committed", modes: []string{"open"}, needs: []string{"git"}, setup: gitSetup(false),
 		neighbour: `cd @WORK && test -z "$(git status --porcelain)" && echo x >> README && git add -A && git -c user.name=a -c user.email=a@agent-sandbox.invalid commit -qm x && ! git ls-files | grep -E "^[.](envrc|mcp[.]json|gitmodules)$|^[.]claude/"`},
 	{name: "protect-worktree-commondir", modes: []string{"open"}, needs: []string{"git"}, setup: gitSetup(true),
-		probe: `cd @WORK && gd=$(sed 's/^gitdir: //' .git) && mkdir -p @WORK/evil && printf "@WORK/evil\n" > "$gd/commondir"`, neighbour: gitNeighbour},
+		probe: `cd @WORK && gd=$(sed 's/^gitdir: //' .git) && mkdir -p @WORK/evil && printf "@WORK/evil\n" > "$gd/commondir"`, neighbour: gitNeighbour, nono: nonoProtect},
 }
 
 func init() { viewCases = append(viewCases, protectCases...) }
@@ -183,7 +183,13 @@ func gitfileSetup(t *testing.T, v *view) (vars, func() string) {
 }
 
 // protectCasesFor runs the cases that do not fit a row, for backend b.
+// nono keeps nothing read-only and the end-of-run scan is the built-in
+// engine's: its cases pin that (nonoProtectCases).
 func protectCasesFor(t *testing.T, bin string, b backend) {
+	if b.name == "nono" {
+		nonoProtectCases(t, bin, b)
+		return
+	}
 	t.Run("protect-symlink-refused", func(t *testing.T) { protectSymlink(t, bin, b) })
 	t.Run("protect-allow-edit", func(t *testing.T) { protectAllowEdit(t, bin, b) })
 	t.Run("protect-nested-git-reported", func(t *testing.T) { nestedGitReported(t, bin, b) })
@@ -360,4 +366,51 @@ func nestedGitReported(t *testing.T, bin string, b backend) {
 	if strings.Contains(r.out, "git metadata") {
 		t.Errorf("neighbour: a run that planted nothing was reported: %s", r.out)
 	}
+}
+
+// nonoProtectCases pins what nono does where the built-in engine protects
+// and reports (README, Protected project files): nono cannot keep the
+// protected names read-only, so --dry-run says so (in its comment lines
+// and in protection.unenforced), a protected name that is a symlink does
+// not refuse the run, --allow-edit changes nothing, and the end-of-run scan
+// (the built-in engine's) does not run, so a repository planted in a
+// subdirectory is not reported. Each case fails when nono's behaviour
+// changes, so that the README's table is updated.
+func nonoProtectCases(t *testing.T, bin string, b backend) {
+	t.Run("protect-dry-run-says-unenforced", func(t *testing.T) {
+		v := newView(t, bin, b, netMode{name: "open"})
+		r := v.exec(append(v.sandboxFlags(), "--dry-run", "--json", v.folder, "-c", "true"), opts{})
+		if r.code != 0 || !strings.Contains(r.out, `"enforced": false`) || !strings.Contains(r.out, "are NOT protected") {
+			t.Errorf("--dry-run --json under nono does not say the protected files are not protected (exit %d): %s", r.code, r.out)
+		}
+		r = v.exec(append(v.sandboxFlags(), "--dry-run", v.folder, "-c", "true"), opts{})
+		if r.code != 0 || !strings.Contains(r.out, "are NOT protected") {
+			t.Errorf("--dry-run under nono has no comment line saying the protected files are not protected (exit %d): %s", r.code, r.out)
+		}
+	})
+	t.Run("protect-symlink-not-refused", func(t *testing.T) {
+		v := newView(t, bin, b, netMode{name: "open"})
+		if err := os.MkdirAll(filepath.Join(v.work, "editor"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("editor", filepath.Join(v.work, ".vscode")); err != nil {
+			t.Fatal(err)
+		}
+		r := v.agent(true, v.folder, "printf evil > "+filepath.Join(v.work, ".vscode", "tasks.json"), opts{})
+		if _, err := os.Stat(filepath.Join(v.work, "editor", "tasks.json")); r.code != 0 || err != nil {
+			t.Errorf("under nono a protected name that is a symlink used to be written through (nothing is protected, so nothing is refused) and now is not (exit %d): update this pin: %s", r.code, r.out)
+		}
+	})
+	t.Run("protect-nested-git-not-reported", func(t *testing.T) {
+		needs(t, "git")
+		v := newView(t, bin, b, netMode{name: "open"})
+		gitRepo(t, v, v.work)
+		r := v.agent(true, v.folder, expand(`cd @WORK && git init -q sub && printf "#!/bin/sh\ntouch /tmp/x\n" > sub/.git/hooks/post-checkout`, v.vars()), opts{})
+		if r.code != 0 {
+			t.Fatalf("git init inside the nono sandbox failed (exit %d): %s", r.code, r.out)
+		}
+		if strings.Contains(r.out, "git metadata") {
+			t.Errorf("under nono the planted repository is now reported (the end-of-run scan used to be the built-in engine's only): update this pin and the README: %s", r.out)
+		}
+	})
 }

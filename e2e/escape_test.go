@@ -32,28 +32,32 @@ import (
 type backend struct {
 	name  string
 	flags []string
-	// skip says why the backend cannot run here ("" when it can).
-	skip func() string
+	// skip says why the backend cannot run here ("" when it can); it
+	// fails the test instead where the backend must run (nono where
+	// cargo can build it: nonoOrSkip).
+	skip func(t *testing.T) string
 }
 
 var backends = []backend{
-	{"landlock", []string{"--sandbox-backend", "landlock"}, func() string {
-		if runtime.GOOS != "linux" {
-			return "the landlock backend is Linux-only"
-		}
-		if _, err := os.Stat("/sys/kernel/security/landlock"); err != nil {
-			if _, _, errno := syscall.Syscall(444, 0, 0, 1); errno != 0 {
-				return "this kernel has no Landlock (landlock_create_ruleset: " + errno.Error() + ")"
-			}
-		}
+	{"landlock", []string{"--sandbox-backend", "landlock"}, func(*testing.T) string { return landlockMissing() }},
+	{"nono", []string{"--sandbox-backend", "nono"}, func(t *testing.T) string {
+		nonoOrSkip(t)
 		return ""
 	}},
-	{"nono", []string{"--sandbox-backend", "nono"}, func() string {
-		if _, err := exec.LookPath("nono"); err != nil {
-			return "nono not on PATH: this backend runs under nix flake check, where the flake provides nono"
+}
+
+// landlockMissing says why the landlock backend cannot run here ("" when
+// it can).
+func landlockMissing() string {
+	if runtime.GOOS != "linux" {
+		return "the landlock backend is Linux-only"
+	}
+	if _, err := os.Stat("/sys/kernel/security/landlock"); err != nil {
+		if _, _, errno := syscall.Syscall(444, 0, 0, 1); errno != 0 {
+			return "this kernel has no Landlock (landlock_create_ruleset: " + errno.Error() + ")"
 		}
-		return ""
-	}},
+	}
+	return ""
 }
 
 // world is the throwaway machine state one backend's suite runs against.
@@ -66,6 +70,9 @@ type world struct {
 	folder string // an on-disk agent folder with open network (command /bin/sh)
 	canary string // secret text seeded everywhere the agent must not reach
 	flags  []string
+	// wrap is a command prefix for agent-sandbox and env extra variables
+	// (the weaker sandbox's simulated host: weaker_test.go's noUserns).
+	wrap, extraEnv []string
 }
 
 func newWorld(t *testing.T, bin string, flags []string) *world {
@@ -114,7 +121,7 @@ func write(t *testing.T, p, body string) {
 // env is the launching environment: a throwaway HOME and canary secrets.
 func (w *world) env() []string {
 	return withCover([]string{
-		"HOME=" + w.home, "PATH=" + agentPath(), "SHELL=/bin/sh", "LANG=C.UTF-8",
+		"HOME=" + w.home, "PATH=" + pathFor(w.flags), "SHELL=/bin/sh", "LANG=C.UTF-8",
 		"GITHUB_TOKEN=" + w.canary, "AWS_SECRET_ACCESS_KEY=" + w.canary,
 		"OPENAI_API_KEY=" + w.canary, "SSH_AUTH_SOCK=/tmp/" + w.canary,
 	})
@@ -139,9 +146,10 @@ func (w *world) runAgent(sandboxed bool, agent, script string, stdin *os.File) r
 	args = append(args, agent, "-c", script)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, w.bin, args...)
+	argv := append(append(append([]string{}, w.wrap...), w.bin), args...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = w.work
-	cmd.Env = w.env()
+	cmd.Env = append(w.env(), w.extraEnv...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if stdin != nil {
@@ -214,6 +222,18 @@ type attack struct {
 	// sent into the sandbox's own loopback is not an error); the attack
 	// is judged by its effect on the host (setup's check) alone.
 	judgedByHost bool
+	// nono, when set, says why this attack SUCCEEDS under nono (measured
+	// with nono 0.78.0; README, "Escape classes by backend"): the nono
+	// row then pins that behaviour, failing when the attack stops
+	// working there so that the README's table is updated.
+	nono string
+	// nonoRootOnly: the nono note holds only when the suite runs as root;
+	// as an ordinary user the attack must fail under nono too.
+	nonoRootOnly bool
+	// weaker, when set, says why this attack SUCCEEDS under the weaker
+	// sandbox (AGENT_SANDBOX_WEAKER_SANDBOX=1, no user namespaces),
+	// measured and pinned as nono is.
+	weaker string
 }
 
 // The table. @HOME, @WORK, @ROOT, @FOLDER, @CANARY and the setup's variables
@@ -270,10 +290,10 @@ var attacks = []attack{
 		setup: unchanged("@FOLDER/agent.toml")},
 	{name: "read a host process's environ", class: 14, agent: "shell",
 		probe: `cat /proc/@PID/environ`, neighbour: `head -1 /proc/cpuinfo`,
-		setup: hostProcess},
+		setup: hostProcess, nono: nonoProcEnviron, nonoRootOnly: true},
 	{name: "read a host process's cmdline", class: 15, agent: "shell",
 		probe: `cat /proc/@PID/cmdline | grep -a @MARKER`, neighbour: `head -1 /proc/cpuinfo`,
-		setup: hostProcess},
+		setup: hostProcess, nono: nonoProc},
 	{name: "signal a host process", class: 15, agent: "shell", landlockNeeds: "abi6",
 		probe: `kill -TERM @PID`, neighbour: `sleep 30 & kill $!`,
 		setup: hostProcess},
@@ -286,17 +306,19 @@ var attacks = []attack{
 		neighbourAgent: "open", setup: tcpListener},
 	{name: "UDP datagram out (offline)", class: 11, agent: "shell", needs: []string{"python3"}, landlockNeeds: "netns",
 		probe:          `@PYTHON -c 'import socket,time; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); [s.sendto(b"@CANARY", ("127.0.0.1", @PORT)) or time.sleep(0.05) for _ in range(5)]'`,
-		neighbourAgent: "open", setup: udpListener, judgedByHost: true},
+		neighbourAgent: "open", setup: udpListener, judgedByHost: true, weaker: weakerUDP},
 	{name: "DNS query out (offline)", class: 11, agent: "shell", needs: []string{"python3"}, landlockNeeds: "netns",
 		probe:          `@PYTHON -c 'import socket; q=b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x06canary\x04test\x00\x00\x01\x00\x01"; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); [s.sendto(q, ("127.0.0.1", @PORT)) for _ in range(3)]'`,
-		neighbourAgent: "open", setup: udpListener, judgedByHost: true},
+		neighbourAgent: "open", setup: udpListener, judgedByHost: true, weaker: weakerUDP},
 	{name: "inject keystrokes with TIOCSTI", class: 17, agent: "shell", needs: []string{"python3"}, pty: true,
 		probe:     `@PYTHON -c 'import fcntl,termios; fcntl.ioctl(0, termios.TIOCSTI, b"x")'`,
-		neighbour: `@PYTHON -c 'import os; assert os.isatty(0)'`},
+		neighbour: `@PYTHON -c 'import os; assert os.isatty(0)'`,
+		nono:      "nono filters no ioctl: TIOCSTI is refused only where the kernel refuses it (dev.tty.legacy_tiocsti=0, without CAP_SYS_ADMIN)"},
 	{name: "read another terminal of the user", class: 18, agent: "shell", pty: true,
 		probe:     `head -c 6 @OTHERPTY`,
 		neighbour: `tty | grep -q /dev/pts/ && stty size >/dev/null`,
-		setup:     otherTerminal},
+		setup:     otherTerminal,
+		nono:      "nono's system_read_linux_core group grants /dev/pts read-write, so every terminal of the user is readable"},
 	{name: "read secrets from the environment", class: 14, agent: "shell", noControl: true,
 		probe:     `env | grep -q @CANARY || grep -aq @CANARY /proc/self/environ`,
 		neighbour: `test -n "$HOME" && test -n "$PATH"`},
@@ -304,6 +326,17 @@ var attacks = []attack{
 		probe:     `while read k v; do [ "$k" = NoNewPrivs: ] && [ "$v" = 0 ] && exit 0; done < /proc/self/status; exit 1`,
 		neighbour: `while read k v; do [ "$k" = NoNewPrivs: ] && [ "$v" = 1 ] && exit 0; done < /proc/self/status; exit 1`},
 }
+
+// nonoProc is why host processes' /proc entries are readable under nono.
+const nonoProc = "nono has no PID namespace and Landlock does not restrict another process's /proc/<pid> (nono documents process_info_mode as a no-op on Linux): the agent reads every process of the user (all of them as root)"
+
+// weakerUDP is why UDP gets out of the weaker sandbox.
+const weakerUDP = "the weaker sandbox has no network namespace and this kernel's Landlock has no UDP rules (ABI 10): UDP and DNS reach the host, and agent-sandbox warns so on every such run"
+
+// nonoProcEnviron is why a host process's environment is readable under
+// nono when the agent runs as root (measured: as an ordinary user the read
+// is refused, EACCES, by Landlock's ptrace restriction).
+const nonoProcEnviron = "nono has no PID namespace: as root the agent reads the environment of every host process (as an ordinary user Landlock's ptrace restriction refuses it)"
 
 // absent checks that a host file does not exist after the probe.
 func absent(p string) func(*testing.T, *world) (vars, func() string) {
@@ -363,6 +396,8 @@ func hostProcess(t *testing.T, w *world) (vars, func() string) {
 	marker := "MARKER" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	cmd := exec.Command("/bin/sh", "-c", "sleep 600; : "+marker)
 	cmd.Env = []string{"SECRET=" + w.canary}
+	// A process group of its own: the cleanup ends the shell's sleep too
+	// (killing the shell alone left the sleep running for ten minutes).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -484,7 +519,7 @@ func TestEscapes(t *testing.T) {
 	bin := buildAgentSandbox(t)
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
-			if why := b.skip(); why != "" {
+			if why := b.skip(t); why != "" {
 				t.Skip(why)
 			}
 			for _, a := range attacks {
@@ -497,6 +532,24 @@ func TestEscapes(t *testing.T) {
 			}
 		})
 	}
+	// The built-in engine's weaker sandbox (AGENT_SANDBOX_WEAKER_SANDBOX=1:
+	// Landlock, seccomp and no_new_privs, no namespace view) on a host
+	// without user namespaces, simulated as weaker_test.go does: measured
+	// for the README's table ("Escape classes by backend"); the rows where
+	// it differs from the view pin its behaviour (attack.weaker).
+	t.Run("landlock-weaker", func(t *testing.T) {
+		if why := landlockMissing(); why != "" {
+			t.Skip(why)
+		}
+		prefix := noUserns(t)
+		for _, a := range attacks {
+			t.Run(a.name, func(t *testing.T) {
+				w := newWorld(t, bin, []string{"--sandbox-backend", "landlock"})
+				w.wrap, w.extraEnv = prefix, []string{"AGENT_SANDBOX_WEAKER_SANDBOX=1"}
+				runAttack(t, w, a)
+			})
+		}
+	})
 }
 
 // skipUnlessKernelHas skips a landlock row whose protection this kernel
@@ -573,6 +626,27 @@ func runAttack(t *testing.T, w *world, a attack) {
 	}
 
 	r, effect := once(true, a.agent, a.probe)
+	engine, gap := "", ""
+	switch {
+	case a.nono != "" && nonoSelected(w.flags) && (!a.nonoRootOnly || os.Geteuid() == 0):
+		engine, gap = "nono", a.nono
+	case a.weaker != "" && len(w.wrap) > 0:
+		engine, gap = "the weaker sandbox", a.weaker
+	}
+	if gap != "" {
+		// The backend's own behaviour, pinned: the attack gets through
+		// (for a row judged by the host, the host saw it).
+		if succeeded := effect != "" || (r.code == 0 && !a.judgedByHost); !succeeded {
+			t.Errorf("under %s this attack used to succeed (%s) and now fails (exit %d): update the row's note and the README's table (Escape classes by backend): %s", engine, gap, r.code, r.out)
+		} else {
+			t.Logf("%s's behaviour, pinned: the attack succeeds: %s", engine, gap)
+		}
+		r, effect = once(true, a.agent, a.neighbour)
+		if r.code != 0 {
+			t.Errorf("the legitimate neighbour failed inside the sandbox (exit %d): %s", r.code, r.out)
+		}
+		return
+	}
 	if r.code == 0 && !a.judgedByHost {
 		t.Errorf("attack succeeded inside the sandbox (exit 0): %s", r.out)
 	}

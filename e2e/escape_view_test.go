@@ -211,7 +211,30 @@ type viewCase struct {
 	neighbour string
 	// noControl says why the row has no unsandboxed control.
 	noControl string
+	// nono, when set, says why the probe SUCCEEDS under nono (measured
+	// with nono 0.78.0; README, "Escape classes by backend"), and
+	// nonoNoNeighbour why the neighbour cannot work there; each applies in
+	// nonoModes (nil: every mode). The nono row pins that behaviour: it
+	// fails when nono stops behaving so, so that the table is updated.
+	nono, nonoNoNeighbour string
+	nonoModes             []string
+	// nonoRootOnly: the nono notes hold only when the suite runs as root.
+	nonoRootOnly bool
 }
+
+// Why nono's results differ from the built-in engine's, one phrase per
+// cause (README, "Escape classes by backend").
+const (
+	nonoUnix     = "nono leaves pathname Unix sockets unmediated (its linux.af_unix_mediation is off unless a profile asks, and agent-sandbox's profile does not): the agent connects to any socket it can name, in every network mode"
+	nonoKeyring  = "nono gives the agent the launcher's session keyring and filters no keyring call"
+	nonoStat     = "Landlock does not restrict stat(2): the names and metadata (size, times) of files outside the grants are visible, their contents are not"
+	nonoInotify  = "Landlock does not restrict inotify_add_watch: the agent can watch a directory it cannot read"
+	nonoProtect  = "nono cannot keep the protected project files read-only inside a writable grant (Landlock cannot deny inside an allowed directory; README, Protected project files)"
+	nonoRlimit   = "nono sets no resource limits: the agent keeps the launcher's"
+	nonoProcView = "nono has no PID namespace and Landlock does not restrict /proc: the agent sees every process and reads the /proc/<pid> files of the user's processes"
+	nonoNetNS    = "nono has no network namespace: /proc/net/unix lists the host's Unix sockets"
+	nonoLoopback = "nono's blocked and allow-listed networks close loopback inside the sandbox too (Landlock's TCP rules admit only the proxy's and the open ports, and seccomp refuses UDP sockets), so a server and its client inside cannot talk"
+)
 
 // Python fragments shared by probes.
 const (
@@ -396,25 +419,25 @@ var viewCases = []viewCase{
 	// Class 1: host Unix sockets reached by path.
 	{name: "unix-socket-docker", needs: []string{"python3"},
 		setup: sockAt(func(v *view) string { return filepath.Join(v.home, ".docker.sock") }, nil),
-		probe: pyUnixConnect, neighbour: pyUnixLocal},
+		probe: pyUnixConnect, neighbour: pyUnixLocal, nono: nonoUnix},
 	{name: "unix-socket-xdg-runtime-bus", needs: []string{"python3"},
 		setup: sockAt(func(v *view) string { return filepath.Join(v.root, "xdg-runtime", "bus") },
 			func(v *view, s string) { v.env["XDG_RUNTIME_DIR"] = filepath.Dir(s) }),
-		probe: pyUnixConnect, neighbour: pyUnixLocal},
+		probe: pyUnixConnect, neighbour: pyUnixLocal, nono: nonoUnix},
 	{name: "unix-socket-x11-in-tmp", needs: []string{"python3"},
 		setup: sockAt(x11Sock, func(v *view, s string) { v.env["DISPLAY"] = ":0" }),
-		probe: pyUnixConnect, neighbour: pyUnixLocal},
+		probe: pyUnixConnect, neighbour: pyUnixLocal, nono: nonoUnix},
 	{name: "unix-socket-ssh-agent", needs: []string{"python3"},
 		setup: sockAt(func(v *view) string { return filepath.Join(v.root, "ssh-agent", "agent.1") },
 			func(v *view, s string) { v.env["SSH_AUTH_SOCK"] = s }),
-		probe: pyUnixConnect, neighbour: pyUnixLocal},
+		probe: pyUnixConnect, neighbour: pyUnixLocal, nono: nonoUnix},
 	{name: "proc-net-unix-lists-host-socket", modes: []string{"offline", "allowlist"}, needs: []string{"python3"},
 		setup: sockAt(func(v *view) string { return filepath.Join(v.home, ".docker.sock") }, nil),
 		probe: `grep -q @SOCK /proc/net/unix`,
 		neighbour: `cd @WORK && python3 -c '
 import socket
 s = socket.socket(socket.AF_UNIX); s.bind("nb2.sock"); s.listen(1)
-assert "nb2.sock" in open("/proc/net/unix").read()'`},
+assert "nb2.sock" in open("/proc/net/unix").read()'`, nono: nonoNetNS},
 
 	// Class 4: kernel keyrings.
 	{name: "keyring-read-session-canary", needs: []string{"python3"}, setup: keyringSetup,
@@ -426,7 +449,7 @@ n = libc.syscall(NR["keyctl"], L(11), L(kid), buf, L(512))
 if n < 0: raise SystemExit("keyctl read: errno %d" % ctypes.get_errno())
 print(buf.raw[:n].decode())'`,
 		neighbour: `python3 -c '` + pySyscalls + `
-assert libc.syscall(39 if os.uname().machine == "x86_64" else 172) == os.getpid()'`},
+assert libc.syscall(39 if os.uname().machine == "x86_64" else 172) == os.getpid()'`, nono: nonoKeyring},
 	{name: "keyring-syscalls-allowed", needs: []string{"python3"},
 		probe: `python3 -c '` + pySyscalls + `
 ok = []
@@ -435,7 +458,7 @@ for name, ring in (("user", -4), ("session", -3), ("user-session", -5)):
 if libc.syscall(NR["add_key"], b"user", b"agent-sandbox-probe", b"x", L(1), L(-3)) >= 0: ok.append("add_key session")
 print(ok)
 raise SystemExit(0 if ok else 1)'`,
-		neighbour: `python3 -c 'import os; assert os.getpid() > 0'`},
+		neighbour: `python3 -c 'import os; assert os.getpid() > 0'`, nono: nonoKeyring},
 
 	// Class 6: inherited descriptors.
 	{name: "inherited-fd-secret", setup: extraFDs,
@@ -444,7 +467,7 @@ for fd in 3 4 5 6 7 8 9; do if (cat <&$fd) 2>/dev/null | grep -q .; then echo "r
 		neighbour: `exec 5<@WORK/README && cat <&5 | grep -q project && ls /proc/self/fd/ | grep -qx 5`},
 
 	// Class 7: inotify and metadata.
-	{name: "stat-ssh-key", probe: `stat @HOME/.ssh/id_ed25519`, neighbour: `stat @WORK/README`},
+	{name: "stat-ssh-key", probe: `stat @HOME/.ssh/id_ed25519`, neighbour: `stat @WORK/README`, nono: nonoStat},
 	{name: "ls-home-shows-ungranted", probe: `ls -A @HOME | grep -vx -e .local -e .cache -e .npm -e go -e .cargo | grep .`, // the agent's state and its private toolchain caches are its own
 		neighbour: `ls -A @WORK | grep -qx README`},
 	{name: "inotify-watch-ssh", needs: []string{"python3"},
@@ -457,42 +480,46 @@ raise SystemExit(0 if libc.inotify_add_watch(fd, b"@HOME/.ssh", 0xfff) >= 0 else
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
 fd = libc.inotify_init1(0); assert fd >= 0
-assert libc.inotify_add_watch(fd, b"@WORK", 0xfff) >= 0'`},
+assert libc.inotify_add_watch(fd, b"@WORK", 0xfff) >= 0'`, nono: nonoInotify},
 
 	// Class 3: git metadata the host runs later.
 	{name: "git-config-fsmonitor", needs: []string{"git"}, setup: gitSetup(false),
-		probe: `cd @WORK && git config core.fsmonitor "touch @GITCANARY"`, neighbour: gitNeighbour},
+		probe: `cd @WORK && git config core.fsmonitor "touch @GITCANARY"`, neighbour: gitNeighbour, nono: nonoProtect},
 	{name: "git-hook-post-checkout", needs: []string{"git"}, setup: gitSetup(false),
-		probe: `printf "#!/bin/sh\ntouch @GITCANARY\n" > @WORK/.git/hooks/post-checkout && chmod +x @WORK/.git/hooks/post-checkout`, neighbour: gitNeighbour},
+		probe: `printf "#!/bin/sh\ntouch @GITCANARY\n" > @WORK/.git/hooks/post-checkout && chmod +x @WORK/.git/hooks/post-checkout`, neighbour: gitNeighbour, nono: nonoProtect},
 	{name: "git-worktree-main-config", needs: []string{"git"}, setup: gitSetup(true),
-		probe: `cd @WORK && git config core.fsmonitor "touch @GITCANARY" && grep -q fsmonitor @MAIN/.git/config`, neighbour: gitNeighbour},
+		probe: `cd @WORK && git config core.fsmonitor "touch @GITCANARY" && grep -q fsmonitor @MAIN/.git/config`, neighbour: gitNeighbour, nono: nonoProtect},
 	{name: "git-worktree-main-hook", needs: []string{"git"}, setup: gitSetup(true),
-		probe: `printf "#!/bin/sh\ntouch @GITCANARY\n" > @MAIN/.git/hooks/post-checkout && chmod +x @MAIN/.git/hooks/post-checkout`, neighbour: gitNeighbour},
+		probe: `printf "#!/bin/sh\ntouch @GITCANARY\n" > @MAIN/.git/hooks/post-checkout && chmod +x @MAIN/.git/hooks/post-checkout`, neighbour: gitNeighbour, nono: nonoProtect},
 
 	// Class 10: resource limits.
 	{name: "rlimit-nproc-unbounded", needs: []string{"python3"}, setup: raisedLimits,
 		probe:     pyLimitOver("RLIMIT_NPROC", viewMaxNproc),
-		neighbour: `for i in 1 2 3 4 5 6 7 8; do sleep 0.1 & done; wait`},
+		neighbour: `for i in 1 2 3 4 5 6 7 8; do sleep 0.1 & done; wait`, nono: nonoRlimit},
 	{name: "rlimit-nofile-unbounded", needs: []string{"python3"}, setup: raisedLimits,
 		probe:     pyLimitOver("RLIMIT_NOFILE", viewMaxNofile),
-		neighbour: `python3 -c 'fs = [open("/dev/null") for _ in range(200)]'`},
+		neighbour: `python3 -c 'fs = [open("/dev/null") for _ in range(200)]'`, nono: nonoRlimit},
 
 	// Class 11: /proc.
 	{name: "ps-lists-host-process", needs: []string{"ps"}, setup: viewHostProc,
 		probe:     `ps -e -o pid= | tr -d " " | grep -qx @PID`,
-		neighbour: `sh -c "head -1 /proc/self/maps >/dev/null && grep -q ^Pid: /proc/self/status" && ps -e -o pid= | tr -d " " | grep -qx $$`},
+		neighbour: `sh -c "head -1 /proc/self/maps >/dev/null && grep -q ^Pid: /proc/self/status" && ps -e -o pid= | tr -d " " | grep -qx $$`, nono: nonoProcView},
 	{name: "host-process-environ", setup: viewHostProc,
-		probe: `cat /proc/@PID/environ`, neighbour: `sh -c "cat /proc/self/environ >/dev/null"`},
+		probe: `cat /proc/@PID/environ`, neighbour: `sh -c "cat /proc/self/environ >/dev/null"`, nono: nonoProcEnviron, nonoRootOnly: true},
 
 	// Issue 15 item 4: loopback inside, host loopback outside.
-	{name: "loopback-inside-tcp4", needs: []string{"python3"}, neighbour: pyLoopback("AF_INET", "127.0.0.1", "tcp")},
-	{name: "loopback-inside-tcp6", needs: []string{"python3"}, neighbour: pyLoopback("AF_INET6", "::1", "tcp")},
-	{name: "loopback-inside-udp4", needs: []string{"python3"}, neighbour: pyLoopback("AF_INET", "127.0.0.1", "udp")},
-	{name: "loopback-inside-udp6", needs: []string{"python3"}, neighbour: pyLoopback("AF_INET6", "::1", "udp")},
+	{name: "loopback-inside-tcp4", needs: []string{"python3"}, neighbour: pyLoopback("AF_INET", "127.0.0.1", "tcp"),
+		nonoNoNeighbour: nonoLoopback, nonoModes: []string{"offline", "allowlist"}},
+	{name: "loopback-inside-tcp6", needs: []string{"python3"}, neighbour: pyLoopback("AF_INET6", "::1", "tcp"),
+		nonoNoNeighbour: nonoLoopback, nonoModes: []string{"offline", "allowlist"}},
+	{name: "loopback-inside-udp4", needs: []string{"python3"}, neighbour: pyLoopback("AF_INET", "127.0.0.1", "udp"),
+		nonoNoNeighbour: nonoLoopback, nonoModes: []string{"offline", "allowlist"}},
+	{name: "loopback-inside-udp6", needs: []string{"python3"}, neighbour: pyLoopback("AF_INET6", "::1", "udp"),
+		nonoNoNeighbour: nonoLoopback, nonoModes: []string{"offline", "allowlist"}},
 	{name: "host-loopback-tcp", modes: []string{"offline", "allowlist"}, needs: []string{"python3"}, setup: viewHostTCP,
-		probe: pyTCPTo, neighbour: pyLoopback("AF_INET", "127.0.0.1", "tcp")},
+		probe: pyTCPTo, neighbour: pyLoopback("AF_INET", "127.0.0.1", "tcp"), nonoNoNeighbour: nonoLoopback},
 	{name: "host-loopback-udp", modes: []string{"offline", "allowlist"}, needs: []string{"python3"}, setup: viewHostUDP,
-		probe: pyUDPTo, neighbour: pyLoopback("AF_INET", "127.0.0.1", "udp")},
+		probe: pyUDPTo, neighbour: pyLoopback("AF_INET", "127.0.0.1", "udp"), nonoNoNeighbour: nonoLoopback},
 }
 
 // TestEscapeView runs the view cases against every backend available here.
@@ -510,7 +537,7 @@ func TestEscapeView(t *testing.T) {
 	})
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
-			if why := b.skip(); why != "" {
+			if why := b.skip(t); why != "" {
 				t.Skip(why)
 			}
 			for _, m := range netModes {
@@ -523,11 +550,19 @@ func TestEscapeView(t *testing.T) {
 					}
 					t.Run("signal-kill-launcher", func(t *testing.T) { signalLauncher(t, bin, b, m, false) })
 					t.Run("signal-tgkill-launcher-threads", func(t *testing.T) { signalLauncher(t, bin, b, m, true) })
-					t.Run("survivor-after-launcher-sigkill", func(t *testing.T) { survivorAfterKill(t, bin, b, m) })
+					// Under nono the case is pinned (processes survive:
+					// there is no PID namespace) and takes a minute; the
+					// network mode does not change it, so it runs once.
+					if b.name != "nono" || m.name == "open" {
+						t.Run("survivor-after-launcher-sigkill", func(t *testing.T) { survivorAfterKill(t, bin, b, m) })
+					}
 					t.Run("survivor-after-exit", func(t *testing.T) { survivorAfterExit(t, bin, b, m) })
 					t.Run("toctou-workdir-swap", func(t *testing.T) { toctouSwap(t, bin, b, m, false) })
 					t.Run("toctou-read-grant-swap", func(t *testing.T) { toctouSwap(t, bin, b, m, true) })
 				})
+			}
+			if b.name == "nono" {
+				t.Run("toctou-grant-swapped-after-check", func(t *testing.T) { nonoSwapAfterCheck(t, bin, b) })
 			}
 			configPathCases(t, bin, b)
 			protectCasesFor(t, bin, b)
@@ -599,11 +634,30 @@ func runViewCase(t *testing.T, bin string, b backend, m netMode, c viewCase) {
 			t.Skipf("control: the probe fails even with --no-sandbox, so it proves nothing here (exit %d): %s", r.code, r.out)
 		}
 	}
+	pinned := b.name == "nono" && (c.nonoModes == nil || contains(c.nonoModes, m.name)) && (!c.nonoRootOnly || os.Geteuid() == 0)
 	if c.probe != "" {
 		v, r, effect := once(true, c.probe)
-		checkAttack(t, v, r, effect)
+		if pinned && c.nono != "" {
+			// nono's own behaviour, pinned: the attack gets through.
+			if r.code != 0 && effect == "" {
+				t.Errorf("under nono this attack used to succeed (%s) and now fails (exit %d): update the row's nono note and the README's table (Escape classes by backend): %s", c.nono, r.code, r.out)
+			} else {
+				t.Logf("nono's behaviour, pinned: the attack succeeds: %s", c.nono)
+			}
+		} else {
+			checkAttack(t, v, r, effect)
+		}
 	}
-	if _, r, _ := once(true, c.neighbour); r.code != 0 {
+	_, r, _ := once(true, c.neighbour)
+	switch {
+	case pinned && c.nonoNoNeighbour != "":
+		// nono's own behaviour, pinned: the neighbour cannot work.
+		if r.code == 0 {
+			t.Errorf("under nono this neighbour used to fail (%s) and now works: update the row's nono note and the README's table (Escape classes by backend): %s", c.nonoNoNeighbour, r.out)
+		} else {
+			t.Logf("nono's behaviour, pinned: the neighbour fails (exit %d): %s", r.code, c.nonoNoNeighbour)
+		}
+	case r.code != 0:
 		t.Errorf("the legitimate neighbour failed inside the sandbox (exit %d): %s", r.code, r.out)
 	}
 }
@@ -707,6 +761,18 @@ func survivorAfterKill(t *testing.T, bin string, b backend, m netMode) {
 	}
 	if _, left := once(false); len(left) == 0 {
 		t.Skip("control: unsandboxed no process outlived a SIGKILLed agent-sandbox, so the case proves nothing here")
+	}
+	if b.name == "nono" {
+		// nono's own behaviour, pinned: nono and the agent's processes
+		// are ordinary processes of the user, and nothing ends them when
+		// agent-sandbox is killed (the built-in engine's init is PID 1 of
+		// its namespace, so the kernel ends the sandbox with it).
+		if r, left := once(true); len(left) == 0 {
+			t.Errorf("under nono processes used to outlive a SIGKILLed agent-sandbox and now do not: update this pin and the README's table (Escape classes by backend) (run exit %d: %s)", r.code, r.out)
+		} else {
+			t.Logf("nono's behaviour, pinned: processes %v of the agent outlived a SIGKILLed agent-sandbox (no PID namespace)", left)
+		}
+		return
 	}
 	if r, left := once(true); len(left) > 0 {
 		t.Errorf("processes %v of the agent outlived a SIGKILLed agent-sandbox by 5 s (run exit %d: %s)", left, r.code, r.out)
@@ -818,10 +884,19 @@ func toctouSwap(t *testing.T, bin string, b backend, m netMode, readGrant bool) 
 		t.Errorf("the swapper never started inside the sandbox")
 		return
 	}
-	refused := 0
+	refused, leaked := 0, 0
 	for i := 0; i < toctouLaunches; i++ {
 		r := v.exec(args(), opts{dir: dir, timeout: 30 * time.Second})
 		if strings.Contains(r.out, v.canary) {
+			if b.name == "nono" {
+				// nono's own behaviour: it resolves the grant's path
+				// itself when it starts, after agent-sandbox checked it,
+				// and follows the swapped-in symlink. Pinned
+				// deterministically by toctou-grant-swapped-after-check;
+				// here the race is only measured.
+				leaked++
+				continue
+			}
 			t.Errorf("launch %d of %d read ~/.ssh through the swapped grant (exit %d): %s", i+1, toctouLaunches, r.code, r.out)
 			return
 		}
@@ -829,7 +904,79 @@ func toctouSwap(t *testing.T, bin string, b backend, m netMode, readGrant bool) 
 			refused++
 		}
 	}
+	if b.name == "nono" {
+		t.Logf("nono's behaviour, measured: %d launches, %d refused, %d read ~/.ssh through the swapped grant (pinned by toctou-grant-swapped-after-check)", toctouLaunches, refused, leaked)
+		return
+	}
 	t.Logf("%d launches, %d refused, none read the canary", toctouLaunches, refused)
+}
+
+// nonoSwapAfterCheck pins nono's side of the grant race deterministically:
+// agent-sandbox checks a granted directory (--workdir, or a folder read
+// grant), and the directory is replaced by a symlink to ~/.ssh after that
+// check and before nono starts (by a wrapper that does the swap and then
+// execs the real nono). nono resolves the grant's path itself when it
+// starts, follows the link and grants ~/.ssh: the run reads the canary.
+// This is nono's behaviour (it takes paths, not descriptors); the built-in
+// engine opens every grant once and builds its rules from the descriptor,
+// which toctou-workdir-swap and toctou-read-grant-swap hold it to.
+// Neighbour: without the swap the same runs read the directory's own file.
+func nonoSwapAfterCheck(t *testing.T, bin string, b backend) {
+	nono := nonoOrSkip(t)
+	for _, readGrant := range []bool{false, true} {
+		name := "workdir"
+		if readGrant {
+			name = "read-grant"
+		}
+		t.Run(name, func(t *testing.T) {
+			v := newView(t, bin, b, netMode{name: "open"})
+			sub := filepath.Join(v.work, "sub")
+			write(t, filepath.Join(sub, "own.txt"), "own file\n")
+			wrap := filepath.Join(v.root, "wrap")
+			// The wrapper swaps only while the file "swap" exists (the
+			// neighbour runs without it).
+			swapping := filepath.Join(v.root, "swap")
+			write(t, filepath.Join(wrap, "nono"), fmt.Sprintf("#!/bin/sh\nif [ -e %[1]s ]; then rm -f %[1]s; mv %[2]s %[2]s.real && ln -s %[3]s %[2]s; fi\nexec %[4]s \"$@\"\n",
+				swapping, sub, filepath.Join(v.home, ".ssh"), nono))
+			if err := os.Chmod(filepath.Join(wrap, "nono"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			v.env["PATH"] = wrap + ":" + agentPath()
+			folder, dir := v.folder, sub
+			victim := "cat id_ed25519 own.txt 2>/dev/null; exit 0"
+			args := append(v.sandboxFlags(), "--workdir", sub, folder, "-c", victim)
+			if readGrant {
+				folder = filepath.Join(v.root, "agents", "reader")
+				write(t, filepath.Join(folder, "agent.toml"), "command = \"/bin/sh\"\n")
+				write(t, filepath.Join(folder, "sandbox", "nono.json"), `{"filesystem": {"read": ["`+sub+`"]}}`+"\n")
+				dir = filepath.Join(v.root, "work", "elsewhere")
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				victim = "cat " + sub + "/id_ed25519 " + sub + "/own.txt 2>/dev/null; exit 0"
+				args = append(v.sandboxFlags(), folder, "-c", victim)
+			}
+			restore := func() {
+				if fi, err := os.Lstat(sub); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+					os.Remove(sub)
+					os.Rename(sub+".real", sub)
+				}
+			}
+			t.Cleanup(restore)
+			// Neighbour: no swap, the grant works and ~/.ssh stays out.
+			if r := v.exec(args, opts{dir: dir}); r.code != 0 || !strings.Contains(r.out, "own file") || strings.Contains(r.out, v.canary) {
+				t.Fatalf("neighbour: without the swap the run granted %s did not read its file (exit %d): %s", sub, r.code, r.out)
+			}
+			write(t, swapping, "")
+			r := v.exec(args, opts{dir: dir})
+			restore()
+			if !strings.Contains(r.out, v.canary) {
+				t.Errorf("under nono a grant swapped for a symlink to ~/.ssh after agent-sandbox's check used to reach ~/.ssh and now does not (exit %d): update this pin and the README's table (Escape classes by backend): %s", r.code, r.out)
+			} else {
+				t.Logf("nono's behaviour, pinned: nono resolved the swapped grant %s to ~/.ssh and the agent read it", sub)
+			}
+		})
+	}
 }
 
 // doctorPlanted: a workdir directory on PATH holds an executable named

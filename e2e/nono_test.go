@@ -1,6 +1,10 @@
 // Package e2e holds end-to-end tests of the real agent-sandbox binary
-// against real backends. Each test skips, naming the missing binary, where
-// its backend is not installed; `nix flake check` provides them.
+// against real backends. The nono tests run the nono named by
+// AGENT_SANDBOX_E2E_NONO, else the nono on PATH, else the one .ci/run
+// builds in /opt/nono-<version>; without one they skip,
+// naming what is missing, except where cargo is installed: nono can be
+// built there (.ci/run does), so a missing nono fails. sbx tests skip
+// without sbx; `nix flake check` provides both.
 package e2e
 
 import (
@@ -10,23 +14,119 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 )
 
-// nonoOrSkip returns the nono on PATH, or skips the test.
+// nonoEnv names the variable holding the nono the suite runs.
+const nonoEnv = "AGENT_SANDBOX_E2E_NONO"
+
+// nonoBinary returns the nono the suite runs: $AGENT_SANDBOX_E2E_NONO, else
+// the nono on PATH, else the pinned version where .ci/run builds it
+// (/opt/nono-<version>/bin/nono). When there is none it returns "" and why; bad is set
+// when AGENT_SANDBOX_E2E_NONO names something that is not an executable
+// file (always an error, never a skip).
+func nonoBinary() (path, why string, bad bool) {
+	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
+		return "", "nono runs on Linux and macOS, not " + runtime.GOOS, false
+	}
+	if p := os.Getenv(nonoEnv); p != "" {
+		abs, err := filepath.Abs(p)
+		if err == nil {
+			var fi os.FileInfo
+			if fi, err = os.Stat(abs); err == nil && (fi.IsDir() || fi.Mode()&0o111 == 0) {
+				err = errors.New("not an executable file")
+			}
+		}
+		if err != nil {
+			return "", fmt.Sprintf("%s=%s: %v; set it to a built nono (cargo install --locked nono-cli@%s --root /opt/nono-%s puts one in /opt/nono-%s/bin/nono), or unset it to use the nono on PATH", nonoEnv, p, err, nonoPinned(), nonoPinned(), nonoPinned()), true
+		}
+		return abs, "", false
+	}
+	if p, err := exec.LookPath("nono"); err == nil {
+		if abs, err := filepath.Abs(p); err == nil {
+			return abs, "", false
+		}
+	}
+	if v := nonoPinned(); !strings.HasPrefix(v, "<") {
+		if p := nonoBuilt(v); p != "" {
+			return p, "", false
+		}
+	}
+	return "", fmt.Sprintf("nono is not installed: neither %s nor PATH names one, nor is there one in /opt/nono-%s", nonoEnv, nonoPinned()), false
+}
+
+// nonoBuilt is /opt/nono-<version>/bin/nono, where .ci/run builds that
+// version, when it is an executable file; else "".
+func nonoBuilt(version string) string {
+	p := filepath.Join("/opt", "nono-"+version, "bin", "nono")
+	if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+		return p
+	}
+	return ""
+}
+
+// nonoPinned is the nono version the project is pinned to: the one the
+// locked nixpkgs ships, named by nix/nono.nix (lockedVersion), which
+// .ci/run builds. "" when nix/nono.nix is not beside the test (a test
+// binary run elsewhere).
+func nonoPinned() string {
+	b, err := os.ReadFile(filepath.Join("..", "nix", "nono.nix"))
+	if err != nil {
+		return "<the version nix/nono.nix names>"
+	}
+	m := regexp.MustCompile(`lockedVersion = "([0-9.]+)";`).FindSubmatch(b)
+	if m == nil {
+		return "<the version nix/nono.nix names>"
+	}
+	return string(m[1])
+}
+
+// nonoOrSkip returns the nono the suite runs, or skips the test saying
+// what is missing. Where cargo is installed a missing nono is a failure,
+// not a skip: nono can be built there, so its tests must run.
 func nonoOrSkip(t *testing.T) string {
 	t.Helper()
-	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
-		t.Skipf("nono runs on Linux and macOS, not %s", runtime.GOOS)
+	p, why, bad := nonoBinary()
+	if p != "" {
+		return p
 	}
-	p, err := exec.LookPath("nono")
-	if err != nil {
-		t.Skip("nono not on PATH: this test runs under nix flake check, where the flake provides nono")
+	if bad {
+		t.Fatal(why)
 	}
-	return p
+	if cargo, err := exec.LookPath("cargo"); err == nil && runtime.GOOS == "linux" {
+		v := nonoPinned()
+		t.Fatalf("%s, but cargo is installed (%s), so nono can be built here and its tests must run: cargo install --locked nono-cli@%s --root /opt/nono-%s, then set %s=/opt/nono-%s/bin/nono (.ci/run does both)", why, cargo, v, v, nonoEnv, v)
+	}
+	t.Skip(why + ": this test runs where nono is installed (.ci/run builds it with cargo; nix flake check provides it)")
+	return ""
+}
+
+// nonoSelected says whether the flags choose the nono backend.
+func nonoSelected(flags []string) bool {
+	for i, f := range flags {
+		if f == "--sandbox-backend=nono" || (f == "--sandbox-backend" && i+1 < len(flags) && flags[i+1] == "nono") {
+			return true
+		}
+	}
+	return false
+}
+
+// pathFor is the PATH of a run with these flags: agentPath(), with the
+// directory of the nono under test first when the flags choose nono (so
+// that agent-sandbox finds that nono).
+func pathFor(flags []string) string {
+	if !nonoSelected(flags) {
+		return agentPath()
+	}
+	p, _, _ := nonoBinary()
+	if p == "" {
+		return agentPath()
+	}
+	return filepath.Dir(p) + string(os.PathListSeparator) + agentPath()
 }
 
 // nonoRun is one `agent-sandbox --sandbox-backend nono` run.
@@ -40,7 +140,7 @@ type nonoRun struct {
 // key cannot be read (and its text never appears), the home outside the
 // grants cannot be written, and the agent's exit status passes through.
 func TestNonoConfinesShell(t *testing.T) {
-	nono := nonoOrSkip(t)
+	nono := skipWithoutNono(t)
 	bin := buildAgentSandbox(t)
 
 	root, err := filepath.EvalSymlinks(t.TempDir())
@@ -73,7 +173,7 @@ func TestNonoConfinesShell(t *testing.T) {
 		t.Helper()
 		cmd := exec.Command(bin, "--sandbox-backend", "nono", folder, "-c", probe)
 		cmd.Dir = work
-		env := []string{"HOME=" + home, "PATH=" + filepath.Dir(nono) + string(os.PathListSeparator) + os.Getenv("PATH"), "LANG=C"}
+		env := []string{"HOME=" + home, "PATH=" + filepath.Dir(nono) + string(os.PathListSeparator) + agentPath(), "LANG=C"}
 		for _, k := range []string{"TMPDIR", "TERM"} {
 			if v, ok := os.LookupEnv(k); ok {
 				env = append(env, k+"="+v)

@@ -68,6 +68,8 @@ builder {
 
   meta = {
     description = "Run AI coding agents inside a sandbox (nono, Docker Sandboxes, or built-in Landlock)";
+    homepage = "https://github.com/agent-sandbox/agent-sandbox";
+    license = lib.licenses.asl20;
     mainProgram = "agent-sandbox";
     platforms = lib.platforms.linux ++ lib.platforms.darwin;
   };

@@ -9,12 +9,15 @@
 #   1. /bin/true: bare; a Go program that only execs it; the floor (floor.c,
 #      a static C program making the engine's namespace, mount, Landlock,
 #      capability, no_new_privs and seccomp calls, built here with the
-#      system C compiler); agent-sandbox open, --offline and --no-sandbox;
-#      bwrap open and offline; firejail (when installed) open and offline.
+#      system C compiler); agent-sandbox open, --offline, with an allow
+#      list and --no-sandbox; agent-sandbox --sandbox-backend nono open,
+#      --offline and with an allow list, and nono alone running the
+#      profile agent-sandbox wrote (when a nono is found); bwrap open and
+#      offline; firejail (when installed) open and offline.
 #   2. real agents (when installed): claude --version and pi --version,
-#      bare, under agent-sandbox --offline with the built-in agent folder
-#      (whose allow-list network the built-in engine cannot enforce yet, so
-#      offline) and under bwrap without a network.
+#      bare, under agent-sandbox --offline with the built-in agent folder,
+#      under nono (--offline, and with the folder's allow list) and under
+#      bwrap without a network.
 #   3. scaling: agent-sandbox with 0, 10, 100 and 1,000 read grants, and a
 #      command 25 node_modules levels deep against the same script at the top.
 #
@@ -23,6 +26,9 @@
 # Usage: e2e/bench/launch.sh [ROUNDS] [TABLES]
 #   ROUNDS default 30; TABLES a subset of "true agents scaling" (default all).
 #   AGENTS=/dir/with/claude/and/pi (default /opt/agent-sandbox-e2e/node_modules/.bin)
+#   NONO=/path/to/nono (default: nono on PATH, else the newest
+#   /opt/nono-*/bin/nono, where .ci/run builds it); without one the nono
+#   rows are left out, saying so.
 #   AS=/path/to/agent-sandbox uses that binary instead of building one
 #   (built with CGO_ENABLED=0, as the README says).
 #   BEFORE=/path/to/an/older/agent-sandbox adds its rows to the /bin/true
@@ -82,8 +88,27 @@ folder deep "$deep/bin/tool"
 folder shallow "$work/shallow/bin/tool"
 mkdir -p "$work/home" "$work/project"
 
+nono=${NONO:-$(command -v nono || ls -d /opt/nono-*/bin/nono 2>/dev/null | sort -V | tail -1 || true)}
+if [ -n "$nono" ] && [ ! -x "$nono" ]; then
+  echo "NONO=$nono is not executable" >&2
+  exit 1
+fi
+[ -n "$nono" ] || echo "no nono found (set NONO): the nono rows are left out" >&2
+
 export HOME="$work/home" PATH=/usr/bin:/bin
+# nono's directory goes first on PATH, so that --sandbox-backend nono finds
+# it (the landlock rows name their backend; no row runs nono by default).
+[ -z "$nono" ] || PATH="$(dirname "$nono"):$PATH"
 as="$work/agent-sandbox --sandbox-backend landlock"
+an="$work/agent-sandbox --sandbox-backend nono"
+if [ -n "$nono" ]; then
+  # The profile agent-sandbox writes for the open /bin/true folder, for
+  # the row of nono alone (a dry run leaves no profile, a run does).
+  (cd "$work/project" && $an "$work/agents/true")
+  nono_profile="$HOME/.local/state/agent-sandbox/agents/true/nono-profile.json"
+  test -s "$nono_profile" || { echo "agent-sandbox wrote no nono profile" >&2; exit 1; }
+  cp "$nono_profile" "$work/nono-profile.json"
+fi
 bw='bwrap --ro-bind / / --dev /dev --proc /proc --unshare-all --die-with-parent'
 fj=$(command -v firejail || true)
 
@@ -95,7 +120,14 @@ fj=$(command -v firejail || true)
   echo "floor (static C), offline|$work/floor --offline /bin/true"
   echo "agent-sandbox, open|$as $work/agents/true"
   echo "agent-sandbox --offline|$as --offline $work/agents/true"
+  echo "agent-sandbox, allow list|$as --allow-host api.example.com $work/agents/true"
   echo "agent-sandbox --no-sandbox|$work/agent-sandbox --no-sandbox $work/agents/true"
+  if [ -n "$nono" ]; then
+    echo "agent-sandbox --sandbox-backend nono, open|$an $work/agents/true"
+    echo "agent-sandbox --sandbox-backend nono --offline|$an --offline $work/agents/true"
+    echo "agent-sandbox --sandbox-backend nono, allow list|$an --allow-host api.example.com $work/agents/true"
+    echo "nono alone (the same profile), open|env NONO_NO_UPDATE_CHECK=1 $nono -s run --profile $work/nono-profile.json --workdir $work/project --allow-cwd -- /bin/true"
+  fi
   if [ -n "${BEFORE:-}" ]; then
     echo "before: agent-sandbox, open|$work/before --sandbox-backend landlock $work/agents/true"
     echo "before: agent-sandbox --offline|$work/before --sandbox-backend landlock --offline $work/agents/true"
@@ -112,6 +144,10 @@ fj=$(command -v firejail || true)
     for a in claude pi; do
       echo "$a --version|$agents_bin/$a --version"
       echo "agent-sandbox --offline $a --version (built-in folder)|env PATH=$agents_bin:/usr/bin:/bin $as --offline $a --version"
+      if [ -n "$nono" ]; then
+        echo "agent-sandbox --sandbox-backend nono --offline $a --version|env PATH=$(dirname "$nono"):$agents_bin:/usr/bin:/bin $an --offline $a --version"
+        echo "agent-sandbox --sandbox-backend nono $a --version (its allow list)|env PATH=$(dirname "$nono"):$agents_bin:/usr/bin:/bin $an $a --version"
+      fi
       echo "bwrap --unshare-all (offline) $a --version|$bw $agents_bin/$a --version"
     done
   fi
@@ -212,7 +248,7 @@ def reference(table, name):
     if table == "true":
         if "--no-sandbox" in name:
             return "Go program that execs true"
-        if "offline" in name:
+        if "offline" in name or "allow list" in name:
             return "bwrap --unshare-all (offline)"
         return "bwrap --unshare-all --share-net (open)"
     if table == "agents":

@@ -583,6 +583,14 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 		s.Caches = userCaches(h, in.Getenv, in.Getenv("PATH"), g.checker, s.Writable())
 		warns = append(warns, notes...)
 	}
+	if pst.Backend == posture.Nono {
+		// git reads its configuration files on every command and stops
+		// when one exists but cannot be read, so a nono run without them
+		// could not run git at all.
+		var notes []string
+		s.UserConfig, notes = nonoGitConfig(h, g.checker)
+		warns = append(warns, notes...)
+	}
 	s.Ledger = ledger(in, s, linked, repoTop)
 	s.Missing = []string{}
 	created := map[string]bool{} // the backend creates these

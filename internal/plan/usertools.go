@@ -142,7 +142,17 @@ func userTools(h grant.Home, path string, c grant.Checker, writable []string, sy
 			addTree(filepath.Dir(target), fmt.Sprintf("%s links to it", filepath.Join(dir, e.Name())))
 		}
 	}
-	// git's configuration: readable, never writable (it can run code).
+	config, links, gitNotes := gitConfig(h, c)
+	notes = append(notes, gitNotes...)
+	return tools, config, links, notes
+}
+
+// gitConfig finds git's own configuration files in the user's home
+// (~/.gitconfig, ~/.gitignore_global, $XDG_CONFIG_HOME/git/{config,ignore,attributes}),
+// each checked like a read grant: readable, never writable (it can run
+// code). links are those reached through a symlink (a dotfiles
+// repository), for the built-in engine's view.
+func gitConfig(h grant.Home, c grant.Checker) (config []string, links []spec.Link, notes []string) {
 	for _, rel := range []string{".gitconfig", ".gitignore_global", ".config/git/config", ".config/git/ignore", ".config/git/attributes"} {
 		p := filepath.Join(h.Dir, rel)
 		if rel == ".config/git/config" || rel == ".config/git/ignore" || rel == ".config/git/attributes" {
@@ -164,7 +174,24 @@ func userTools(h grant.Home, path string, c grant.Checker, writable []string, sy
 			links = append(links, spec.Link{Path: p, Target: canon})
 		}
 	}
-	return tools, config, links, notes
+	return config, links, notes
+}
+
+// systemGitConfig is git's system-wide configuration file. The built-in
+// engine's view shows all of /etc (its secret files masked); a nono run
+// gets this file read-only, because git stops with "unknown error
+// occurred while reading the configuration files" when a configuration
+// file it finds cannot be read (EACCES), unlike one that is absent.
+const systemGitConfig = "/etc/gitconfig"
+
+// nonoGitConfig is what a nono run gets of git's configuration, readable
+// only: the user's files (gitConfig) and the system file when it exists.
+func nonoGitConfig(h grant.Home, c grant.Checker) (config []string, notes []string) {
+	config, _, notes = gitConfig(h, c)
+	if st, err := os.Stat(systemGitConfig); err == nil && st.Mode().IsRegular() {
+		config = append(config, grant.Canonical(systemGitConfig))
+	}
+	return config, notes
 }
 
 // relHome is p relative to home, or "" when p is not below it.

@@ -56,8 +56,10 @@ type Spec struct {
 	// Caches are the toolchains' caches the built-in engine layers
 	// (private, writable) over the host's.
 	Caches []Cache
-	// UserConfig are the user's configuration files everyday tools read
-	// (git's), readable only, for the built-in engine.
+	// UserConfig are the configuration files everyday tools read (git's:
+	// the user's, and for nono the system file /etc/gitconfig, which the
+	// built-in engine's view shows with the rest of /etc), readable only,
+	// for the built-in engine and nono.
 	UserConfig []string
 	// Links are symlinks in the user's home whose targets are granted
 	// (a ~/.gitconfig kept in a dotfiles repository): the built-in

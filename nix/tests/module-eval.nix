@@ -242,6 +242,60 @@ let
       ).text;
       expected = true;
     };
+    # nix/nono.nix patches exactly the nono releases that lack the ELF
+    # resolution fix (0.77.0 and older; 0.78.0 and newer have it) and
+    # re-enables only the tests that pass there.
+    nono-guard-by-version = {
+      expr =
+        let
+          standIn =
+            v:
+            drv "nono-${v}" {
+              version = v;
+              passthru = { };
+              overrideAttrs =
+                f:
+                drv "nono-${v}-overridden" (f {
+                  version = v;
+                  checkFlags = [ ];
+                });
+            };
+          facts =
+            v:
+            let
+              n = import ../nono.nix {
+                inherit lib;
+                inherit (fakePkgs) fetchpatch2;
+                nono = standIn v;
+              };
+            in
+            {
+              patched = n.passthru.agentSandboxElfPatched;
+              tests = n.passthru.agentSandboxReenabledTests;
+            };
+        in
+        lib.genAttrs [ "0.74.0" "0.77.0" "0.78.0" "0.81.0" ] facts;
+      expected =
+        let
+          old = {
+            patched = true;
+            tests = [ "command_policies_allows_compiled_binary_exec_in_writable_grant_dir" ];
+          };
+          fixed = {
+            patched = false;
+            tests = [
+              "command_policies_allows_compiled_binary_exec_in_writable_grant_dir"
+              "command_policies_allows_script_exec_in_writable_grant_dir"
+            ];
+          };
+        in
+        {
+          "0.74.0" = old;
+          "0.77.0" = old;
+          "0.78.0" = fixed;
+          "0.81.0" = fixed;
+        };
+    };
     default-nono-is-patched = {
       expr = (builtins.head enabled.environment.systemPackages).overriddenWith.nono.patchedStandIn or false;
       expected = true;

@@ -9,7 +9,8 @@
 #                   on any skip; a second node is the network target
 #   closures    (c) an agent behind a makeWrapper chain and a binary linking
 #                   libgcc_s start under both backends; a command_policies
-#                   profile runs under the patched nono
+#                   profile runs under the flake's nono (which has the ELF
+#                   resolution fix, natively from 0.78.0, else patched)
 #   stale       (d) a specialisation with a bumped agent re-renders the folder
 #                   and doctor passes; a copy naming a dead store path fails
 #   failclosed  (e) Landlock removed from the LSM list: runs exit 125 and
@@ -236,7 +237,8 @@ in
             assert "libgcc_s probe ran" in as_alice(machine, f"agent-sandbox --sandbox-backend {backend} gccs")
 
         # tool-sandbox resolves gccs-probe's ELF closure (libgcc_s -> libc):
-        # this is what failed before nolabs-ai/nono#1650.
+        # this is what failed before nolabs-ai/nono#1650 (e2e/nono_elf_test.go
+        # reproduces it with nono-cli 0.77.0 outside Nix).
         as_alice(machine, "nono profile validate ${policyProfile}")
         out = as_alice(machine, "NONO_NO_UPDATE_CHECK=1 nono -s run --profile ${policyProfile} --allow-cwd -- ${pkgs.bash}/bin/bash -c gccs-probe")
         assert "libgcc_s probe ran" in out

@@ -3,15 +3,17 @@ package nono
 import (
 	"errors"
 	"fmt"
-	"github.com/agent-sandbox/agent-sandbox/internal/backend"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/atomicfile"
+	"github.com/agent-sandbox/agent-sandbox/internal/backend"
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
+	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
+	"github.com/agent-sandbox/agent-sandbox/internal/uniq"
 )
 
 // nonoEnv are host variables nono itself needs to find the same directories
@@ -20,7 +22,8 @@ import (
 // not get them: the profile's allow_vars keeps them from the agent.
 var nonoEnv = []string{"HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"}
 
-// Execute writes the profile, starts nono in the workdir and waits for it.
+// Execute creates the agent's state dirs and the run's private TMPDIR,
+// writes the profile, starts nono in the workdir and waits for it.
 // It returns nono's exit status, which is the agent's own (128+N when a
 // signal N killed it); signals are forwarded by launch.Run. It returns 125
 // when it cannot start nono (nono missing, the profile cannot be written)
@@ -48,8 +51,8 @@ func Execute(p Prepared, s spec.Spec, stdio launch.Stdio) int {
 		diag.Errorf(stdio.Err, "%s: command %q not found on PATH; install it, or set command to its absolute path", agentToml(s), cmd)
 		return launch.ExitNotFound
 	}
-	if err := WriteProfile(p); err != nil {
-		return fail(err)
+	if err := os.MkdirAll(s.StateDir, 0o700); err != nil {
+		return fail(fmt.Errorf("cannot create the state dir %s: %v", s.StateDir, err))
 	}
 	if err := backend.CreateConfig(s); err != nil {
 		return fail(err)
@@ -59,6 +62,20 @@ func Execute(p Prepared, s spec.Spec, stdio launch.Stdio) int {
 			return fail(fmt.Errorf("cannot create %s: %v", d, err))
 		}
 	}
+	// TMPDIR is private to this run, as under the built-in engine: a fresh
+	// directory under the agent's tmp/, granted instead of tmp/ itself and
+	// removed afterwards. nono sets no TMPDIR, and its system_write_linux
+	// group makes /tmp write-only (a file can be created there but not
+	// opened read-write, so mkstemp, mktemp and Python's tempfile fail).
+	runTmp, err := os.MkdirTemp(s.TempDir(), "run-")
+	if err != nil {
+		return fail(fmt.Errorf("cannot create the run's TMPDIR in %s: %v", s.TempDir(), err))
+	}
+	defer os.RemoveAll(runTmp)
+	p.Profile = WithRunTemp(p.Profile, s.TempDir(), runTmp)
+	if err := WriteProfile(p); err != nil {
+		return fail(err)
+	}
 	if p.Verbose {
 		for _, n := range p.Notes {
 			diag.Notef(stdio.Err, "%s", n)
@@ -66,7 +83,22 @@ func Execute(p Prepared, s spec.Spec, stdio launch.Stdio) int {
 	}
 	// The ledger (git's config and hooks, the agent's own code-running
 	// config...) is not read-only under nono; it is watched and audited.
-	return launch.Lifecycle{Argv: step.Argv, Env: Environ(p, s, os.Environ()), Dir: s.Workdir, Stdio: stdio, Guard: backend.Guard(s)}.Execute()
+	return launch.Lifecycle{Argv: step.Argv, Env: append(Environ(p, s, os.Environ()), "TMPDIR="+runTmp), Dir: s.Workdir, Stdio: stdio, Guard: backend.Guard(s)}.Execute()
+}
+
+// WithRunTemp returns the profile with the agent's tmp directory (granted
+// read-write by Prepare) replaced by the run's own directory inside it.
+func WithRunTemp(prof Profile, tmp, runTmp string) Profile {
+	canon, runCanon := grant.Canonical(tmp), grant.Canonical(runTmp)
+	allow := make([]string, 0, len(prof.Filesystem.Allow))
+	for _, d := range prof.Filesystem.Allow {
+		if d == tmp || d == canon {
+			d = runCanon
+		}
+		allow = append(allow, d)
+	}
+	prof.Filesystem.Allow = uniq.Sorted(allow)
+	return prof
 }
 
 // checkBinary says whether path is an executable nono.

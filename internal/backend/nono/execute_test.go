@@ -111,7 +111,8 @@ func envMap(env []string) map[string]string {
 // TestExecuteRecordingNono runs Execute against the recording stand-in and
 // checks what nono would get: the exact argv (-s before run), the workdir
 // as cwd, the environment (host limited to the pass list, no inherited
-// NONO_*, NONO_NO_UPDATE_CHECK=1, MISE_CACHE_DIR), the profile already
+// NONO_*, NONO_NO_UPDATE_CHECK=1, MISE_CACHE_DIR, the run's own TMPDIR),
+// the profile already
 // written (mode 0600 in a 0700 dir, identical to the prepared one) and the
 // exit status passed through.
 func TestExecuteRecordingNono(t *testing.T) {
@@ -168,9 +169,21 @@ func TestExecuteRecordingNono(t *testing.T) {
 	if n := strings.Count(strings.Join(r.Env, "\n"), "NONO_NO_UPDATE_CHECK="); n != 1 {
 		t.Errorf("NONO_NO_UPDATE_CHECK appears %d times", n)
 	}
-	wantProfile, _ := Marshal(p.Profile)
+	// The run's own TMPDIR: fresh, inside the agent's tmp/, granted in
+	// its place, and gone after the run.
+	runTmp := env["TMPDIR"]
+	if filepath.Dir(runTmp) != s.TempDir() || !strings.HasPrefix(filepath.Base(runTmp), "run-") {
+		t.Errorf("nono's TMPDIR = %q, want a run-* directory in %s", runTmp, s.TempDir())
+	}
+	if _, err := os.Stat(runTmp); err == nil {
+		t.Errorf("the run's TMPDIR %s is left after the run", runTmp)
+	}
+	wantProfile, _ := Marshal(WithRunTemp(p.Profile, s.TempDir(), runTmp))
 	if r.Profile != string(wantProfile) {
 		t.Errorf("profile nono read:\n%s\nwant:\n%s", r.Profile, wantProfile)
+	}
+	if strings.Contains(r.Profile, `"`+s.TempDir()+`"`) {
+		t.Errorf("the profile grants the agent's whole tmp/ %s, not the run's own directory:\n%s", s.TempDir(), r.Profile)
 	}
 	if r.ProfileMode != "-rw-------" || r.StateDirMode != "-rwx------" {
 		t.Errorf("profile mode %s in a dir of mode %s, want -rw------- in -rwx------", r.ProfileMode, r.StateDirMode)

@@ -207,6 +207,13 @@ var goldenCases = []goldenCase{
 		s.EnvPass = append(s.EnvPass, "EDITOR", "EDITOR")
 		return s, Options{Path: "/usr/bin/nono"}
 	}},
+	{"git-config", func(tr *tree) (spec.Spec, Options) {
+		// git's configuration (plan.nonoGitConfig): the user's files and
+		// the system file, each granted read-only as a single file.
+		s := baseSpec(tr, "coder")
+		s.UserConfig = []string{tr.file("home/.gitconfig", 0o644), tr.file("home/.config/git/ignore", 0o644), tr.file("etc/gitconfig", 0o644)}
+		return s, Options{Path: "/usr/bin/nono"}
+	}},
 	{"darwin-seatbelt", func(tr *tree) (spec.Spec, Options) {
 		// The seed's agent-browser folder on macOS: rules are kept.
 		s := baseSpec(tr, "browser")

@@ -159,7 +159,7 @@ func command(s spec.Spec, nonoPath string, verbose bool, viaEnv map[string]strin
 	return spec.Command{
 		Argv: argv,
 		Env:  env,
-		Note: "agent-sandbox first writes the profile to " + ProfilePath(s) + " (a dry run does not; --dry-run --json shows it), then starts nono in the workdir with only the pass-list variables (plus HOME and XDG_*_HOME, for nono) of your environment and no NONO_* variable",
+		Note: "agent-sandbox first writes the profile to " + ProfilePath(s) + " (a dry run does not; --dry-run --json shows it, with the agent's tmp/ where a run grants its own fresh tmp/run-* and sets TMPDIR to it), then starts nono in the workdir with only the pass-list variables (plus HOME and XDG_*_HOME, for nono) of your environment and no NONO_* variable",
 	}
 }
 

@@ -181,6 +181,7 @@ func (b *builder) build() (Profile, error) {
 			return agentToml(s) + ": read_paths or " + sandboxFile(s) + ": filesystem.read"
 		}},
 		{s.Write, &b.write, &b.writeFile, func(string) string { return sandboxFile(s) + ": filesystem.write" }},
+		{s.UserConfig, &b.read, &b.readFile, func(string) string { return "git's configuration" }},
 	}
 	seen := map[*[]string]map[string]bool{}
 	for _, src := range sources {
@@ -396,7 +397,8 @@ func network(s spec.Spec) (Network, error) {
 	return out, nil
 }
 
-// environment is allow_vars = EnvPass + set_env names + MISE_CACHE_DIR, and
+// environment is allow_vars = EnvPass + set_env names + MISE_CACHE_DIR and
+// TMPDIR (both set by agent-sandbox: TMPDIR is the run's own directory), and
 // set_vars = set_env, except PATH (reserved by nono) and values containing
 // "$" (nono would expand $HOME, $WORKDIR, ... in them), which go through
 // nono's own environment instead.
@@ -412,7 +414,7 @@ func (b *builder) environment() Environment {
 		}
 		set[k] = v
 	}
-	names = append(names, "MISE_CACHE_DIR")
+	names = append(names, "MISE_CACHE_DIR", "TMPDIR")
 	env := Environment{AllowVars: uniq.Sorted(names)}
 	if len(set) > 0 {
 		env.SetVars = set
