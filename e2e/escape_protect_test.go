@@ -93,19 +93,19 @@ var protectCases = []viewCase{
 		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect},
 	{name: "protect-git-dir-renamed-rebuilt", modes: []string{"open"}, needs: []string{"git"}, setup: gitSetup(false),
 		probe:     `cd @WORK && mv .git .git-old && git init -q . && git config core.fsmonitor "touch @GITCANARY"`,
-		neighbour: gitNeighbour, nono: nonoProtect},
+		neighbour: gitNeighbour, nono: nonoGuarded},
 	{name: "protect-git-hooks-removed", modes: []string{"open"}, needs: []string{"git"}, setup: gitSetup(false),
 		probe:     `cd @WORK && rm -rf .git/hooks && mkdir .git/hooks && printf "#!/bin/sh\ntouch @GITCANARY\n" > .git/hooks/post-checkout`,
-		neighbour: gitNeighbour, nono: nonoProtect},
+		neighbour: gitNeighbour, nono: nonoGuarded},
 	{name: "protect-gitfile-repointed", modes: []string{"open"}, needs: []string{"git"}, setup: gitfileSetup,
 		probe:     `cd @WORK && cp -r @MAIN/.git @WORK/evil-gitdir && printf "gitdir: ./evil-gitdir\n" > @WORK/.git`,
-		neighbour: gitNeighbour, nono: nonoProtect},
+		neighbour: gitNeighbour, nono: nonoGuarded},
 	{name: "protect-hook-linked-script", modes: []string{"open"}, needs: []string{"git"}, setup: hookElsewhere(false),
-		probe: `printf "touch @GITCANARY\n" >> @SCRIPT`, neighbour: gitNeighbour, nono: nonoProtect},
+		probe: `printf "touch @GITCANARY\n" >> @SCRIPT`, neighbour: gitNeighbour, nono: nonoGuarded},
 	{name: "protect-hookspath-dir", modes: []string{"open"}, needs: []string{"git"}, setup: hookElsewhere(true),
-		probe: `printf "#!/bin/sh\ntouch @GITCANARY\n" > @WORK/.husky/_/post-checkout`, neighbour: gitNeighbour, nono: nonoProtect},
+		probe: `printf "#!/bin/sh\ntouch @GITCANARY\n" > @WORK/.husky/_/post-checkout`, neighbour: gitNeighbour, nono: nonoGuarded},
 	{name: "protect-git-included-config", modes: []string{"open"}, needs: []string{"git"}, setup: includedConfig,
-		probe: `printf "[core]\n\tfsmonitor = touch @GITCANARY\n" >> @SCRIPT`, neighbour: gitNeighbour, nono: nonoProtect},
+		probe: `printf "[core]\n\tfsmonitor = touch @GITCANARY\n" >> @SCRIPT`, neighbour: gitNeighbour, nono: nonoGuarded},
 	// Neighbour only: the placeholders of missing protected files are not
 	// committed by an agent's `git add -A` (they are in info/exclude for
 	// the run), and git status inside shows none of them.
@@ -369,22 +369,21 @@ func nestedGitReported(t *testing.T, bin string, b backend) {
 }
 
 // nonoProtectCases pins what nono does where the built-in engine protects
-// and reports (README, Protected project files): nono cannot keep the
+// and reports (README, Protected files: the ledger): nono cannot keep the
 // protected names read-only, so --dry-run says so (in its comment lines
-// and in protection.unenforced), a protected name that is a symlink does
-// not refuse the run, --allow-edit changes nothing, and the end-of-run scan
-// (the built-in engine's) does not run, so a repository planted in a
-// subdirectory is not reported. Each case fails when nono's behaviour
-// changes, so that the README's table is updated.
+// and in protection.unenforced), and a protected name that is a symlink
+// does not refuse the run; the guard and the end-of-run scan run for nono
+// too, so a repository planted in a subdirectory is reported. Each case
+// fails when the behaviour changes, so that the README's table is updated.
 func nonoProtectCases(t *testing.T, bin string, b backend) {
 	t.Run("protect-dry-run-says-unenforced", func(t *testing.T) {
 		v := newView(t, bin, b, netMode{name: "open"})
 		r := v.exec(append(v.sandboxFlags(), "--dry-run", "--json", v.folder, "-c", "true"), opts{})
-		if r.code != 0 || !strings.Contains(r.out, `"enforced": false`) || !strings.Contains(r.out, "are NOT protected") {
+		if r.code != 0 || !strings.Contains(r.out, `"enforced": false`) || !strings.Contains(r.out, "are NOT read-only") {
 			t.Errorf("--dry-run --json under nono does not say the protected files are not protected (exit %d): %s", r.code, r.out)
 		}
 		r = v.exec(append(v.sandboxFlags(), "--dry-run", v.folder, "-c", "true"), opts{})
-		if r.code != 0 || !strings.Contains(r.out, "are NOT protected") {
+		if r.code != 0 || !strings.Contains(r.out, "are NOT read-only") {
 			t.Errorf("--dry-run under nono has no comment line saying the protected files are not protected (exit %d): %s", r.code, r.out)
 		}
 	})
@@ -401,7 +400,7 @@ func nonoProtectCases(t *testing.T, bin string, b backend) {
 			t.Errorf("under nono a protected name that is a symlink used to be written through (nothing is protected, so nothing is refused) and now is not (exit %d): update this pin: %s", r.code, r.out)
 		}
 	})
-	t.Run("protect-nested-git-not-reported", func(t *testing.T) {
+	t.Run("protect-nested-git-reported", func(t *testing.T) {
 		needs(t, "git")
 		v := newView(t, bin, b, netMode{name: "open"})
 		gitRepo(t, v, v.work)
@@ -409,8 +408,8 @@ func nonoProtectCases(t *testing.T, bin string, b backend) {
 		if r.code != 0 {
 			t.Fatalf("git init inside the nono sandbox failed (exit %d): %s", r.code, r.out)
 		}
-		if strings.Contains(r.out, "git metadata") {
-			t.Errorf("under nono the planted repository is now reported (the end-of-run scan used to be the built-in engine's only): update this pin and the README: %s", r.out)
+		if !strings.Contains(r.out, "git metadata") || !strings.Contains(r.out, filepath.Join(v.work, "sub", ".git")) {
+			t.Errorf("under nono the planted repository is not reported (the end-of-run scan runs for nono too): %s", r.out)
 		}
 	})
 }

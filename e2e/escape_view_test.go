@@ -229,7 +229,12 @@ const (
 	nonoKeyring  = "nono gives the agent the launcher's session keyring and filters no keyring call"
 	nonoStat     = "Landlock does not restrict stat(2): the names and metadata (size, times) of files outside the grants are visible, their contents are not"
 	nonoInotify  = "Landlock does not restrict inotify_add_watch: the agent can watch a directory it cannot read"
-	nonoProtect  = "nono cannot keep the protected project files read-only inside a writable grant (Landlock cannot deny inside an allowed directory; README, Protected project files)"
+	nonoProtect  = "nono cannot keep the protected project files read-only inside a writable grant (Landlock cannot deny inside an allowed directory; README, Protected files: the ledger)"
+	// nonoGuarded rows are judged under nono by the host after the run
+	// only: nono cannot keep git's metadata read-only, so the agent's
+	// write may succeed inside, but agent-sandbox's guard undoes every
+	// code-running change while the agent runs and after it ends.
+	nonoGuarded = "nono cannot keep git's metadata read-only, but agent-sandbox's guard undoes code-running changes to it during and after the run"
 	nonoRlimit   = "nono sets no resource limits: the agent keeps the launcher's"
 	nonoProcView = "nono has no PID namespace and Landlock does not restrict /proc: the agent sees every process and reads the /proc/<pid> files of the user's processes"
 	nonoNetNS    = "nono has no network namespace: /proc/net/unix lists the host's Unix sockets"
@@ -484,13 +489,13 @@ assert libc.inotify_add_watch(fd, b"@WORK", 0xfff) >= 0'`, nono: nonoInotify},
 
 	// Class 3: git metadata the host runs later.
 	{name: "git-config-fsmonitor", needs: []string{"git"}, setup: gitSetup(false),
-		probe: `cd @WORK && git config core.fsmonitor "touch @GITCANARY"`, neighbour: gitNeighbour, nono: nonoProtect},
+		probe: `cd @WORK && git config core.fsmonitor "touch @GITCANARY"`, neighbour: gitNeighbour, nono: nonoGuarded},
 	{name: "git-hook-post-checkout", needs: []string{"git"}, setup: gitSetup(false),
-		probe: `printf "#!/bin/sh\ntouch @GITCANARY\n" > @WORK/.git/hooks/post-checkout && chmod +x @WORK/.git/hooks/post-checkout`, neighbour: gitNeighbour, nono: nonoProtect},
+		probe: `printf "#!/bin/sh\ntouch @GITCANARY\n" > @WORK/.git/hooks/post-checkout && chmod +x @WORK/.git/hooks/post-checkout`, neighbour: gitNeighbour, nono: nonoGuarded},
 	{name: "git-worktree-main-config", needs: []string{"git"}, setup: gitSetup(true),
-		probe: `cd @WORK && git config core.fsmonitor "touch @GITCANARY" && grep -q fsmonitor @MAIN/.git/config`, neighbour: gitNeighbour, nono: nonoProtect},
+		probe: `cd @WORK && git config core.fsmonitor "touch @GITCANARY" && grep -q fsmonitor @MAIN/.git/config`, neighbour: gitNeighbour, nono: nonoGuarded},
 	{name: "git-worktree-main-hook", needs: []string{"git"}, setup: gitSetup(true),
-		probe: `printf "#!/bin/sh\ntouch @GITCANARY\n" > @MAIN/.git/hooks/post-checkout && chmod +x @MAIN/.git/hooks/post-checkout`, neighbour: gitNeighbour, nono: nonoProtect},
+		probe: `printf "#!/bin/sh\ntouch @GITCANARY\n" > @MAIN/.git/hooks/post-checkout && chmod +x @MAIN/.git/hooks/post-checkout`, neighbour: gitNeighbour, nono: nonoGuarded},
 
 	// Class 10: resource limits.
 	{name: "rlimit-nproc-unbounded", needs: []string{"python3"}, setup: raisedLimits,
@@ -637,14 +642,24 @@ func runViewCase(t *testing.T, bin string, b backend, m netMode, c viewCase) {
 	pinned := b.name == "nono" && (c.nonoModes == nil || contains(c.nonoModes, m.name)) && (!c.nonoRootOnly || os.Geteuid() == 0)
 	if c.probe != "" {
 		v, r, effect := once(true, c.probe)
-		if pinned && c.nono != "" {
+		switch {
+		case pinned && c.nono == nonoGuarded:
+			// Judged by the host after the run: the guard's undoing
+			// may or may not beat the probe's next command inside.
+			if r.code == 125 {
+				t.Errorf("agent-sandbox refused to run (exit 125), so the attack was never tried: %s", r.out)
+			}
+			if effect != "" {
+				t.Errorf("under nono the guard did not undo the attack (%s): %s\n%s", c.nono, effect, r.out)
+			}
+		case pinned && c.nono != "":
 			// nono's own behaviour, pinned: the attack gets through.
 			if r.code != 0 && effect == "" {
 				t.Errorf("under nono this attack used to succeed (%s) and now fails (exit %d): update the row's nono note and the README's table (Escape classes by backend): %s", c.nono, r.code, r.out)
 			} else {
 				t.Logf("nono's behaviour, pinned: the attack succeeds: %s", c.nono)
 			}
-		} else {
+		default:
 			checkAttack(t, v, r, effect)
 		}
 	}
