@@ -225,16 +225,16 @@ type viewCase struct {
 // Why nono's results differ from the built-in engine's, one phrase per
 // cause (README, "Escape classes by backend").
 const (
-	nonoUnix     = "nono leaves pathname Unix sockets unmediated (its linux.af_unix_mediation is off unless a profile asks, and agent-sandbox's profile does not): the agent connects to any socket it can name, in every network mode"
-	nonoKeyring  = "nono gives the agent the launcher's session keyring and filters no keyring call"
-	nonoStat     = "Landlock does not restrict stat(2): the names and metadata (size, times) of files outside the grants are visible, their contents are not"
-	nonoInotify  = "Landlock does not restrict inotify_add_watch: the agent can watch a directory it cannot read"
-	nonoProtect  = "nono cannot keep the protected project files read-only inside a writable grant (Landlock cannot deny inside an allowed directory; README, Protected files: the ledger)"
+	nonoUnix    = "nono leaves pathname Unix sockets unmediated (its linux.af_unix_mediation is off unless a profile asks, and agent-sandbox's profile does not): the agent connects to any socket it can name, in every network mode"
+	nonoKeyring = "nono gives the agent the launcher's session keyring and filters no keyring call"
+	nonoStat    = "Landlock does not restrict stat(2): the names and metadata (size, times) of files outside the grants are visible, their contents are not"
+	nonoInotify = "Landlock does not restrict inotify_add_watch: the agent can watch a directory it cannot read"
+	nonoProtect = "nono cannot keep the protected project files read-only inside a writable grant (Landlock cannot deny inside an allowed directory; README, Protected files: the ledger)"
 	// nonoGuarded rows are judged under nono by the host after the run
 	// only: nono cannot keep git's metadata read-only, so the agent's
 	// write may succeed inside, but agent-sandbox's guard undoes every
 	// code-running change while the agent runs and after it ends.
-	nonoGuarded = "nono cannot keep git's metadata read-only, but agent-sandbox's guard undoes code-running changes to it during and after the run"
+	nonoGuarded  = "nono cannot keep git's metadata read-only, but agent-sandbox's guard undoes code-running changes to it during and after the run"
 	nonoRlimit   = "nono sets no resource limits: the agent keeps the launcher's"
 	nonoProcView = "nono has no PID namespace and Landlock does not restrict /proc: the agent sees every process and reads the /proc/<pid> files of the user's processes"
 	nonoNetNS    = "nono has no network namespace: /proc/net/unix lists the host's Unix sockets"
