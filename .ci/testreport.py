@@ -61,6 +61,8 @@ MUST_RUN = [
     "e2e-user TestWhyHostAgrees",
     "e2e TestWriteGrantExec",
     "e2e-user TestWriteGrantExec",
+    "e2e TestNestedUsernsOptIn",
+    "e2e-user TestNestedUsernsOptIn",
     "e2e TestResolveRealPrograms",
     "e2e TestSbxPiExtensionRealPi",
     # nono, built by .ci/run with cargo (issue 25): every nono test runs,

@@ -218,6 +218,9 @@ type viewCase struct {
 	// fails when nono stops behaving so, so that the table is updated.
 	nono, nonoNoNeighbour string
 	nonoModes             []string
+	// nonoNoNeighbourModes, when set, are the modes nonoNoNeighbour
+	// applies in instead of nonoModes.
+	nonoNoNeighbourModes []string
 	// nonoRootOnly: the nono notes hold only when the suite runs as root.
 	nonoRootOnly bool
 }
@@ -234,11 +237,16 @@ const (
 	// only: nono cannot keep git's metadata read-only, so the agent's
 	// write may succeed inside, but agent-sandbox's guard undoes every
 	// code-running change while the agent runs and after it ends.
-	nonoGuarded  = "nono cannot keep git's metadata read-only, but agent-sandbox's guard undoes code-running changes to it during and after the run"
-	nonoRlimit   = "nono sets no resource limits: the agent keeps the launcher's"
-	nonoProcView = "nono has no PID namespace and Landlock does not restrict /proc: the agent sees every process and reads the /proc/<pid> files of the user's processes"
-	nonoNetNS    = "nono has no network namespace: /proc/net/unix lists the host's Unix sockets"
-	nonoLoopback = "nono's blocked and allow-listed networks close loopback inside the sandbox too (Landlock's TCP rules admit only the proxy's and the open ports, and seccomp refuses UDP sockets), so a server and its client inside cannot talk"
+	nonoGuarded    = "nono cannot keep git's metadata read-only, but agent-sandbox's guard undoes code-running changes to it during and after the run"
+	nonoRlimit     = "nono sets no resource limits: the agent keeps the launcher's"
+	nonoUserns     = "nono does not refuse new user namespaces"
+	nonoVsock      = "nono refuses AF_VSOCK sockets only when the network is blocked or allow-listed"
+	nonoNetlink    = "nono refuses netlink sockets only when the network is blocked or allow-listed"
+	nonoNetlinkOff = "nono's seccomp refuses every netlink socket when the network is blocked or allow-listed, NETLINK_ROUTE (getifaddrs) included"
+	nonoIOUring    = "nono refuses io_uring only when the network is blocked or allow-listed"
+	nonoProcView   = "nono has no PID namespace and Landlock does not restrict /proc: the agent sees every process and reads the /proc/<pid> files of the user's processes"
+	nonoNetNS      = "nono has no network namespace: /proc/net/unix lists the host's Unix sockets"
+	nonoLoopback   = "nono's blocked and allow-listed networks close loopback inside the sandbox too (Landlock's TCP rules admit only the proxy's and the open ports, and seccomp refuses UDP sockets), so a server and its client inside cannot talk"
 )
 
 // Python fragments shared by probes.
@@ -465,6 +473,26 @@ print(ok)
 raise SystemExit(0 if ok else 1)'`,
 		neighbour: `python3 -c 'import os; assert os.getpid() > 0'`, nono: nonoKeyring},
 
+	// Kernel surface no agent needs (issue 24, items 1, 2 and 9): a
+	// nested user namespace (every capability inside it), AF_VSOCK (past
+	// the network namespace, to the hypervisor), netlink other than
+	// NETLINK_ROUTE, io_uring. Each neighbour is what an agent does need
+	// nearby: processes and threads, an inet socket, NETLINK_ROUTE
+	// (getifaddrs), ordinary file reads.
+	{name: "userns-nested", needs: []string{"unshare", "python3"},
+		probe:     `unshare -U true`,
+		neighbour: `python3 -c 'import subprocess, threading; t = threading.Thread(target=lambda: None); t.start(); t.join(); assert subprocess.run(["true"]).returncode == 0'`, nono: nonoUserns},
+	{name: "vsock-socket", needs: []string{"python3"},
+		probe:     `python3 -c 'import socket; socket.socket(40, socket.SOCK_STREAM)'`,
+		neighbour: `python3 -c 'import socket; socket.socketpair()'`, nono: nonoVsock, nonoModes: []string{"open"}},
+	{name: "netlink-sock-diag", needs: []string{"python3"},
+		probe:     `python3 -c 'import socket; socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, 4)'`,
+		neighbour: `python3 -c 'import socket; socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, 0); assert socket.if_nameindex()'`, nono: nonoNetlink, nonoModes: []string{"open"},
+		nonoNoNeighbour: nonoNetlinkOff, nonoNoNeighbourModes: []string{"offline", "allowlist"}},
+	{name: "io-uring-setup", needs: []string{"python3"},
+		probe:     `python3 -c 'import ctypes; libc = ctypes.CDLL(None, use_errno=True); raise SystemExit(0 if libc.syscall(425, 8, ctypes.create_string_buffer(120)) >= 0 else 1)'`,
+		neighbour: `python3 -c 'open("@WORK/README").read()'`, nono: nonoIOUring, nonoModes: []string{"open"}},
+
 	// Class 6: inherited descriptors.
 	{name: "inherited-fd-secret", setup: extraFDs,
 		probe: `ls -l /proc/self/fd/ | grep -q id_ed25519 && exit 0
@@ -665,7 +693,7 @@ func runViewCase(t *testing.T, bin string, b backend, m netMode, c viewCase) {
 	}
 	_, r, _ := once(true, c.neighbour)
 	switch {
-	case pinned && c.nonoNoNeighbour != "":
+	case c.nonoNoNeighbour != "" && b.name == "nono" && (c.nonoNoNeighbourModes == nil && pinned || contains(c.nonoNoNeighbourModes, m.name)):
 		// nono's own behaviour, pinned: the neighbour cannot work.
 		if r.code == 0 {
 			t.Errorf("under nono this neighbour used to fail (%s) and now works: update the row's nono note and the README's table (Escape classes by backend): %s", c.nonoNoNeighbour, r.out)

@@ -68,7 +68,7 @@ func runAgent(e env, r cli.Run) int {
 		Getenv: e.getenv, LookPath: e.lookPath, Protected: lookup.Paths(),
 		NixStore: plan.NixStore(), Verbose: r.Verbose, Quiet: r.Quiet, TTY: launch.IsTerminal(os.Stdout),
 		RunRead: cliPaths(r.Read), RunWrite: cliPaths(r.Write),
-		AllowEdit: r.AllowEdit, Early: early,
+		AllowEdit: r.AllowEdit, AllowUserns: r.AllowUserns, Early: early,
 	})
 	if err != nil {
 		return fail(e.stdio.Err, err)

@@ -57,6 +57,12 @@ type Config struct {
 	LoopbackEnv []string `toml:"loopback_env"`
 	// Sbx describes the agent inside a Docker sandbox.
 	Sbx SbxConfig `toml:"sbx"`
+	// NestedUserns lets the agent create user namespaces of its own
+	// (containers, bubblewrap inside), which the built-in engine refuses
+	// by default: inside one a process holds every capability, which
+	// opens kernel code behind many local privilege escalations. Every
+	// run that allows them warns.
+	NestedUserns bool `toml:"nested_userns"`
 }
 
 // CodeKeys is one [[code_keys]] table of agent.toml.

@@ -59,6 +59,8 @@ Run flags:
       --network open             unrestricted network for this run (over the folder's list)
       --allow-edit NAME          let the agent edit a protected path (.git/hooks, .vscode, ...;
                                  repeatable; the built-in engine keeps them read-only)
+      --allow-userns             let the agent create user namespaces (containers,
+                                 bubblewrap inside); the built-in engine refuses them
       --dry-run                  print what would run; start nothing
       --json                     with --dry-run: print the plan as one JSON object
   -v, --verbose                  show the posture and the backend's own banner
@@ -111,6 +113,9 @@ type Run struct {
 	// AllowEdit are --allow-edit names: protected paths (internal/protect)
 	// the agent may edit in this run.
 	AllowEdit []string
+	// AllowUserns is --allow-userns: the agent may create user
+	// namespaces of its own this run.
+	AllowUserns bool
 }
 
 // Prune holds the flags of `agent-sandbox prune`.
@@ -214,6 +219,7 @@ func parseRun(args []string, program bool) (Invocation, error) {
 	fs.BoolVarP(&r.Quiet, "quiet", "q", false, "")
 	fs.BoolVarP(&help, "help", "h", false, "")
 	fs.StringArrayVar(&r.AllowEdit, "allow-edit", nil, "")
+	fs.BoolVar(&r.AllowUserns, "allow-userns", false, "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return Invocation{Command: CmdHelp}, nil

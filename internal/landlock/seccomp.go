@@ -7,4 +7,11 @@ type Seccomp struct {
 	DenyKeyrings bool `json:"deny_keyrings"`
 	// DenyUnixSockets refuses socket(AF_UNIX, ...) with EPERM.
 	DenyUnixSockets bool `json:"deny_unix_sockets"`
+	// DenyUserns refuses new user namespaces: clone and unshare with
+	// CLONE_NEWUSER (EPERM), and clone3 (ENOSYS, whose flags a filter
+	// cannot read: glibc then falls back to clone). Inside a user
+	// namespace of its own a process holds every capability there, which
+	// opens kernel code (nf_tables and other CAP_NET_ADMIN paths) behind
+	// many local privilege escalations.
+	DenyUserns bool `json:"deny_userns"`
 }

@@ -20,11 +20,22 @@ import (
 // so the filter makes both fail with EPERM. It always refuses system calls of
 // a foreign ABI (32-bit compat, x32), whose numbers it would not match.
 //
+// It always refuses kernel surface no agent needs: AF_VSOCK sockets (vsock
+// ignores the network namespace: on a VM they reach the hypervisor's
+// services past every network rule), netlink sockets other than
+// NETLINK_ROUTE (which glibc's getifaddrs and `ip` use; the others are
+// kernel interfaces: audit, uevents, socket diagnostics, generic netlink,
+// netfilter), and io_uring (ENOSYS, as on a kernel without it: programs
+// fall back to ordinary system calls; its operations create sockets and
+// open files without the system calls this filter and Landlock's socket
+// scoping see).
+//
 // Optionally (see [Seccomp]) it also refuses the kernel keyring calls
 // (add_key, request_key, keyctl: the user's session, user and persistent
-// keyrings hold Kerberos tickets and other secrets), and socket(AF_UNIX, ...)
+// keyrings hold Kerberos tickets and other secrets), socket(AF_UNIX, ...)
 // for hosts without a mount namespace, where Landlock below ABI 9 cannot
-// stop a connect() to a host socket by path. socketpair stays allowed.
+// stop a connect() to a host socket by path (socketpair stays allowed),
+// and new user namespaces.
 
 // seccompArch describes the native system call ABI of one architecture.
 type seccompArch struct {
@@ -32,13 +43,24 @@ type seccompArch struct {
 	ioctl   uint32 // __NR_ioctl
 	socket  uint32 // __NR_socket
 	keyring [3]uint32
-	x32     bool // refuse numbers with the x32 bit set
+	clone   uint32 // __NR_clone (flags in the first argument on each arch below)
+	unshare uint32 // __NR_unshare
+	x32     bool   // refuse numbers with the x32 bit set
 }
 
+// The numbers every architecture below shares (the unified table of the
+// newer system calls).
+const (
+	nrIOUringSetup    = 425
+	nrIOUringEnter    = 426
+	nrIOUringRegister = 427
+	nrClone3          = 435
+)
+
 var seccompArches = map[string]seccompArch{
-	"amd64":   {audit: 0xc000003e, ioctl: 16, socket: 41, keyring: [3]uint32{248, 249, 250}, x32: true},
-	"arm64":   {audit: 0xc00000b7, ioctl: 29, socket: 198, keyring: [3]uint32{217, 218, 219}},
-	"riscv64": {audit: 0xc00000f3, ioctl: 29, socket: 198, keyring: [3]uint32{217, 218, 219}},
+	"amd64":   {audit: 0xc000003e, ioctl: 16, socket: 41, keyring: [3]uint32{248, 249, 250}, clone: 56, unshare: 272, x32: true},
+	"arm64":   {audit: 0xc00000b7, ioctl: 29, socket: 198, keyring: [3]uint32{217, 218, 219}, clone: 220, unshare: 97},
+	"riscv64": {audit: 0xc00000f3, ioctl: 29, socket: 198, keyring: [3]uint32{217, 218, 219}, clone: 220, unshare: 97},
 }
 
 const (
@@ -47,7 +69,7 @@ const (
 )
 
 // bpf assembles a filter whose conditional jumps name their targets:
-// "deny", "allow", a label set with [bpf.label], or "" (the next
+// "deny", "nosys", "allow", a label set with [bpf.label], or "" (the next
 // instruction). Targets lie ahead, as classic BPF requires.
 type bpf struct {
 	ins     []unix.SockFilter
@@ -70,13 +92,15 @@ func (b *bpf) jmp(code uint16, k uint32, jt, jf string) {
 	b.targets = append(b.targets, [2]string{jt, jf})
 }
 
-// program appends "ret deny" and "ret allow" and resolves the jumps.
-func (b *bpf) program(deny, allow uint32) []unix.SockFilter {
+// program appends "ret deny", "ret nosys" and "ret allow" and resolves
+// the jumps.
+func (b *bpf) program(deny, nosys, allow uint32) []unix.SockFilter {
 	ret := uint16(unix.BPF_RET | unix.BPF_K)
 	end := len(b.ins)
 	b.op(ret, deny)
+	b.op(ret, nosys)
 	b.op(ret, allow)
-	at := map[string]int{"deny": end, "allow": end + 1}
+	at := map[string]int{"deny": end, "nosys": end + 1, "allow": end + 2}
 	for name, i := range b.labels {
 		at[name] = i
 	}
@@ -99,13 +123,15 @@ func (b *bpf) program(deny, allow uint32) []unix.SockFilter {
 // seccompFilter returns the BPF program for arch with the options in o.
 func seccompFilter(a seccompArch, o Seccomp) []unix.SockFilter {
 	const (
-		ld  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		jeq = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-		jge = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+		ld   = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		jge  = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+		jset = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
 	)
 	// seccomp_data: nr at 0, arch at 4, args[i] at 16+8*i; the low 32
 	// bits of an argument are at 16+8*i on the little-endian
-	// architectures listed above.
+	// architectures listed above (the kernel reads the int arguments
+	// checked here from those bits; CLONE_NEWUSER lies in them).
 	var b bpf
 	b.op(ld, 4)
 	b.jmp(jeq, a.audit, "", "deny") // foreign ABI
@@ -118,18 +144,34 @@ func seccompFilter(a seccompArch, o Seccomp) []unix.SockFilter {
 			b.jmp(jeq, nr, "deny", "")
 		}
 	}
-	if o.DenyUnixSockets {
-		// if nr == socket && args[0] == AF_UNIX: deny
-		b.jmp(jeq, a.socket, "", "not-socket")
-		b.op(ld, 16)
-		b.jmp(jeq, unix.AF_UNIX, "deny", "allow")
-		b.label("not-socket")
+	for _, nr := range []uint32{nrIOUringSetup, nrIOUringEnter, nrIOUringRegister} {
+		b.jmp(jeq, nr, "nosys", "")
 	}
+	if o.DenyUserns {
+		b.jmp(jeq, nrClone3, "nosys", "")
+		b.jmp(jeq, a.clone, "clone-flags", "")
+		b.jmp(jeq, a.unshare, "", "not-clone")
+		b.label("clone-flags")
+		b.op(ld, 16)
+		b.jmp(jset, unix.CLONE_NEWUSER, "deny", "allow")
+		b.label("not-clone")
+	}
+	// socket(domain, type, protocol)
+	b.jmp(jeq, a.socket, "", "not-socket")
+	b.op(ld, 16)
+	if o.DenyUnixSockets {
+		b.jmp(jeq, unix.AF_UNIX, "deny", "")
+	}
+	b.jmp(jeq, unix.AF_VSOCK, "deny", "")
+	b.jmp(jeq, unix.AF_NETLINK, "", "allow")
+	b.op(ld, 32)
+	b.jmp(jeq, unix.NETLINK_ROUTE, "allow", "deny")
+	b.label("not-socket")
 	b.jmp(jeq, a.ioctl, "", "allow")
 	b.op(ld, 24)
 	b.jmp(jeq, ioctlTIOCSTI, "deny", "")
 	b.jmp(jeq, ioctlTIOCLINUX, "deny", "allow")
-	return b.program(unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM), unix.SECCOMP_RET_ALLOW)
+	return b.program(unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM), unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS), unix.SECCOMP_RET_ALLOW)
 }
 
 // terminalFilter is the filter with no optional part.

@@ -71,6 +71,9 @@ type Input struct {
 	// AllowEdit are --allow-edit names (checked by internal/cli): with
 	// the folder's allow_edit, the protected paths the agent may edit.
 	AllowEdit []string
+	// AllowUserns is --allow-userns: the agent may create user
+	// namespaces of its own this run (as agent.toml nested_userns).
+	AllowUserns bool
 	// Early is what the backend started before planning (Prestart), or
 	// nil; the backend takes it over. The caller ends it (Early.Abort)
 	// after the run.
@@ -573,6 +576,13 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 		s.Exec = append(s.Exec, argv[0])
 	}
 	s.Exec = append(s.Exec, f.Config.ExecPaths...)
+	if s.NestedUserns = f.Config.NestedUserns || in.AllowUserns; s.NestedUserns && pst.Backend == posture.Landlock {
+		from := "--allow-userns"
+		if f.Config.NestedUserns {
+			from = filepath.Join(f.Dir, "agent.toml") + ": nested_userns"
+		}
+		warns = append(warns, fmt.Sprintf("nested user namespaces are allowed (%s): inside one the agent holds every capability, which opens kernel code (nf_tables and other CAP_NET_ADMIN paths) behind many local privilege escalations", from))
+	}
 	closure, cwarns := execClosure(s.Exec, in.Getenv("PATH"), g.checker, s.Writable())
 	s.ExecClosure = closure
 	warns = append(warns, cwarns...)

@@ -17,6 +17,10 @@ import (
 // Spec is one run, with every path absolute and canonical.
 type Spec struct {
 	AgentID string
+	// NestedUserns says the agent may create user namespaces of its own
+	// (agent.toml nested_userns, --allow-userns); the built-in engine
+	// refuses them otherwise.
+	NestedUserns bool
 	// AgentDir is the agent folder on disk, granted read-only; "" for a
 	// built-in folder, which exists only inside the binary.
 	AgentDir string

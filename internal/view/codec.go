@@ -54,6 +54,7 @@ func (c Config) Encode() []byte {
 	}
 	e.bool(c.Seccomp.DenyKeyrings)
 	e.bool(c.Seccomp.DenyUnixSockets)
+	e.bool(c.Seccomp.DenyUserns)
 	e.str(string(c.Network))
 	e.int(int64(c.ProxyPort))
 	e.uint(uint64(len(c.ForwardPorts)))
@@ -109,6 +110,7 @@ func DecodeConfig(b []byte) (Config, error) {
 	}
 	c.Seccomp.DenyKeyrings = d.bool()
 	c.Seccomp.DenyUnixSockets = d.bool()
+	c.Seccomp.DenyUserns = d.bool()
 	c.Network = Network(d.str())
 	c.ProxyPort = int(d.int())
 	n = d.len()

@@ -244,6 +244,11 @@ func (p *Prepared) Describe() backend.Description {
 	comments = append(comments, p.Net.Comments()...)
 	comments = append(comments, protectedComments(p.Spec)...)
 	comments = append(comments, fmt.Sprintf("resource limits: %d processes, %d open files", defaultMaxProcesses, defaultMaxOpenFiles))
+	if p.Spec.NestedUserns {
+		comments = append(comments, "kernel surface: nested user namespaces ALLOWED (nested_userns / --allow-userns); AF_VSOCK, netlink other than NETLINK_ROUTE and io_uring refused")
+	} else {
+		comments = append(comments, "kernel surface refused: nested user namespaces (nested_userns = true or --allow-userns allows them), AF_VSOCK, netlink other than NETLINK_ROUTE, io_uring")
+	}
 	toolchains := p.Spec.Toolchains
 	if toolchains == nil {
 		toolchains = []spec.Toolchain{}

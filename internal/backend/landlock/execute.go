@@ -132,7 +132,7 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 		}
 		cmd.Path = self
 		cmd.Args = append(append(append([]string{"agent-sandbox", TrampolineArg}, roots...), "--"), cmd.Args...)
-		proc, err := ll.StartWith(cmd, p, ll.Seccomp{DenyKeyrings: true, DenyUnixSockets: true})
+		proc, err := ll.StartWith(cmd, p, ll.Seccomp{DenyKeyrings: true, DenyUnixSockets: true, DenyUserns: !s.NestedUserns})
 		if err != nil {
 			return nil, &launch.SetupError{Err: fmt.Errorf("the landlock backend cannot start the agent: %w", err)}
 		}

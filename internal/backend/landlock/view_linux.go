@@ -184,7 +184,7 @@ func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string, la
 		lp.List = []string{"/"}
 	}
 	c.Landlock = lp
-	c.Seccomp = ll.Seccomp{DenyKeyrings: true}
+	c.Seccomp = ll.Seccomp{DenyKeyrings: true, DenyUserns: !s.NestedUserns}
 	return c
 }
 
