@@ -50,6 +50,8 @@ type auditLog struct {
 	max  int64
 	f    *os.File
 	size int64
+	// written counts the bytes this run wrote (Config.AuditRunBytes).
+	written int64
 }
 
 // AuditFile is the audit log path of an agent.
@@ -83,24 +85,40 @@ func (a *auditLog) open() error {
 }
 
 func (a *auditLog) write(e *Entry) error {
+	_, err := a.writeBudget(e, 0)
+	return err
+}
+
+// writeBudget writes e unless that would take what this log wrote past
+// budget bytes (0: no bound); it returns the bytes written (0 when over).
+func (a *auditLog) writeBudget(e *Entry, budget int64) (int, error) {
 	line, err := json.Marshal(e)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	line = append(line, '\n')
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.f == nil {
-		return errors.New("audit log closed")
+		return 0, errors.New("audit log closed")
 	}
+	if budget > 0 && a.written+int64(len(line)) > budget {
+		return 0, nil
+	}
+	n, err := a.writeLocked(line)
+	a.written += int64(n)
+	return n, err
+}
+
+func (a *auditLog) writeLocked(line []byte) (int, error) {
 	if a.size+int64(len(line)) > a.max && a.size > 0 {
 		if err := a.rotate(); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	n, err := a.f.Write(line)
 	a.size += int64(n)
-	return err
+	return n, err
 }
 
 // rotate renames the file to .1 and starts a new one. When another

@@ -56,6 +56,11 @@ type Config struct {
 	// larger, it is renamed to <AgentID>.jsonl.1 (replacing the previous
 	// one) and a new file is started. Default 10 MiB.
 	AuditMaxBytes int64
+	// AuditRunBytes bounds what one run writes to the audit file, so
+	// that a run cannot rotate its own record (or the record before it)
+	// away: past it, entries are counted, not written, and one line at
+	// Close says how many. Default AuditMaxBytes/2.
+	AuditRunBytes int64
 	// Resolver resolves names; default net.DefaultResolver.
 	Resolver Resolver
 	// Dial connects to a checked address ("tcp", "IP:PORT"); default a
@@ -78,6 +83,11 @@ type Config struct {
 	// Warn receives warnings (an audit write failing); default prints
 	// "agent-sandbox: warning: ..." on stderr.
 	Warn func(msg string)
+	// OwnAddrs lists this machine's own addresses (every interface's,
+	// IPv4 and IPv6), which a host admitted by a wildcard entry must not
+	// resolve to; default net.InterfaceAddrs, read again at most every
+	// ownAddrsTTL.
+	OwnAddrs func() ([]net.Addr, error)
 }
 
 // Proxy is the egress proxy of one run. It is safe for concurrent use.
@@ -93,6 +103,12 @@ type Proxy struct {
 	active    int
 	sum       Summary
 	warned    bool
+	// unauthLines counts the malformed and unauthenticated requests
+	// (maxUnauthenticatedLines).
+	unauthLines int
+	// ownSet and ownAt cache Config.OwnAddrs.
+	ownSet addrSet
+	ownAt  time.Time
 
 	wg sync.WaitGroup
 	// ctx ends with Close, cancelling resolutions and dials under way.
@@ -121,6 +137,12 @@ func New(cfg Config) (*Proxy, error) {
 	}
 	if cfg.AuditMaxBytes <= 0 {
 		cfg.AuditMaxBytes = 10 << 20
+	}
+	if cfg.OwnAddrs == nil {
+		cfg.OwnAddrs = net.InterfaceAddrs
+	}
+	if cfg.AuditRunBytes <= 0 {
+		cfg.AuditRunBytes = cfg.AuditMaxBytes / 2
 	}
 	if cfg.Resolver == nil {
 		cfg.Resolver = net.DefaultResolver
@@ -316,10 +338,22 @@ func (p *Proxy) Close() error {
 	p.mu.Unlock()
 	p.wg.Wait()
 	if p.audit != nil {
+		if s := p.Summary(); s.Unlogged > 0 {
+			// Past the run's budget: one line says what is missing.
+			_ = p.audit.write(&Entry{Time: time.Now().UTC(), Agent: p.cfg.AgentID, Decision: DecisionRefused,
+				Reason: fmt.Sprintf("%d further attempts of this run not logged (malformed, without the proxy token, or past the %d bytes one run may write); counted in the run's summary", s.Unlogged, p.cfg.AuditRunBytes)})
+		}
 		return p.audit.close()
 	}
 	return nil
 }
+
+// maxRefusedHosts bounds the hosts Summary.RefusedHosts names; the rest
+// count under otherHosts.
+const maxRefusedHosts = 1000
+
+// otherHosts is the RefusedHosts key of the hosts past maxRefusedHosts.
+const otherHosts = "(other hosts)"
 
 // Summary counts the decisions of a run, for the line printed when it
 // ends.
@@ -336,6 +370,12 @@ type Summary struct {
 	RefusedHosts map[string]int
 	// Unauthenticated counts requests without the right token (407).
 	Unauthenticated int
+	// Malformed counts requests that could not be read (400, 408, 431).
+	Malformed int
+	// Unlogged counts the attempts not written to the audit log: the
+	// malformed and unauthenticated ones past the first
+	// maxUnauthenticatedLines, and any past Config.AuditRunBytes.
+	Unlogged int
 }
 
 // Summary returns a copy of the counts so far.
@@ -354,7 +394,7 @@ func (p *Proxy) Summary() Summary {
 // refused. It names up to five hosts, most refused first, and says how to
 // allow them.
 func (s Summary) Message() string {
-	if s.Refused == 0 && s.Unauthenticated == 0 {
+	if s.Refused == 0 && s.Unauthenticated == 0 && s.Malformed == 0 {
 		return ""
 	}
 	var b strings.Builder
@@ -389,6 +429,15 @@ func (s Summary) Message() string {
 	}
 	if s.Unauthenticated > 0 {
 		fmt.Fprintf(&b, "%d %s without the proxy token", s.Unauthenticated, plural(s.Unauthenticated, "request", "requests"))
+	}
+	if s.Malformed > 0 {
+		if s.Refused > 0 || s.Unauthenticated > 0 {
+			b.WriteString(" and ")
+		}
+		fmt.Fprintf(&b, "%d malformed %s", s.Malformed, plural(s.Malformed, "request", "requests"))
+	}
+	if s.Unlogged > 0 {
+		fmt.Fprintf(&b, " (%d of them not in the audit log: past what one run may write there)", s.Unlogged)
 	}
 	b.WriteString("; to allow a host, add --allow-host HOST (or allow_domain in the agent's sandbox/nono.json)")
 	if s.Agent != "" {

@@ -126,37 +126,89 @@ type attempt struct {
 	refusedAs string // key in Summary.RefusedHosts
 }
 
+// Keys of attempt.refusedAs for refusals that name no host.
+const (
+	refusedAuth      = "\x00auth"
+	refusedMalformed = "\x00malformed"
+)
+
+// maxUnauthenticatedLines bounds the audit lines a run writes for
+// requests without the token or that could not be read: anything that
+// can reach the proxy's port can send them, so past this they are only
+// counted (Summary).
+const maxUnauthenticatedLines = 16
+
+// Bounds of the untrusted text an audit line holds.
+const (
+	maxAuditHost   = 255
+	maxAuditReason = 512
+)
+
 func (p *Proxy) record(a *attempt) {
 	p.mu.Lock()
+	noHost := false
 	switch {
 	case a.decision == DecisionAllowed:
 		p.sum.Allowed++
-	case a.decision == DecisionRefused && a.refusedAs == "\x00auth":
+	case a.decision == DecisionRefused && a.refusedAs == refusedAuth:
 		p.sum.Unauthenticated++
+		noHost = true
+	case a.decision == DecisionRefused && a.refusedAs == refusedMalformed:
+		p.sum.Malformed++
+		noHost = true
 	case a.decision == DecisionRefused && a.refusedAs != "":
 		p.sum.Refused++
-		p.sum.RefusedHosts[a.refusedAs]++
+		if _, ok := p.sum.RefusedHosts[a.refusedAs]; ok || len(p.sum.RefusedHosts) < maxRefusedHosts {
+			p.sum.RefusedHosts[a.refusedAs]++
+		} else {
+			p.sum.RefusedHosts[otherHosts]++
+		}
+	}
+	write := p.audit != nil
+	if write && noHost {
+		p.unauthLines++
+		write = p.unauthLines <= maxUnauthenticatedLines
+	}
+	if !write && p.audit != nil {
+		p.sum.Unlogged++
 	}
 	p.mu.Unlock()
-	if p.audit == nil {
+	if !write {
 		return
 	}
 	e := Entry{
 		Time:       a.start.UTC(),
 		Agent:      p.cfg.AgentID,
 		Method:     a.method,
-		Host:       a.host,
+		Host:       clip(a.host, maxAuditHost),
 		Port:       a.port,
 		Address:    a.address,
 		Decision:   a.decision,
-		Reason:     a.reason,
+		Reason:     clip(a.reason, maxAuditReason),
 		BytesUp:    a.up,
 		BytesDown:  a.down,
 		DurationMS: time.Since(a.start).Milliseconds(),
 	}
-	if err := p.audit.write(&e); err != nil {
-		p.warn(fmt.Sprintf("egress broker: cannot write the audit log: %v", err))
+	if noHost {
+		// Before the token is checked nothing the client sent is
+		// recorded but that it came.
+		e.Method, e.Host, e.Port, e.Address = "", "", 0, ""
 	}
+	if n, err := p.audit.writeBudget(&e, p.cfg.AuditRunBytes); err != nil {
+		p.warn(fmt.Sprintf("egress broker: cannot write the audit log: %v", err))
+	} else if n == 0 {
+		p.mu.Lock()
+		p.sum.Unlogged++
+		p.mu.Unlock()
+	}
+}
+
+// clip bounds s to n bytes, saying how long it was.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + fmt.Sprintf("...(%d bytes)", len(s))
 }
 
 // enter counts a connection being served and reports whether it is over
@@ -209,6 +261,7 @@ func (p *Proxy) handle(c net.Conn) {
 			default:
 				a.reason = err.Error()
 			}
+			a.refusedAs = refusedMalformed
 			p.record(a)
 			writeRefusal(c, status, a.reason)
 			return
@@ -216,7 +269,7 @@ func (p *Proxy) handle(c net.Conn) {
 		_ = c.SetReadDeadline(time.Time{})
 		lr.N = math.MaxInt64 // a request body or tunnel is not a header
 		if !p.authorized(r.req) {
-			a.decision, a.reason, a.refusedAs = DecisionRefused, "missing or wrong proxy token", "\x00auth"
+			a.decision, a.reason, a.refusedAs = DecisionRefused, "missing or wrong proxy token", refusedAuth
 			p.record(a)
 			writeRefusal(c, http.StatusProxyAuthRequired, "missing or wrong proxy token (use the proxy URL from HTTPS_PROXY, with its user and token)")
 			return
@@ -268,7 +321,11 @@ func (p *Proxy) decide(ctx context.Context, t target, a *attempt) ([]netip.Addr,
 		}
 	}
 	for _, ad := range addrs {
-		if why := checkAddr(ad, v.exact); why != "" {
+		why := checkAddr(ad, v.exact)
+		if why == "" && !v.exact && p.own().has(ad) {
+			why = fmt.Sprintf("resolved address %s is this machine's own, admitted only for a host the list names exactly (a wildcard must not reach the host's services)", ad)
+		}
+		if why != "" {
 			a.decision, a.reason, a.address = DecisionRefused, why, ad.String()
 			a.refusedAs = refusalKey(t, v)
 			return nil, http.StatusForbidden

@@ -511,7 +511,7 @@ func TestNewValidates(t *testing.T) {
 
 func TestAuditRotationAndPermissions(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "audit")
-	f := startProxy(t, Config{Allow: []string{"allowed.test"}, AuditDir: dir, AuditMaxBytes: 2000})
+	f := startProxy(t, Config{Allow: []string{"allowed.test"}, AuditDir: dir, AuditMaxBytes: 2000, AuditRunBytes: 1 << 20})
 	var wg sync.WaitGroup
 	for i := 0; i < 40; i++ {
 		wg.Add(1)
@@ -794,6 +794,110 @@ func TestSandboxLoopback(t *testing.T) {
 	for _, h := range []string{"127.0.0.1", "localhost"} {
 		if code := get(fw, h); code != 200 {
 			t.Errorf("sandbox, %s:%d forwarded: got %d, want 200", h, port, code)
+		}
+	}
+}
+
+// TestAuditFlood (issue 24 item 7): requests without the token, with 60
+// KiB of junk as their target, must not erase the audit log: nothing the
+// client sent is logged before the token is checked, only the first few
+// are logged at all, every one is counted in the summary, and one run
+// cannot write more than its share (AuditRunBytes), so the record from
+// before the flood survives. Before the fix 200 such requests rotated
+// both files away.
+func TestAuditFlood(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "audit")
+	f := startProxy(t, Config{Allow: []string{"allowed.test"}, AuditDir: dir, AuditMaxBytes: 64 << 10})
+	resp, _, _ := f.raw(t, "CONNECT before-the-flood.test:443 HTTP/1.1\r\n"+f.auth()+"\r\n")
+	if resp.StatusCode != 403 {
+		t.Fatalf("the first request: %d", resp.StatusCode)
+	}
+	junk := strings.Repeat("x", 60<<10)
+	for i := 0; i < 200; i++ {
+		c, err := net.Dial("tcp", f.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(c, "CONNECT %s%d:443 HTTP/1.1\r\n\r\n", junk, i)
+		io.Copy(io.Discard, c)
+		c.Close()
+	}
+	// With the token, refused hosts with long names: bounded per line and
+	// per run.
+	for i := 0; i < 200; i++ {
+		c, err := net.Dial("tcp", f.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		long := strings.Repeat(strings.Repeat("y", 60)+".", 3) + strings.Repeat("y", 50)
+		fmt.Fprintf(c, "CONNECT %s%d.test:443 HTTP/1.1\r\n%s\r\n", long, i, f.auth())
+		io.Copy(io.Discard, c)
+		c.Close()
+	}
+	f.p.Close()
+	s := f.p.Summary()
+	if s.Unauthenticated+s.Malformed != 200 || s.Refused != 201 || s.Unlogged == 0 {
+		t.Errorf("summary %+v", s)
+	}
+	if msg := s.Message(); !strings.Contains(msg, "not in the audit log") {
+		t.Errorf("the end-of-run line does not say what the log lacks: %q", msg)
+	}
+	es, err := ReadAudit(dir, "test-agent", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) == 0 || es[0].Host != "before-the-flood.test" {
+		t.Errorf("the record from before the flood is gone (first of %d entries: %+v)", len(es), es[0])
+	}
+	for _, e := range es {
+		if strings.Contains(e.Host, junk[:100]) || len(e.Host) > maxAuditHost+32 {
+			t.Errorf("an entry holds %d bytes of host", len(e.Host))
+		}
+	}
+	if last := es[len(es)-1]; !strings.Contains(last.Reason, "not logged") {
+		t.Errorf("no closing line counting what was not logged: %+v", last)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "test-agent.jsonl.1")); err == nil {
+		t.Errorf("one run rotated the audit log")
+	}
+}
+
+// TestWildcardOwnAddress (issue 24 item 8): a name under a wildcard entry
+// that resolves to this machine's own public address (any interface, IPv4
+// or IPv6) would reach the host's services bound to every address: it is
+// refused like loopback; a host the list names exactly may still resolve
+// there, and another public address under the wildcard is admitted.
+func TestWildcardOwnAddress(t *testing.T) {
+	echo := echoServer(t)
+	port := echo.Addr().(*net.TCPAddr).Port
+	res := &fakeResolver{m: map[string][]string{
+		"me.example.test":      {"203.0.113.7"},
+		"me6.example.test":     {"2001:db8::7"},
+		"other.example.test":   {"203.0.113.8"},
+		"exactly.example.test": {"203.0.113.7"},
+	}}
+	own := func() ([]net.Addr, error) {
+		return []net.Addr{
+			&net.IPNet{IP: net.ParseIP("203.0.113.7"), Mask: net.CIDRMask(24, 32)},
+			&net.IPNet{IP: net.ParseIP("2001:db8::7"), Mask: net.CIDRMask(64, 128)},
+		}, nil
+	}
+	f := startProxy(t, Config{Allow: []string{"*.example.test", "exactly.example.test"}, Resolver: res, OwnAddrs: own})
+	// Admitted: dialled (the documentation addresses lead nowhere, so
+	// the dial itself fails: 502, not the policy's 403).
+	for host, refused := range map[string]bool{
+		"me.example.test": true, "me6.example.test": true, "other.example.test": false, "exactly.example.test": false,
+	} {
+		resp, c, _ := f.raw(t, fmt.Sprintf("CONNECT %s:%d HTTP/1.1\r\n%s\r\n", host, port, f.auth()))
+		if (resp.StatusCode == 403) != refused {
+			body, _ := io.ReadAll(resp.Body)
+			t.Errorf("%s: %d %q, want refused=%v", host, resp.StatusCode, body, refused)
+		}
+		c.Close()
+	}
+	for _, e := range f.audit(t) {
+		if e.Host == "me.example.test" && !strings.Contains(e.Reason, "this machine's own") {
+			t.Errorf("the refusal does not say why: %+v", e)
 		}
 	}
 }
