@@ -93,7 +93,7 @@ var protectCases = []viewCase{
 		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect},
 	{name: "protect-git-dir-renamed-rebuilt", modes: []string{"open"}, needs: []string{"git"}, setup: gitSetup(false),
 		probe:     `cd @WORK && mv .git .git-old && git init -q . && git config core.fsmonitor "touch @GITCANARY"`,
-		neighbour: gitNeighbour, nono: nonoGuarded},
+		neighbour: gitNeighbour, nono: nonoGitReplaced},
 	{name: "protect-git-hooks-removed", modes: []string{"open"}, needs: []string{"git"}, setup: gitSetup(false),
 		probe:     `cd @WORK && rm -rf .git/hooks && mkdir .git/hooks && printf "#!/bin/sh\ntouch @GITCANARY\n" > .git/hooks/post-checkout`,
 		neighbour: gitNeighbour, nono: nonoGuarded},

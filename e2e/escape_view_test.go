@@ -237,16 +237,18 @@ const (
 	// only: nono cannot keep git's metadata read-only, so the agent's
 	// write may succeed inside, but agent-sandbox's guard undoes every
 	// code-running change while the agent runs and after it ends.
-	nonoGuarded    = "nono cannot keep git's metadata read-only, but agent-sandbox's guard undoes code-running changes to it during and after the run"
-	nonoRlimit     = "nono sets no resource limits: the agent keeps the launcher's"
-	nonoUserns     = "nono does not refuse new user namespaces"
-	nonoVsock      = "nono refuses AF_VSOCK sockets only when the network is blocked or allow-listed"
-	nonoNetlink    = "nono refuses netlink sockets only when the network is blocked or allow-listed"
-	nonoNetlinkOff = "nono's seccomp refuses every netlink socket when the network is blocked or allow-listed, NETLINK_ROUTE (getifaddrs) included"
-	nonoIOUring    = "nono refuses io_uring only when the network is blocked or allow-listed"
-	nonoProcView   = "nono has no PID namespace and Landlock does not restrict /proc: the agent sees every process and reads the /proc/<pid> files of the user's processes"
-	nonoNetNS      = "nono has no network namespace: /proc/net/unix lists the host's Unix sockets"
-	nonoLoopback   = "nono's blocked and allow-listed networks close loopback inside the sandbox too (Landlock's TCP rules admit only the proxy's and the open ports, and seccomp refuses UDP sockets), so a server and its client inside cannot talk"
+	nonoGuarded = "nono cannot keep git's metadata read-only, but agent-sandbox's guard undoes code-running changes to it during and after the run"
+	// nonoGitReplaced: the repository itself is not the guard's to keep.
+	nonoGitReplaced = "under nono the agent can move .git away and make a new one: the guard keeps git's code-running settings and hooks out of it, not the repository (its config changes)"
+	nonoRlimit      = "nono sets no resource limits: the agent keeps the launcher's"
+	nonoUserns      = "nono does not refuse new user namespaces"
+	nonoVsock       = "nono refuses AF_VSOCK sockets only when the network is blocked or allow-listed"
+	nonoNetlink     = "nono refuses netlink sockets only when the network is blocked or allow-listed"
+	nonoNetlinkOff  = "nono's seccomp refuses every netlink socket when the network is blocked or allow-listed, NETLINK_ROUTE (getifaddrs) included"
+	nonoIOUring     = "nono refuses io_uring only when the network is blocked or allow-listed"
+	nonoProcView    = "nono has no PID namespace and Landlock does not restrict /proc: the agent sees every process and reads the /proc/<pid> files of the user's processes"
+	nonoNetNS       = "nono has no network namespace: /proc/net/unix lists the host's Unix sockets"
+	nonoLoopback    = "nono's blocked and allow-listed networks close loopback inside the sandbox too (Landlock's TCP rules admit only the proxy's and the open ports, and seccomp refuses UDP sockets), so a server and its client inside cannot talk"
 )
 
 // Python fragments shared by probes.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -63,6 +64,46 @@ type Config struct {
 	// opens kernel code behind many local privilege escalations. Every
 	// run that allows them warns.
 	NestedUserns bool `toml:"nested_userns"`
+	// TmpSize bounds each of the built-in engine's private /tmp, /var/tmp
+	// and /dev/shm ("512M", "8G"; binary units K, M, G, T); "" is a
+	// quarter of the machine's memory each.
+	TmpSize string `toml:"tmp_size"`
+}
+
+// TmpSizeBytes is TmpSize in bytes (0 when unset); Validate has checked it.
+func (c *Config) TmpSizeBytes() int64 {
+	n, _ := ParseSize(c.TmpSize)
+	return n
+}
+
+// ParseSize reads a size: a whole number of bytes with an optional binary
+// unit K, M, G or T (KiB...), at least 1M; "" is 0.
+func ParseSize(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	num, mult := s, int64(1)
+	switch strings.ToUpper(s[len(s)-1:]) {
+	case "K":
+		mult = 1 << 10
+	case "M":
+		mult = 1 << 20
+	case "G":
+		mult = 1 << 30
+	case "T":
+		mult = 1 << 40
+	}
+	if mult > 1 {
+		num = s[:len(s)-1]
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n <= 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("%q: want a size such as \"512M\" or \"8G\" (binary units K, M, G, T)", s)
+	}
+	if n*mult < 1<<20 {
+		return 0, fmt.Errorf("%q: at least 1M", s)
+	}
+	return n * mult, nil
 }
 
 // CodeKeys is one [[code_keys]] table of agent.toml.
@@ -205,6 +246,9 @@ func (c *Config) validate() error {
 	}
 	if err := protect.CheckNames("allow_edit", c.AllowEdit); err != nil {
 		return err
+	}
+	if _, err := ParseSize(c.TmpSize); err != nil {
+		return fmt.Errorf("tmp_size: %v", err)
 	}
 	if c.Sbx.Install != "" && !installR().MatchString(c.Sbx.Install) {
 		return fmt.Errorf("sbx.install: %q: want npm:<package>, e.g. npm:@anthropic-ai/claude-code", c.Sbx.Install)

@@ -576,6 +576,7 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 		s.Exec = append(s.Exec, argv[0])
 	}
 	s.Exec = append(s.Exec, f.Config.ExecPaths...)
+	s.TmpSize = f.Config.TmpSizeBytes()
 	if s.NestedUserns = f.Config.NestedUserns || in.AllowUserns; s.NestedUserns && pst.Backend == posture.Landlock {
 		from := "--allow-userns"
 		if f.Config.NestedUserns {

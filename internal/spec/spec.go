@@ -21,6 +21,10 @@ type Spec struct {
 	// (agent.toml nested_userns, --allow-userns); the built-in engine
 	// refuses them otherwise.
 	NestedUserns bool
+	// TmpSize bounds each private /tmp, /var/tmp and /dev/shm of the
+	// built-in engine in bytes (agent.toml tmp_size); 0: a quarter of the
+	// machine's memory each.
+	TmpSize int64
 	// AgentDir is the agent folder on disk, granted read-only; "" for a
 	// built-in folder, which exists only inside the binary.
 	AgentDir string

@@ -38,6 +38,7 @@ func (c Config) Encode() []byte {
 		e.bool(m.Optional)
 		e.bool(m.Pin)
 		e.bool(m.Guarded)
+		e.int(m.Size)
 	}
 	e.str(c.Workdir)
 	e.strs(c.Argv)
@@ -88,7 +89,7 @@ func DecodeConfig(b []byte) (Config, error) {
 	for i := 0; i < n && d.err == nil; i++ {
 		c.Mounts = append(c.Mounts, Mount{
 			Kind: Kind(d.str()), Path: d.str(), Source: d.str(), Target: d.str(),
-			Upper: d.str(), Work: d.str(), Optional: d.bool(), Pin: d.bool(), Guarded: d.bool(),
+			Upper: d.str(), Work: d.str(), Optional: d.bool(), Pin: d.bool(), Guarded: d.bool(), Size: d.int(),
 		})
 	}
 	c.Workdir = d.str()

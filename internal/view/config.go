@@ -69,6 +69,9 @@ type Mount struct {
 	Work  string `json:"work,omitempty"`
 	// Optional skips the mount when its source does not exist.
 	Optional bool `json:"optional,omitempty"`
+	// Size bounds a Tmpfs in bytes (0: the kernel's default, half of
+	// the memory).
+	Size int64 `json:"size,omitempty"`
 	// Pin makes a bind a mount point of its own even where an enclosing
 	// bind shows the same tree already (see coveredBinds): a directory
 	// that must be neither removed nor renamed away (.git above its

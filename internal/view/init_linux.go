@@ -503,7 +503,7 @@ func place(stage string, m Mount, srcFd, devNull int, dirs *stagedDirs) error {
 			return err
 		}
 		defer unix.Close(t)
-		return bindAt(srcFd, t, m.Kind == ReadOnly)
+		return bindAt(srcFd, t, m.Kind == ReadOnly, !isDevPath(m.Path))
 	case Terminal:
 		if srcFd <= 0 {
 			return nil
@@ -518,7 +518,7 @@ func place(stage string, m Mount, srcFd, devNull int, dirs *stagedDirs) error {
 			return err
 		}
 		defer unix.Close(t)
-		return bindAt(srcFd, t, false)
+		return bindAt(srcFd, t, false, false)
 	case Mask:
 		t, err := unix.Openat2(unix.AT_FDCWD, stage+m.Path, &unix.OpenHow{
 			Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS,
@@ -537,7 +537,7 @@ func place(stage string, m Mount, srcFd, devNull int, dirs *stagedDirs) error {
 		if dir {
 			return mountAt("tmpfs", t, unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755,size=4k")
 		}
-		return bindAt(devNull, t, true)
+		return bindAt(devNull, t, true, false)
 	case Tmpfs, Proc, Devpts, Dir:
 		t, err := makeTarget(dirs, stage, m.Path, true)
 		if err != nil {
@@ -546,7 +546,11 @@ func place(stage string, m Mount, srcFd, devNull int, dirs *stagedDirs) error {
 		defer unix.Close(t)
 		switch m.Kind {
 		case Tmpfs:
-			return mountAt("tmpfs", t, unix.MS_NOSUID|unix.MS_NODEV, "mode=1777")
+			opts := "mode=1777"
+			if m.Size > 0 {
+				opts += fmt.Sprintf(",size=%d", m.Size)
+			}
+			return mountAt("tmpfs", t, unix.MS_NOSUID|unix.MS_NODEV, opts)
 		case Proc:
 			return mountAt("proc", t, unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
 		case Devpts:
@@ -616,7 +620,7 @@ func placeOverlay(stage string, m Mount, o *overlayFds, dirs *stagedDirs) error 
 		}
 		notes = append(notes, fmt.Sprintf("%s: the kernel refused an overlay over your %s (%v); the agent gets its own empty one", m.Path, m.source(), oerr))
 	}
-	return bindAt(o.upper, t, false)
+	return bindAt(o.upper, t, false, true)
 }
 
 // notes are what building the view could not give as asked and did
@@ -855,7 +859,7 @@ func reprotect(m Mount) error {
 		if root && readOnly {
 			return nil
 		}
-		return bindAt(fd, fd, true)
+		return bindAt(fd, fd, true, !isDevPath(m.Path))
 	case ReadWrite: // pinned
 		if typ != unix.S_IFDIR {
 			return fmt.Errorf("%s is not a directory now", m.Path)
@@ -863,7 +867,7 @@ func reprotect(m Mount) error {
 		if root {
 			return nil
 		}
-		return bindAt(fd, fd, false)
+		return bindAt(fd, fd, false, !isDevPath(m.Path))
 	case Mask:
 		if root && readOnly {
 			return nil
@@ -876,7 +880,7 @@ func reprotect(m Mount) error {
 			return err
 		}
 		defer unix.Close(null)
-		return bindAt(null, fd, true)
+		return bindAt(null, fd, true, false)
 	}
 	return fmt.Errorf("%s: a %s mount is not guarded", m.Path, m.Kind)
 }

@@ -86,9 +86,11 @@ func makeTarget(cache *stagedDirs, root, path string, dir bool) (int, error) {
 }
 
 // bindAt attaches a recursive clone of the tree at srcFd onto the target
-// descriptor, read-only when ro. The read-only flag is set on the detached
-// tree before it is attached, so it is never visible writable.
-func bindAt(srcFd, targetFd int, ro bool) error {
+// descriptor, read-only when ro, and with device files refused (nodev)
+// when nodev (every bind but the device nodes of /dev and /dev/null's
+// masks). The flags are set on the detached tree before it is attached,
+// so it is never visible without them.
+func bindAt(srcFd, targetFd int, ro, nodev bool) error {
 	tree, err := unix.OpenTree(srcFd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
 	if err != nil {
 		return fmt.Errorf("open_tree: %w", err)
@@ -98,6 +100,9 @@ func bindAt(srcFd, targetFd int, ro bool) error {
 	if ro {
 		attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
 	}
+	if nodev {
+		attr.Attr_set |= unix.MOUNT_ATTR_NODEV
+	}
 	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
 		return fmt.Errorf("mount_setattr: %w", err)
 	}
@@ -106,6 +111,10 @@ func bindAt(srcFd, targetFd int, ro bool) error {
 	}
 	return nil
 }
+
+// isDevPath says whether a view path lies in /dev, where binds are device
+// nodes (/dev/null, /dev/tty...) that must stay usable.
+func isDevPath(p string) bool { return p == "/dev" || strings.HasPrefix(p, "/dev/") }
 
 // mountAt mounts a new filesystem of type fstype on the target descriptor.
 func mountAt(fstype string, targetFd int, flags uintptr, data string) error {

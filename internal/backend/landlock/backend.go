@@ -244,6 +244,13 @@ func (p *Prepared) Describe() backend.Description {
 	comments = append(comments, p.Net.Comments()...)
 	comments = append(comments, protectedComments(p.Spec)...)
 	comments = append(comments, fmt.Sprintf("resource limits: %d processes, %d open files", defaultMaxProcesses, defaultMaxOpenFiles))
+	if size := TmpSize(p.Spec); size > 0 {
+		from := "a quarter of this machine's memory; tmp_size in agent.toml sets it"
+		if p.Spec.TmpSize > 0 {
+			from = "tmp_size"
+		}
+		comments = append(comments, fmt.Sprintf("private /tmp, /var/tmp and /dev/shm: up to %s each (%s); every bind outside /dev is nodev", formatSize(size), from))
+	}
 	if p.Spec.NestedUserns {
 		comments = append(comments, "kernel surface: nested user namespaces ALLOWED (nested_userns / --allow-userns); AF_VSOCK, netlink other than NETLINK_ROUTE and io_uring refused")
 	} else {

@@ -153,10 +153,11 @@ func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string, la
 			Upper: filepath.Join(layer, "upper"), Work: filepath.Join(layer, "work")})
 		caches = append(caches, cache.Path)
 	}
+	size := TmpSize(s)
 	c.Mounts = append(c.Mounts,
-		view.Mount{Kind: view.Tmpfs, Path: "/tmp"},
-		view.Mount{Kind: view.Tmpfs, Path: "/var/tmp"},
-		view.Mount{Kind: view.Tmpfs, Path: "/dev/shm"},
+		view.Mount{Kind: view.Tmpfs, Path: "/tmp", Size: size},
+		view.Mount{Kind: view.Tmpfs, Path: "/var/tmp", Size: size},
+		view.Mount{Kind: view.Tmpfs, Path: "/dev/shm", Size: size},
 		view.Mount{Kind: view.Dir, Path: "/dev"},
 		view.Mount{Kind: view.Devpts, Path: "/dev/pts"},
 		// What bubblewrap's --dev gives besides the nodes: the
