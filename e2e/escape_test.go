@@ -73,6 +73,8 @@ type world struct {
 	// wrap is a command prefix for agent-sandbox and env extra variables
 	// (the weaker sandbox's simulated host: weaker_test.go's noUserns).
 	wrap, extraEnv []string
+	// extraFiles are left open for the next run only (as fd 3 on).
+	extraFiles []*os.File
 }
 
 func newWorld(t *testing.T, bin string, flags []string) *world {
@@ -150,6 +152,8 @@ func (w *world) runAgent(sandboxed bool, agent, script string, stdin *os.File) r
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = w.work
 	cmd.Env = append(w.env(), w.extraEnv...)
+	// Descriptors the caller leaves open (fd 3 on), for one run.
+	cmd.ExtraFiles, w.extraFiles = w.extraFiles, nil
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if stdin != nil {
@@ -242,6 +246,8 @@ type attack struct {
 var attacks = []attack{
 	{name: "read ~/.ssh key", class: 1, agent: "shell",
 		probe: `cat @HOME/.ssh/id_ed25519`, neighbour: `cat @WORK/README`},
+	{name: "read a descriptor the caller left open", class: 6, agent: "shell",
+		probe: `cat <&3`, neighbour: `cat @WORK/README`, setup: openSecretFD},
 	{name: "read ~/.aws credentials", class: 1, agent: "shell",
 		probe: `cat @HOME/.aws/credentials`, neighbour: `cat @WORK/README`},
 	{name: "read ~/.gnupg", class: 1, agent: "shell",
@@ -671,4 +677,17 @@ func runAttack(t *testing.T, w *world, a attack) {
 	if a.neighbourAgent != "" && effect == "" {
 		t.Errorf("with an open network the same probe did not reach the host listener; the blocked result proves nothing")
 	}
+}
+
+// openSecretFD leaves ~/.ssh/id_ed25519 open as the launcher's fd 3 for
+// the next run (`agent-sandbox ... 3<~/.ssh/id_ed25519`): no backend may
+// hand it to the agent.
+func openSecretFD(t *testing.T, w *world) (vars, func() string) {
+	f, err := os.Open(filepath.Join(w.home, ".ssh", "id_ed25519"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	w.extraFiles = []*os.File{f}
+	return nil, func() string { return "" }
 }

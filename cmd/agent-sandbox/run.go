@@ -50,6 +50,11 @@ func runAgent(e env, r cli.Run) int {
 	if warn != "" {
 		pst.Warnings = append([]string{warn}, pst.Warnings...)
 	}
+	if pst.Sandboxed && !r.DryRun {
+		// A descriptor the caller left open (`agent-sandbox ... 7<~/.ssh/id_ed25519`)
+		// must not reach a sandboxed agent, whatever the backend.
+		launch.CloseInherited()
+	}
 	if !r.DryRun && !(pst.Sandboxed && pst.Backend == posture.Sbx) {
 		// The sbx backend registers signals of its own for its setup
 		// commands; every other run registers the agent's now.
