@@ -495,6 +495,20 @@ raise SystemExit(0 if ok else 1)'`,
 		probe:     `python3 -c 'import ctypes; libc = ctypes.CDLL(None, use_errno=True); raise SystemExit(0 if libc.syscall(425, 8, ctypes.create_string_buffer(120)) >= 0 else 1)'`,
 		neighbour: `python3 -c 'open("@WORK/README").read()'`, nono: nonoIOUring, nonoModes: []string{"open"}},
 
+	// The sandbox's init (issue 24 item 5): no thread of it may share the
+	// agent's Landlock domain, where the agent could signal it (SIGABRT
+	// crashed init: exit 125 and a goroutine dump on the terminal). Signal
+	// 0 asks the same permission without sending anything. Outside the
+	// sandbox PID 1 is the host's init, which an ordinary user may not
+	// signal: no control.
+	{name: "signal-init-threads", needs: []string{"python3"},
+		noControl: "outside the sandbox PID 1 is the host's init",
+		probe: `python3 -c '` + pySyscalls + `
+ok = [t for t in os.listdir("/proc/1/task") if libc.syscall(NR["tgkill"], L(1), L(int(t)), L(0)) == 0]
+print("signalled", ok)
+raise SystemExit(0 if ok else 1)'`,
+		neighbour: `python3 -c 'import os, signal; os.kill(os.getpid(), 0)'`},
+
 	// Class 6: inherited descriptors.
 	{name: "inherited-fd-secret", setup: extraFDs,
 		probe: `ls -l /proc/self/fd/ | grep -q id_ed25519 && exit 0

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -58,6 +59,16 @@ func Init() int {
 	// The main goroutine keeps the process's first thread: the thread that
 	// confines itself for the agent must be another one.
 	runtime.LockOSThread()
+	// Nothing in the sandbox can signal init (no thread of it shares the
+	// agent's Landlock domain). A host process still can: init ignores
+	// every signal sent to it that would end it with a dump of goroutines
+	// on the user's terminal or without a word (a real fault still
+	// crashes it); SIGQUIT, notified below, is passed on to the agent.
+	// If init dies anyway (SIGKILL), the parent says so in one line.
+	debug.SetTraceback("single")
+	signal.Ignore(unix.SIGQUIT, unix.SIGABRT, unix.SIGSEGV, unix.SIGBUS, unix.SIGFPE, unix.SIGILL, unix.SIGTRAP,
+		unix.SIGSYS, unix.SIGALRM, unix.SIGVTALRM, unix.SIGPROF, unix.SIGXCPU, unix.SIGXFSZ, unix.SIGSTKFLT,
+		unix.SIGPWR, unix.SIGIO, unix.SIGPIPE)
 	status := os.NewFile(statusFd, "status")
 	say := func(r report) int {
 		_ = json.NewEncoder(status).Encode(r)
@@ -194,9 +205,13 @@ type started struct {
 func agentThread() chan<- agentJob {
 	jobs := make(chan agentJob, 1)
 	go func() {
-		// This thread takes the agent's confinement and is the agent's
-		// parent (for the parent-death signal): it stays locked and
-		// parked for good once it confined itself.
+		// This thread takes the agent's confinement, forks the agent and
+		// ends (its goroutine returns still locked, so the runtime ends
+		// the thread): no thread of init stays in the agent's Landlock
+		// domain, where the agent could signal it (SIGABRT would crash
+		// init). The agent needs no parent-death signal: init is PID 1
+		// of the sandbox's PID namespace, and when it dies the kernel
+		// kills every process in it.
 		runtime.LockOSThread()
 		j, ok := <-jobs
 		if !ok {
@@ -209,10 +224,8 @@ func agentThread() chan<- agentJob {
 		pid, err := syscall.ForkExec(j.c.Argv[0], j.c.Argv, &syscall.ProcAttr{
 			Env:   j.c.Env,
 			Files: []uintptr{0, 1, 2},
-			Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 		})
 		j.done <- started{pid, err}
-		select {}
 	}()
 	return jobs
 }

@@ -579,7 +579,11 @@ func (p *Process) finish(r report, derr error) error {
 	if werr == nil {
 		werr = errors.New("it exited without a report")
 	}
-	return &SetupError{Msg: fmt.Sprintf("the sandbox ended before the agent's status was known: %v", werr), Code: 125}
+	// The view was built and the agent started (Ended follows Ready):
+	// init's death took the agent with it (the kernel kills a PID
+	// namespace with its PID 1), as SIGKILL would. Not 125, which says
+	// that nothing ran.
+	return &SetupError{Msg: fmt.Sprintf("the sandbox's init ended while the agent ran (%v), and the agent with it", werr), Code: 128 + int(syscall.SIGKILL)}
 }
 
 // Expected reports whether this host's settings let an ordinary user build

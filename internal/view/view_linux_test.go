@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -639,5 +640,39 @@ func BenchmarkReprotect(b *testing.B) {
 		if err := p.Reprotect(cfg); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestInitDeath: should init die while the agent runs (a host process
+// SIGKILLs it), the run ends with 137 (the agent was killed with the
+// sandbox), not 125 (which says that nothing ran), and one line says why;
+// signals init can ignore (SIGABRT, SIGSEGV sent to it) change nothing.
+func TestInitDeath(t *testing.T) {
+	work, _ := filepath.EvalSymlinks(t.TempDir())
+	var out bytes.Buffer
+	cmd := &exec.Cmd{Stdout: &out, Stderr: &out}
+	p, err := Start(cmd, testConfig(t, work, `sleep 30`))
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	for _, s := range []syscall.Signal{syscall.SIGABRT, syscall.SIGSEGV, syscall.SIGBUS} {
+		if err := cmd.Process.Signal(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("init died of an ignorable signal: %v\n%s", err, out.String())
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	err = p.Wait()
+	var se *SetupError
+	if !errors.As(err, &se) || se.Code != 137 || !strings.Contains(se.Msg, "init ended while the agent ran") {
+		t.Errorf("init SIGKILLed: want a SetupError with code 137, got %v", err)
+	}
+	if strings.Contains(out.String(), "goroutine") {
+		t.Errorf("a goroutine dump reached the terminal:\n%s", out.String())
 	}
 }
