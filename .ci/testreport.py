@@ -66,6 +66,7 @@ MUST_RUN = [
     "e2e TestTmpSize",
     "e2e-user TestTmpSize",
     "e2e TestViewNodev",
+    "e2e TestRootCallerEtc",
     "e2e TestResolveRealPrograms",
     "e2e TestSbxPiExtensionRealPi",
     # nono, built by .ci/run with cargo (issue 25): every nono test runs,

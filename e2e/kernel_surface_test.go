@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -92,5 +94,35 @@ func TestViewNodev(t *testing.T) {
 	}
 	if code, out := r.run(60*time.Second, nil, "run", "--", "sh", "-c", `echo x > /dev/null && head -c1 /dev/zero >/dev/null && echo DEV-OK`); code != 0 || !strings.Contains(out, "DEV-OK") {
 		t.Errorf("neighbour: /dev's own nodes fail inside (exit %d): %s", code, out)
+	}
+}
+
+// TestRootCallerEtc (issue 24 item 4): a root caller's agent is uid 0
+// inside the view (without capabilities), so it would read every file of
+// /etc that only root may read (/etc/mysql/debian.cnf, Kubernetes'
+// admin.conf, a certificate's private key) that the mask list does not
+// name: for a root caller each of them is hidden. The test makes one
+// (mode 0600, a canary) and removes it. Neighbour: /etc/passwd. Control:
+// unsandboxed root reads it. It needs root (to write /etc).
+func TestRootCallerEtc(t *testing.T) {
+	skipWithoutLandlock(t)
+	if os.Geteuid() != 0 {
+		t.Skip("the case is a root caller's: the root suite runs it")
+	}
+	secret := filepath.Join("/etc", "agent-sandbox-e2e-"+strconv.Itoa(os.Getpid())+".cnf")
+	if err := os.WriteFile(secret, []byte("[client]\npassword = ROOT-ONLY-CANARY\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(secret) })
+	r := newBrokerRun(t)
+	probe := `cat ` + secret
+	if code, out := r.run(60*time.Second, nil, "--no-sandbox", "run", "--", "sh", "-c", probe); code != 0 || !strings.Contains(out, "ROOT-ONLY-CANARY") {
+		t.Fatalf("control: root does not read it unsandboxed (exit %d): %s", code, out)
+	}
+	if code, out := r.run(60*time.Second, nil, "run", "--", "sh", "-c", probe); strings.Contains(out, "ROOT-ONLY-CANARY") {
+		t.Errorf("a root-only file of /etc was read inside (exit %d): %s", code, out)
+	}
+	if code, out := r.run(60*time.Second, nil, "run", "--", "sh", "-c", `grep -q ^root: /etc/passwd && echo PASSWD-OK`); code != 0 || !strings.Contains(out, "PASSWD-OK") {
+		t.Errorf("neighbour: /etc/passwd unreadable inside (exit %d): %s", code, out)
 	}
 }

@@ -251,6 +251,9 @@ func (p *Prepared) Describe() backend.Description {
 		}
 		comments = append(comments, fmt.Sprintf("private /tmp, /var/tmp and /dev/shm: up to %s each (%s); every bind outside /dev is nodev", formatSize(size), from))
 	}
+	if os.Geteuid() == 0 {
+		comments = append(comments, "root caller: the agent is uid 0 inside (no capabilities); every file of /etc only root may read is hidden, not only the secrets every run hides")
+	}
 	if p.Spec.NestedUserns {
 		comments = append(comments, "kernel surface: nested user namespaces ALLOWED (nested_userns / --allow-userns); AF_VSOCK, netlink other than NETLINK_ROUTE and io_uring refused")
 	} else {

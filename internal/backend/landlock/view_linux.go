@@ -96,6 +96,13 @@ func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string, la
 	for _, path := range etcSecrets {
 		c.Mounts = append(c.Mounts, view.Mount{Kind: view.Mask, Path: path, Guarded: true})
 	}
+	if os.Geteuid() == 0 {
+		// A root caller's agent is uid 0 inside (without capabilities):
+		// what an ordinary user could not read in /etc is hidden too.
+		for _, path := range rootOnly("/etc", etcSecrets) {
+			c.Mounts = append(c.Mounts, view.Mount{Kind: view.Mask, Path: path, Guarded: true})
+		}
+	}
 	// Credential paths inside a granted tree (a toolchain's own secrets,
 	// such as ~/.cargo/credentials.toml) are masked: the tree is granted,
 	// they are not.

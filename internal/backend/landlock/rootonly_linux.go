@@ -1,0 +1,59 @@
+package landlock
+
+import (
+	"io/fs"
+	"path/filepath"
+	"sort"
+)
+
+// maxRootOnlyWalk bounds the entries rootOnly visits.
+const maxRootOnlyWalk = 50000
+
+// rootOnly lists what below dir an ordinary user could not read: files
+// not readable by others (mode o-r: /etc/mysql/debian.cnf, Kubernetes'
+// admin.conf, a private key) and directories others cannot enter or
+// list (/etc/letsencrypt/live), skipping what lies below one found and
+// the paths of skip (masked already). For a root caller, whose agent is
+// uid 0 inside the view and would read them all, they are masked like
+// etcSecrets. Symlinks are left alone (their targets are judged where
+// they lie). Past maxRootOnlyWalk entries the walk stops.
+func rootOnly(dir string, skip []string) []string {
+	skipped := map[string]bool{}
+	for _, s := range skip {
+		skipped[s] = true
+	}
+	var out []string
+	n := 0
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if n++; n > maxRootOnlyWalk {
+			return filepath.SkipAll
+		}
+		if err != nil || p == dir {
+			return nil
+		}
+		if skipped[p] {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		perm := fi.Mode().Perm()
+		switch {
+		case fi.IsDir() && perm&0o005 != 0o005:
+			out = append(out, p)
+			return filepath.SkipDir
+		case fi.Mode().IsRegular() && perm&0o004 == 0:
+			out = append(out, p)
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out
+}
