@@ -248,6 +248,20 @@ var attacks = []attack{
 		probe: `cat @HOME/.ssh/id_ed25519`, neighbour: `cat @WORK/README`},
 	{name: "read a descriptor the caller left open", class: 6, agent: "shell",
 		probe: `cat <&3`, neighbour: `cat @WORK/README`, setup: openSecretFD},
+	{name: "signal the launcher's threads", class: 15, agent: "shell", needs: []string{"python3"},
+		// $PPID is the agent's parent: agent-sandbox in the weaker
+		// sandbox (whose thread that confined itself shares an outer
+		// domain of the agent's), init in the view, nono under nono.
+		// Signal 0 asks the permission and sends nothing.
+		probe: `@PYTHON -c '
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+nr = 234 if os.uname().machine == "x86_64" else 131
+pp = int(sys.argv[1])
+ok = [t for t in range(max(1, pp - 8), pp + 400) if libc.syscall(nr, ctypes.c_long(pp), ctypes.c_long(t), ctypes.c_long(0)) == 0]
+print("signalled", pp, ok)
+raise SystemExit(0 if ok else 1)' $PPID`,
+		neighbour: `@PYTHON -c 'import os; os.kill(os.getpid(), 0)'`},
 	{name: "read ~/.aws credentials", class: 1, agent: "shell",
 		probe: `cat @HOME/.aws/credentials`, neighbour: `cat @WORK/README`},
 	{name: "read ~/.gnupg", class: 1, agent: "shell",

@@ -59,6 +59,14 @@ func ExecNarrowed(roots, argv, env []string) error {
 	}
 	handled := uint64(fsReadFile | fsReadDir)
 	attr := rulesetAttr{handledAccessFS: handled}
+	if abi >= abiScope {
+		// This layer is the agent's innermost domain: scoped, it keeps
+		// the agent from signalling (or reaching the abstract sockets
+		// of) the outer domain, where the thread of agent-sandbox that
+		// confined itself for it lives (a SIGKILL to that thread would
+		// end agent-sandbox, and with it the clean-up of the run).
+		attr.scoped = unix.LANDLOCK_SCOPE_SIGNAL | unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
+	}
 	r, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
 	if errno != 0 {
 		return fmt.Errorf("creating the /proc layer (ABI %d): %w", abi, errno)
