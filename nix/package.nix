@@ -60,8 +60,20 @@ builder {
   # of every package, the VM tests run the e2e suites.
   checkFlags = [ "-short" ];
 
+  # The AppArmor profile that lets the binary create user namespaces on
+  # hosts that restrict them (Ubuntu 23.10 and later), which the built-in
+  # engine's namespace view needs: copy it to /etc/apparmor.d and load it
+  # with `apparmor_parser -r` (README, "Without user namespaces"). It names
+  # the program that creates the namespaces: the wrapped binary when the
+  # package wraps it with nono on PATH.
   postInstall = lib.optionalString (nono != null) ''
     wrapProgram $out/bin/agent-sandbox --prefix PATH : ${lib.makeBinPath [ nono ]}
+  '' + ''
+    mkdir -p $out/share/apparmor.d
+    bin=$out/bin/agent-sandbox
+    if [ -e $out/bin/.agent-sandbox-wrapped ]; then bin=$out/bin/.agent-sandbox-wrapped; fi
+    printf '%s\n' '# /etc/apparmor.d/agent-sandbox' 'abi <abi/4.0>,' 'include <tunables/global>' \
+      "profile agent-sandbox $bin flags=(unconfined) {" '  userns,' '}' > $out/share/apparmor.d/agent-sandbox
   '';
 
   passthru = { inherit nono; };
