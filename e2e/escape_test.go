@@ -262,6 +262,23 @@ ok = [t for t in range(max(1, pp - 8), pp + 400) if libc.syscall(nr, ctypes.c_lo
 print("signalled", pp, ok)
 raise SystemExit(0 if ok else 1)' $PPID`,
 		neighbour: `@PYTHON -c 'import os; os.kill(os.getpid(), 0)'`},
+	{name: "send to a host datagram socket by path", class: 9, agent: "shell", needs: []string{"python3"},
+		probe: `@PYTHON -c '
+import socket
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+a.sendto(b"@CANARY", "@DGRAM")'`,
+		neighbour: `@PYTHON -c '
+import socket
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+a.send(b"x"); assert b.recv(1) == b"x"'`,
+		setup: dgramListener, judgedByHost: true, nono: nonoDgram},
+	{name: "attach the user's System V shared memory", class: 9, agent: "shell", needs: []string{"python3"},
+		probe: `@PYTHON -c '
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+raise SystemExit(0 if libc.shmget(ctypes.c_int(@SHMKEY), ctypes.c_size_t(0), 0) >= 0 else 1)'`,
+		neighbour: `@PYTHON -c 'import mmap; m = mmap.mmap(-1, 4096); m.write(b"x")'`,
+		setup:     sysvSegment, nono: nonoSysV},
 	{name: "read ~/.aws credentials", class: 1, agent: "shell",
 		probe: `cat @HOME/.aws/credentials`, neighbour: `cat @WORK/README`},
 	{name: "read ~/.gnupg", class: 1, agent: "shell",
@@ -704,4 +721,42 @@ func openSecretFD(t *testing.T, w *world) (vars, func() string) {
 	t.Cleanup(func() { f.Close() })
 	w.extraFiles = []*os.File{f}
 	return nil, func() string { return "" }
+}
+
+// nonoDgram and nonoSysV: nono's pinned behaviour for the host IPC rows.
+const (
+	nonoDgram = "nono leaves datagram socketpairs and sendto by path to Landlock, which mediates Unix sockets by path only from ABI 9 (this kernel has 7)"
+	nonoSysV  = "nono has no IPC namespace and filters no System V IPC call"
+)
+
+// dgramListener binds a Unix datagram socket in the world's root (outside
+// every grant), as journald's /run/systemd/journal/socket, and records
+// what reaches it.
+func dgramListener(t *testing.T, w *world) (vars, func() string) {
+	path := filepath.Join(w.root, "dgram.sock")
+	os.Remove(path)
+	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(path, 0o777)
+	t.Cleanup(func() { c.Close(); os.Remove(path) })
+	check := recorder(t, func() ([]byte, error) {
+		b := make([]byte, 512)
+		n, _, err := c.ReadFrom(b)
+		return b[:n], err
+	})
+	return vars{"DGRAM": path}, check
+}
+
+// sysvSegment makes a System V shared memory segment of the test's user
+// (mode 0600, as a desktop program's), removed after the test.
+func sysvSegment(t *testing.T, w *world) (vars, func() string) {
+	key := 0x5a000000 | (os.Getpid() & 0xffffff)
+	id, _, errno := syscall.Syscall(syscall.SYS_SHMGET, uintptr(key), 4096, uintptr(0o600|0o1000 /* IPC_CREAT */))
+	if errno != 0 {
+		t.Fatalf("shmget: %v", errno)
+	}
+	t.Cleanup(func() { syscall.Syscall(syscall.SYS_SHMCTL, id, 0 /* IPC_RMID */, 0) })
+	return vars{"SHMKEY": strconv.Itoa(key)}, func() string { return "" }
 }

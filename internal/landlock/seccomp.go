@@ -14,4 +14,11 @@ type Seccomp struct {
 	// opens kernel code (nf_tables and other CAP_NET_ADMIN paths) behind
 	// many local privilege escalations.
 	DenyUserns bool `json:"deny_userns"`
+	// DenyHostIPC refuses what reaches the host's IPC where the agent
+	// has no IPC namespace (the weaker sandbox): System V shared memory,
+	// semaphores and message queues (EPERM), and datagram socketpairs
+	// (socketpair(AF_UNIX, SOCK_DGRAM)), whose sendto with an address
+	// reaches any host datagram socket by path (journald's) where
+	// Landlock cannot mediate it (before ABI 9).
+	DenyHostIPC bool `json:"deny_host_ipc"`
 }

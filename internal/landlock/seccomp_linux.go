@@ -45,7 +45,12 @@ type seccompArch struct {
 	keyring [3]uint32
 	clone   uint32 // __NR_clone (flags in the first argument on each arch below)
 	unshare uint32 // __NR_unshare
-	x32     bool   // refuse numbers with the x32 bit set
+	// socketpair and the System V IPC calls (shmget, shmat, shmctl,
+	// shmdt, semget, semop, semctl, semtimedop, msgget, msgsnd, msgrcv,
+	// msgctl).
+	socketpair uint32
+	sysvIPC    [12]uint32
+	x32        bool // refuse numbers with the x32 bit set
 }
 
 // The numbers every architecture below shares (the unified table of the
@@ -58,9 +63,12 @@ const (
 )
 
 var seccompArches = map[string]seccompArch{
-	"amd64":   {audit: 0xc000003e, ioctl: 16, socket: 41, keyring: [3]uint32{248, 249, 250}, clone: 56, unshare: 272, x32: true},
-	"arm64":   {audit: 0xc00000b7, ioctl: 29, socket: 198, keyring: [3]uint32{217, 218, 219}, clone: 220, unshare: 97},
-	"riscv64": {audit: 0xc00000f3, ioctl: 29, socket: 198, keyring: [3]uint32{217, 218, 219}, clone: 220, unshare: 97},
+	"amd64": {audit: 0xc000003e, ioctl: 16, socket: 41, keyring: [3]uint32{248, 249, 250}, clone: 56, unshare: 272, x32: true,
+		socketpair: 53, sysvIPC: [12]uint32{29, 30, 31, 67, 64, 65, 66, 220, 68, 69, 70, 71}},
+	"arm64": {audit: 0xc00000b7, ioctl: 29, socket: 198, keyring: [3]uint32{217, 218, 219}, clone: 220, unshare: 97,
+		socketpair: 199, sysvIPC: [12]uint32{194, 196, 195, 197, 190, 193, 191, 192, 186, 189, 188, 187}},
+	"riscv64": {audit: 0xc00000f3, ioctl: 29, socket: 198, keyring: [3]uint32{217, 218, 219}, clone: 220, unshare: 97,
+		socketpair: 199, sysvIPC: [12]uint32{194, 196, 195, 197, 190, 193, 191, 192, 186, 189, 188, 187}},
 }
 
 const (
@@ -146,6 +154,19 @@ func seccompFilter(a seccompArch, o Seccomp) []unix.SockFilter {
 	}
 	for _, nr := range []uint32{nrIOUringSetup, nrIOUringEnter, nrIOUringRegister} {
 		b.jmp(jeq, nr, "nosys", "")
+	}
+	if o.DenyHostIPC {
+		for _, nr := range a.sysvIPC {
+			b.jmp(jeq, nr, "deny", "")
+		}
+		// socketpair(AF_UNIX, SOCK_DGRAM | flags, ...)
+		b.jmp(jeq, a.socketpair, "", "not-socketpair")
+		b.op(ld, 16)
+		b.jmp(jeq, unix.AF_UNIX, "", "allow")
+		b.op(ld, 24)
+		b.op(unix.BPF_ALU|unix.BPF_AND|unix.BPF_K, 0xf)
+		b.jmp(jeq, unix.SOCK_DGRAM, "deny", "allow")
+		b.label("not-socketpair")
 	}
 	if o.DenyUserns {
 		b.jmp(jeq, nrClone3, "nosys", "")

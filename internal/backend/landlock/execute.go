@@ -132,7 +132,8 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 		}
 		cmd.Path = self
 		cmd.Args = append(append(append([]string{"agent-sandbox", TrampolineArg}, roots...), "--"), cmd.Args...)
-		proc, err := ll.StartWith(cmd, p, ll.Seccomp{DenyKeyrings: true, DenyUnixSockets: true, DenyUserns: !s.NestedUserns})
+		cmd.Env = append(cmd.Env, weakerLimits())
+		proc, err := ll.StartWith(cmd, p, ll.Seccomp{DenyKeyrings: true, DenyUnixSockets: true, DenyUserns: !s.NestedUserns, DenyHostIPC: true})
 		if err != nil {
 			return nil, &launch.SetupError{Err: fmt.Errorf("the landlock backend cannot start the agent: %w", err)}
 		}
@@ -233,7 +234,8 @@ func Trampoline(args []string, stderr io.Writer) int {
 		diag.Errorf(stderr, "%s is internal: ROOTS... -- ARGV...", TrampolineArg)
 		return launch.ExitRefused
 	}
-	err := ll.ExecNarrowed(args[:sep], args[sep+1:], os.Environ())
+	env := applyLimits(os.Environ(), stderr)
+	err := ll.ExecNarrowed(args[:sep], args[sep+1:], env)
 	diag.Errorf(stderr, "starting %s in the sandbox: %v", args[sep+1], err)
 	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 		return launch.ExitNotFound

@@ -4,6 +4,7 @@ package landlock
 
 import (
 	"errors"
+	"io"
 	"os/exec"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
@@ -31,3 +32,9 @@ func spawnView(posture.NetMode, launch.Stdio, bool) *Early { return nil }
 
 // viewExpected is false off Linux.
 func viewExpected() (bool, string) { return false, "namespace views exist only on Linux" }
+
+// weakerLimits and applyLimits are Linux's (the weaker sandbox's
+// resource limits); off Linux there are none.
+func weakerLimits() string { return "" }
+
+func applyLimits(env []string, _ io.Writer) []string { return env }
