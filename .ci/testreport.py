@@ -65,6 +65,8 @@ MUST_RUN = [
     "e2e-user TestNestedUsernsOptIn",
     "e2e TestTmpSize",
     "e2e-user TestTmpSize",
+    "e2e TestDirectAttemptsRecorded",
+    "e2e-user TestDirectAttemptsRecorded",
     "e2e TestViewNodev",
     "e2e TestRootCallerEtc",
     "e2e TestResolveRealPrograms",

@@ -20,7 +20,31 @@ const (
 	// loopback port that the parent forwards into the sandbox, to a
 	// server the agent runs there (nono's listen_port).
 	MethodInbound = "INBOUND"
+	// MethodDirect is a connection the agent attempted past the proxy and
+	// the forwards, which its sandbox refused (RecordDirect).
+	MethodDirect = "DIRECT"
 )
+
+// RecordDirect records a connection the agent attempted past the proxy
+// (seen in its sandbox, whose network namespace refused it: a loopback
+// port nothing is forwarded to, an address it has no route to), so that
+// the audit log, `agent-sandbox log` and the end-of-run line name it with
+// what to add, like a refusal of the broker's own.
+func (p *Proxy) RecordDirect(addr netip.AddrPort) {
+	host := addr.Addr().String()
+	if addr.Addr().Is6() {
+		host = "[" + host + "]"
+	}
+	a := &attempt{start: time.Now(), method: MethodDirect, host: addr.Addr().String(), port: int(addr.Port()),
+		address: addr.String(), decision: DecisionRefused}
+	if ip := addr.Addr(); ip.IsLoopback() || ip.IsUnspecified() {
+		a.reason = fmt.Sprintf("the agent connected to its own loopback port %d, which nothing forwards: --allow-host localhost:%d (or open_port) forwards it to the host's", addr.Port(), addr.Port())
+	} else {
+		a.reason = "the agent connected directly, past the proxy (HTTPS_PROXY): the sandbox has no route but the broker's; a client that ignores the proxy variables reaches nothing"
+	}
+	a.refusedAs = fmt.Sprintf("%s:%d", host, addr.Port())
+	p.record(a)
+}
 
 // Forward describes one forwarded port for [Proxy.ServeForward].
 type Forward struct {

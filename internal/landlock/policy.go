@@ -73,6 +73,9 @@ type Policy struct {
 type Enforcement struct {
 	// ABI is the Landlock ABI version the ruleset is built for.
 	ABI int
+	// Listener is ConfineThread's seccomp listener of connect(2)
+	// (Seccomp.NotifyConnect), -1 or 0 when there is none.
+	Listener int `json:"-"`
 	// NetNamespace is true when the child runs in a private user and
 	// network namespace.
 	NetNamespace bool

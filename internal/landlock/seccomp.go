@@ -21,4 +21,11 @@ type Seccomp struct {
 	// reaches any host datagram socket by path (journald's) where
 	// Landlock cannot mediate it (before ABI 9).
 	DenyHostIPC bool `json:"deny_host_ipc"`
+	// NotifyConnect sends every connect(2) to a user-space listener
+	// (seccomp's user notification) before it proceeds unchanged: the
+	// namespace view's init records the attempts that lead nowhere (a
+	// loopback port nothing is forwarded to, an address past the
+	// broker), which the network namespace would refuse without a word.
+	// ConfineThread returns the listener.
+	NotifyConnect bool `json:"notify_connect"`
 }

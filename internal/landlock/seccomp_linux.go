@@ -43,6 +43,7 @@ type seccompArch struct {
 	ioctl   uint32 // __NR_ioctl
 	socket  uint32 // __NR_socket
 	keyring [3]uint32
+	connect uint32 // __NR_connect
 	clone   uint32 // __NR_clone (flags in the first argument on each arch below)
 	unshare uint32 // __NR_unshare
 	// socketpair and the System V IPC calls (shmget, shmat, shmctl,
@@ -63,11 +64,11 @@ const (
 )
 
 var seccompArches = map[string]seccompArch{
-	"amd64": {audit: 0xc000003e, ioctl: 16, socket: 41, keyring: [3]uint32{248, 249, 250}, clone: 56, unshare: 272, x32: true,
+	"amd64": {audit: 0xc000003e, ioctl: 16, socket: 41, keyring: [3]uint32{248, 249, 250}, connect: 42, clone: 56, unshare: 272, x32: true,
 		socketpair: 53, sysvIPC: [12]uint32{29, 30, 31, 67, 64, 65, 66, 220, 68, 69, 70, 71}},
-	"arm64": {audit: 0xc00000b7, ioctl: 29, socket: 198, keyring: [3]uint32{217, 218, 219}, clone: 220, unshare: 97,
+	"arm64": {audit: 0xc00000b7, ioctl: 29, socket: 198, keyring: [3]uint32{217, 218, 219}, connect: 203, clone: 220, unshare: 97,
 		socketpair: 199, sysvIPC: [12]uint32{194, 196, 195, 197, 190, 193, 191, 192, 186, 189, 188, 187}},
-	"riscv64": {audit: 0xc00000f3, ioctl: 29, socket: 198, keyring: [3]uint32{217, 218, 219}, clone: 220, unshare: 97,
+	"riscv64": {audit: 0xc00000f3, ioctl: 29, socket: 198, keyring: [3]uint32{217, 218, 219}, connect: 203, clone: 220, unshare: 97,
 		socketpair: 199, sysvIPC: [12]uint32{194, 196, 195, 197, 190, 193, 191, 192, 186, 189, 188, 187}},
 }
 
@@ -77,7 +78,7 @@ const (
 )
 
 // bpf assembles a filter whose conditional jumps name their targets:
-// "deny", "nosys", "allow", a label set with [bpf.label], or "" (the next
+// "deny", "nosys", "notify", "allow", a label set with [bpf.label], or "" (the next
 // instruction). Targets lie ahead, as classic BPF requires.
 type bpf struct {
 	ins     []unix.SockFilter
@@ -100,15 +101,16 @@ func (b *bpf) jmp(code uint16, k uint32, jt, jf string) {
 	b.targets = append(b.targets, [2]string{jt, jf})
 }
 
-// program appends "ret deny", "ret nosys" and "ret allow" and resolves
-// the jumps.
-func (b *bpf) program(deny, nosys, allow uint32) []unix.SockFilter {
+// program appends "ret deny", "ret nosys", "ret notify" and "ret allow"
+// and resolves the jumps.
+func (b *bpf) program(deny, nosys, notify, allow uint32) []unix.SockFilter {
 	ret := uint16(unix.BPF_RET | unix.BPF_K)
 	end := len(b.ins)
 	b.op(ret, deny)
 	b.op(ret, nosys)
+	b.op(ret, notify)
 	b.op(ret, allow)
-	at := map[string]int{"deny": end, "nosys": end + 1, "allow": end + 2}
+	at := map[string]int{"deny": end, "nosys": end + 1, "notify": end + 2, "allow": end + 3}
 	for name, i := range b.labels {
 		at[name] = i
 	}
@@ -177,6 +179,9 @@ func seccompFilter(a seccompArch, o Seccomp) []unix.SockFilter {
 		b.jmp(jset, unix.CLONE_NEWUSER, "deny", "allow")
 		b.label("not-clone")
 	}
+	if o.NotifyConnect {
+		b.jmp(jeq, a.connect, "notify", "")
+	}
 	// socket(domain, type, protocol)
 	b.jmp(jeq, a.socket, "", "not-socket")
 	b.op(ld, 16)
@@ -192,23 +197,32 @@ func seccompFilter(a seccompArch, o Seccomp) []unix.SockFilter {
 	b.op(ld, 24)
 	b.jmp(jeq, ioctlTIOCSTI, "deny", "")
 	b.jmp(jeq, ioctlTIOCLINUX, "deny", "allow")
-	return b.program(unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM), unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS), unix.SECCOMP_RET_ALLOW)
+	return b.program(unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM), unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS), unix.SECCOMP_RET_USER_NOTIF, unix.SECCOMP_RET_ALLOW)
 }
 
 // terminalFilter is the filter with no optional part.
 func terminalFilter(a seccompArch) []unix.SockFilter { return seccompFilter(a, Seccomp{}) }
 
 // installSeccomp installs the filter on the calling thread. It needs
-// no_new_privs, which restrictSelf has set.
-func installSeccomp(o Seccomp) error {
+// no_new_privs, which restrictSelf has set. With o.NotifyConnect it
+// returns the user-notification listener (close-on-exec), else -1.
+func installSeccomp(o Seccomp) (int, error) {
 	a, ok := seccompArches[runtime.GOARCH]
 	if !ok {
-		return fmt.Errorf("no seccomp filter for %s; the landlock backend supports amd64, arm64 and riscv64", runtime.GOARCH)
+		return -1, fmt.Errorf("no seccomp filter for %s; the landlock backend supports amd64, arm64 and riscv64", runtime.GOARCH)
 	}
 	filter := seccompFilter(a, o)
 	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
-	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&prog)), 0, 0); err != nil {
-		return fmt.Errorf("installing the seccomp filter: %w", err)
+	if o.NotifyConnect {
+		fd, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&prog)))
+		if errno != 0 {
+			return -1, fmt.Errorf("installing the seccomp filter with a listener: %w", errno)
+		}
+		unix.CloseOnExec(int(fd))
+		return int(fd), nil
 	}
-	return nil
+	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&prog)), 0, 0); err != nil {
+		return -1, fmt.Errorf("installing the seccomp filter: %w", err)
+	}
+	return -1, nil
 }

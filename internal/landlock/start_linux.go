@@ -136,7 +136,8 @@ func (proc *Process) run(cmd *exec.Cmd, rulesetFd int, sc Seccomp, userns bool, 
 		started <- err
 		return
 	}
-	if err := installSeccomp(sc); err != nil {
+	sc.NotifyConnect = false // no listener here: Start's caller waits only for the child
+	if _, err := installSeccomp(sc); err != nil {
 		started <- err
 		return
 	}

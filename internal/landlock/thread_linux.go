@@ -16,6 +16,8 @@ import "golang.org/x/sys/unix"
 // be undone. p.Network must be NetOpen, or NetBlocked enforced by Landlock
 // TCP rules alone (no namespace is created here). It fails closed: on any
 // error the thread may be partly confined and must not start the child.
+// With sc.NotifyConnect, Enforcement.Listener is the seccomp listener of
+// connect(2) (see [NotifyLoop]), which the caller must serve.
 func ConfineThread(p Policy, sc Seccomp) (Enforcement, error) {
 	var k kernel
 	k.abi, k.abiErr = ABI()
@@ -36,8 +38,10 @@ func ConfineThread(p Policy, sc Seccomp) (Enforcement, error) {
 	if err := restrictSelf(fd); err != nil {
 		return Enforcement{}, err
 	}
-	if err := installSeccomp(sc); err != nil {
+	listener, err := installSeccomp(sc)
+	if err != nil {
 		return Enforcement{}, err
 	}
+	e.Listener = listener
 	return e, nil
 }

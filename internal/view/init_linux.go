@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/signal"
 	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -50,6 +52,11 @@ type report struct {
 	// power over its mounts (a kernel or LSM restriction of user
 	// namespaces, such as Ubuntu's AppArmor one): nothing ran.
 	Unavailable bool `json:"unavailable,omitempty"`
+	// Connect, when not "", is a destination (IP:PORT) the agent tried
+	// to connect to that leads nowhere in its network namespace (a
+	// loopback port nothing is forwarded to, an address past the
+	// broker), each reported once; more reports follow.
+	Connect string `json:"connect,omitempty"`
 }
 
 // Init is the sandbox init: it reads the Config from its parent, builds the
@@ -70,7 +77,10 @@ func Init() int {
 		unix.SIGSYS, unix.SIGALRM, unix.SIGVTALRM, unix.SIGPROF, unix.SIGXCPU, unix.SIGXFSZ, unix.SIGSTKFLT,
 		unix.SIGPWR, unix.SIGIO, unix.SIGPIPE)
 	status := os.NewFile(statusFd, "status")
+	var sayMu sync.Mutex
 	say := func(r report) int {
+		sayMu.Lock()
+		defer sayMu.Unlock()
 		_ = json.NewEncoder(status).Encode(r)
 		return r.Code
 	}
@@ -135,6 +145,7 @@ func Init() int {
 	<-registered
 	say(report{Ready: true, Notes: notes})
 	stopped = func(sig unix.Signal) { say(report{Stopped: int(sig)}) }
+	attempted = func(addr string) { say(report{Connect: addr}) }
 	r := runAgent(c, agent, sigs)
 	code := say(r)
 	if r.Status != nil {
@@ -191,10 +202,12 @@ func setUp(c Config) error {
 	return nil
 }
 
-// started is how the agent's start went: its pid, or why it did not start.
+// started is how the agent's start went: its pid, or why it did not start,
+// and the seccomp listener of its connect(2) calls (0 for none).
 type started struct {
-	pid int
-	err error
+	pid      int
+	err      error
+	listener int
 }
 
 // agentThread starts the goroutine, locked to a thread of its own, that
@@ -217,7 +230,8 @@ func agentThread() chan<- agentJob {
 		if !ok {
 			return // nothing ran on it: the runtime ends the thread
 		}
-		if _, err := landlock.ConfineThread(j.c.Landlock, j.c.Seccomp); err != nil {
+		e, err := landlock.ConfineThread(j.c.Landlock, j.c.Seccomp)
+		if err != nil {
 			j.done <- started{err: fmt.Errorf("confining the agent: %w", err)}
 			return
 		}
@@ -225,7 +239,7 @@ func agentThread() chan<- agentJob {
 			Env:   j.c.Env,
 			Files: []uintptr{0, 1, 2},
 		})
-		j.done <- started{pid, err}
+		j.done <- started{pid, err, e.Listener}
 	}()
 	return jobs
 }
@@ -251,7 +265,13 @@ func runAgent(c Config, agent chan<- agentJob, sigs <-chan os.Signal) report {
 		case errors.Is(s.err, unix.EACCES), errors.Is(s.err, unix.ENOEXEC), errors.Is(s.err, unix.EPERM):
 			code = 126
 		}
+		if s.listener > 0 {
+			unix.Close(s.listener)
+		}
 		return report{Error: fmt.Sprintf("starting %s in the sandbox: %v", c.Argv[0], s.err), Code: code}
+	}
+	if s.listener > 0 {
+		go watchConnects(c, s.listener)
 	}
 	for {
 		st, done := reap(s.pid)
@@ -279,6 +299,38 @@ func runAgent(c Config, agent chan<- agentJob, sigs <-chan os.Signal) report {
 
 // stopped tells the parent that the agent stopped on sig.
 var stopped = func(sig unix.Signal) {}
+
+// attempted reports a connection attempt that leads nowhere (set once the
+// status channel is the agent's).
+var attempted = func(addr string) {}
+
+// watchConnects serves the seccomp listener of the agent's connect(2)
+// calls (Config.Seccomp.NotifyConnect) until the sandbox is empty,
+// reporting each destination that leads nowhere once: a loopback port
+// that is neither the proxy's nor forwarded, or any other address (the
+// namespace has no route past loopback); port 0 and DNS are left out.
+func watchConnects(c Config, listener int) {
+	open := map[uint16]bool{}
+	if c.Network == NetProxy {
+		open[uint16(c.ProxyPort)] = true
+	}
+	for _, p := range c.ForwardPorts {
+		open[uint16(p)] = true
+	}
+	seen := map[netip.AddrPort]bool{}
+	_ = landlock.NotifyLoop(listener, func(a landlock.ConnectAttempt) {
+		ip, port := a.Addr.Addr(), a.Addr.Port()
+		// Port 0 (glibc's address sorting connects UDP sockets so) and
+		// DNS (refused in the namespace by design) are not attempts to
+		// report.
+		if port == 0 || port == 53 || (ip.IsLoopback() || ip.IsUnspecified()) && open[port] || seen[a.Addr] || len(seen) > 1000 {
+			return
+		}
+		seen[a.Addr] = true
+		attempted(a.Addr.String())
+	})
+	unix.Close(listener)
+}
 
 // reap collects exited children. When the agent is among them it kills
 // every process left in the namespace, waits for all of them and returns

@@ -26,7 +26,11 @@ import (
 type Process struct {
 	// Pid is the host pid of the sandbox init.
 	Pid int
-	cmd *exec.Cmd
+	// Attempted, when set (before Wait), is told each destination
+	// (IP:PORT) the agent tried to connect to that leads nowhere in its
+	// network namespace (Config.Seccomp.NotifyConnect), once each.
+	Attempted func(addr string)
+	cmd       *exec.Cmd
 
 	status   *os.File
 	dec      *json.Decoder
@@ -528,8 +532,12 @@ func (p *Process) Ended() error {
 	}
 	var r report
 	derr := p.dec.Decode(&r)
-	for derr == nil && r.Stopped != 0 {
-		p.jobStopped()
+	for derr == nil && (r.Stopped != 0 || r.Connect != "") {
+		if r.Stopped != 0 {
+			p.jobStopped()
+		} else if p.Attempted != nil {
+			p.Attempted(r.Connect)
+		}
 		r = report{}
 		derr = p.dec.Decode(&r)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -252,9 +253,10 @@ type netSession struct {
 }
 
 // newNetSession opens what the run's network needs on the host: nil when
-// the network is open or nothing is forwarded (blocked without ports).
+// the network is open. A blocked network without ports gets one too: its
+// audit records the connections the agent attempts in vain (direct).
 func newNetSession(n Net, agentID, auditDir string, warn io.Writer) (*netSession, error) {
-	if n.Mode == posture.NetOpen || (n.Mode == posture.NetBlocked && len(n.Forward) == 0 && len(n.Listen) == 0) {
+	if n.Mode == posture.NetOpen {
 		return nil, nil
 	}
 	token := broker.NewToken()
@@ -330,6 +332,17 @@ func (s *netSession) close(report bool) {
 	_ = s.proxy.Close()
 	if msg := s.proxy.Summary().Message(); report && msg != "" {
 		fmt.Fprintln(s.warn, msg)
+	}
+}
+
+// recordDirect records a connection attempt the view saw lead nowhere
+// (view.Process.Attempted).
+func (s *netSession) recordDirect(addr string) {
+	if s == nil {
+		return
+	}
+	if ap, err := netip.ParseAddrPort(addr); err == nil {
+		s.proxy.RecordDirect(ap)
 	}
 }
 

@@ -336,6 +336,9 @@ func (v *viewRun) start(cmd *exec.Cmd) (launch.Started, error) {
 	argv := append([]string{cmd.Path}, cmd.Args[1:]...)
 	c := viewConfig(v.p, v.s, argv, cmd.Env, cmd.Dir, v.layers)
 	viewNetwork(&c, v.n)
+	// In a network namespace of its own, a connection that leads nowhere
+	// is refused at once and silently: init records each destination.
+	c.Seccomp.NotifyConnect = c.Network != view.NetHost && v.sess != nil
 	c.TerminalSignals = launch.IsTerminal(cmd.Stdin)
 	if u := launch.CallerUmask(); u >= 0 {
 		c.Umask, c.SetUmask = u, true
@@ -365,6 +368,7 @@ func (v *viewRun) start(cmd *exec.Cmd) (launch.Started, error) {
 	if err != nil {
 		return launch.Started{}, &launch.SetupError{Err: err}
 	}
+	proc.Attempted = v.sess.recordDirect
 	serveView(proc, v.n, v.sess)
 	for _, n := range proc.Notes() {
 		diag.Notef(v.stderr, "%s", n)
