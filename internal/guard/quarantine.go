@@ -30,6 +30,9 @@ func (g *Guard) runDirectory() (string, error) {
 	return d, nil
 }
 
+// maxCopies bounds the versions of one path a run keeps.
+const maxCopies = 16
+
 // keep writes content (a version of path: label is "changed" or "before")
 // into the run's quarantine directory, at path's own path below it, and
 // returns where. A nil content (too large to have been read) is not kept.
@@ -44,6 +47,12 @@ func (g *Guard) keep(path, label string, content []byte) (string, error) {
 	dst := filepath.Join(d, path) + "." + label
 	for i := 2; ; i++ {
 		if _, err := os.Lstat(dst); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		if i > maxCopies {
+			// An agent rewriting the file in a loop: the latest version
+			// replaces the last slot, so the quarantine stays bounded.
+			dst = filepath.Join(d, path) + "." + label + ".latest"
 			break
 		}
 		dst = filepath.Join(d, path) + "." + label + "." + strconv.Itoa(i)

@@ -66,3 +66,28 @@ func TestAuditManyChangedKeys(t *testing.T) {
 		t.Errorf("findings: %s", got)
 	}
 }
+
+// TestKeepBounded: an agent rewriting a file in a loop makes the guard
+// keep a version per restore; the versions of one path a run keeps are
+// bounded (the latest replaces the last slot).
+func TestKeepBounded(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	p := filepath.Join(root, "w", ".envrc")
+	write(t, p, "x\n")
+	g := newTest(t, root, protect.Entry{Path: p, Name: ".envrc", Guard: protect.ReadOnly})
+	var last string
+	for i := 0; i < 3*maxCopies; i++ {
+		kept, err := g.keep(p, "changed", []byte(fmt.Sprintf("version %d\n", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = kept
+	}
+	matches, _ := filepath.Glob(filepath.Join(filepath.Dir(last), ".envrc.changed*"))
+	if len(matches) > maxCopies+1 {
+		t.Errorf("%d versions kept of one path", len(matches))
+	}
+	if got := read(t, last); got != fmt.Sprintf("version %d\n", 3*maxCopies-1) {
+		t.Errorf("the latest version is not the one kept last: %q", got)
+	}
+}
