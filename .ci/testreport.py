@@ -67,6 +67,8 @@ MUST_RUN = [
     "e2e-user TestTmpSize",
     "e2e TestDirectAttemptsRecorded",
     "e2e-user TestDirectAttemptsRecorded",
+    "e2e TestCredentialInjection",
+    "e2e-user TestCredentialInjection",
     "e2e TestViewNodev",
     "e2e TestRootCallerEtc",
     "e2e TestResolveRealPrograms",

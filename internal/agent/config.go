@@ -68,6 +68,32 @@ type Config struct {
 	// and /dev/shm ("512M", "8G"; binary units K, M, G, T); "" is a
 	// quarter of the machine's memory each.
 	TmpSize string `toml:"tmp_size"`
+	// Credentials are the agent's keys the built-in engine's broker
+	// injects: the agent holds a per-run phantom, never the real value.
+	Credentials []Credential `toml:"credentials"`
+}
+
+// Credential is one [[credentials]] table of agent.toml: an API key the
+// egress broker adds to the agent's requests (the built-in engine with an
+// allow list), so that the agent never holds it.
+type Credential struct {
+	// Env is the variable the agent reads its key from: it gets a
+	// phantom, valid for this run and this route only.
+	Env string `toml:"env"`
+	// BaseURLEnv is the variable that points the agent at its API
+	// (ANTHROPIC_BASE_URL): set to the broker's route.
+	BaseURLEnv string `toml:"base_url_env"`
+	// Upstream is the API's base URL the route forwards to, whose host
+	// must be on the allow list; a BaseURLEnv the caller set wins (a
+	// custom endpoint).
+	Upstream string `toml:"upstream"`
+	// Header carries the key upstream: "authorization" (Bearer) or a
+	// header holding the key alone (x-api-key, x-goog-api-key).
+	Header string `toml:"header"`
+	// Source is where the real value comes from: "env:NAME" (default
+	// env:<Env>), "file:PATH" or "command:CMD" (run by /bin/sh, its
+	// first line; a password manager's CLI).
+	Source string `toml:"source"`
 }
 
 // TmpSizeBytes is TmpSize in bytes (0 when unset); Validate has checked it.
@@ -249,6 +275,26 @@ func (c *Config) validate() error {
 	}
 	if _, err := ParseSize(c.TmpSize); err != nil {
 		return fmt.Errorf("tmp_size: %v", err)
+	}
+	seenCred := map[string]bool{}
+	for i, cr := range c.Credentials {
+		where := fmt.Sprintf("credentials[%d]", i)
+		switch {
+		case !envName().MatchString(cr.Env):
+			return fmt.Errorf("%s.env: %q is not a variable name", where, cr.Env)
+		case seenCred[cr.Env]:
+			return fmt.Errorf("%s.env: %q is named twice", where, cr.Env)
+		case !envName().MatchString(cr.BaseURLEnv):
+			return fmt.Errorf("%s.base_url_env: %q is not a variable name (the variable that points the agent at its API, e.g. ANTHROPIC_BASE_URL)", where, cr.BaseURLEnv)
+		case !strings.HasPrefix(cr.Upstream, "https://") && !strings.HasPrefix(cr.Upstream, "http://"):
+			return fmt.Errorf("%s.upstream: %q: want the API's base URL, e.g. \"https://api.anthropic.com\"", where, cr.Upstream)
+		case cr.Header == "" || strings.ContainsAny(cr.Header, " :\r\n"):
+			return fmt.Errorf("%s.header: %q: want \"authorization\" (Bearer) or the header that holds the key, e.g. \"x-api-key\"", where, cr.Header)
+		}
+		if s := cr.Source; s != "" && !strings.HasPrefix(s, "env:") && !strings.HasPrefix(s, "file:") && !strings.HasPrefix(s, "command:") {
+			return fmt.Errorf("%s.source: %q: want env:NAME, file:PATH or command:CMD", where, s)
+		}
+		seenCred[cr.Env] = true
 	}
 	if c.Sbx.Install != "" && !installR().MatchString(c.Sbx.Install) {
 		return fmt.Errorf("sbx.install: %q: want npm:<package>, e.g. npm:@anthropic-ai/claude-code", c.Sbx.Install)

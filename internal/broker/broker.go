@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -83,6 +84,12 @@ type Config struct {
 	// Warn receives warnings (an audit write failing); default prints
 	// "agent-sandbox: warning: ..." on stderr.
 	Warn func(msg string)
+	// Routes are the credentials the broker injects ([Route]): requests
+	// to /NAME/... on the proxy's port, authenticated by the phantom.
+	Routes []Route
+	// RootCAs verify the routes' https upstreams; nil: the system's
+	// (SSL_CERT_FILE and SSL_CERT_DIR are honoured).
+	RootCAs *x509.CertPool
 	// OwnAddrs lists this machine's own addresses (every interface's,
 	// IPv4 and IPv6), which a host admitted by a wildcard entry must not
 	// resolve to; default net.InterfaceAddrs, read again at most every
@@ -126,6 +133,9 @@ func New(cfg Config) (*Proxy, error) {
 	}
 	if cfg.SandboxLoopback {
 		pol.sandboxLoopback(cfg.Forwarded)
+	}
+	if err := checkRoutes(cfg.Routes); err != nil {
+		return nil, err
 	}
 	if err := checkToken(cfg.Token); err != nil {
 		return nil, err

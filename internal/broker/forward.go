@@ -74,8 +74,19 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, r *request, a *attempt) bo
 		return false
 	}
 	defer p.untrack(upc, true)
+	var upConn net.Conn = upc
+	if r.tls {
+		tc, err := p.wrapTLS(upc, r.target.host)
+		if err != nil {
+			a.decision, a.reason = DecisionFailed, fmt.Sprintf("TLS with %s: %v", r.target.host, err)
+			p.record(a)
+			writeRefusal(c, http.StatusBadGateway, a.reason)
+			return false
+		}
+		upConn = tc
+	}
 	a.decision = DecisionAllowed
-	up := &idleConn{Conn: upc, idle: p.cfg.IdleTimeout}
+	up := &idleConn{Conn: upConn, idle: p.cfg.IdleTimeout}
 	client := &idleConn{Conn: c, idle: p.cfg.IdleTimeout}
 	defer func() {
 		a.up, a.down = up.wn, up.rn

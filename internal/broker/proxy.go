@@ -35,6 +35,9 @@ type request struct {
 	req    *http.Request
 	target target
 	method string
+	// route: an origin-form request (/ROUTE/...) for a credential route;
+	// tls: its upstream speaks TLS.
+	route, tls bool
 }
 
 // readRequest reads one request head from br and parses its target. A
@@ -56,6 +59,10 @@ func readRequest(br *bufio.Reader) (*request, error) {
 		}
 		hostport = req.URL.Host
 	} else {
+		if req.URL != nil && !req.URL.IsAbs() && strings.HasPrefix(req.URL.Path, "/") && req.URL.Host == "" {
+			r.route = true // a credential route decides (Proxy.route)
+			return r, nil
+		}
 		if req.URL == nil || !req.URL.IsAbs() {
 			return r, errors.New("not a proxy request: the target must be an absolute http:// URL (or use CONNECT)")
 		}
@@ -124,6 +131,9 @@ type attempt struct {
 	reason    string
 	up, down  int64
 	refusedAs string // key in Summary.RefusedHosts
+	// injected names the variable whose real value a credential route
+	// put in the request (the audit says so, never the value).
+	injected string
 }
 
 // Keys of attempt.refusedAs for refusals that name no host.
@@ -184,7 +194,7 @@ func (p *Proxy) record(a *attempt) {
 		Port:       a.port,
 		Address:    a.address,
 		Decision:   a.decision,
-		Reason:     clip(a.reason, maxAuditReason),
+		Reason:     clip(a.reason+injectedNote(a.injected), maxAuditReason),
 		BytesUp:    a.up,
 		BytesDown:  a.down,
 		DurationMS: time.Since(a.start).Milliseconds(),
@@ -201,6 +211,15 @@ func (p *Proxy) record(a *attempt) {
 		p.sum.Unlogged++
 		p.mu.Unlock()
 	}
+}
+
+// injectedNote is the audit's words for a credential injected (never its
+// value).
+func injectedNote(env string) string {
+	if env == "" {
+		return ""
+	}
+	return "; credential " + env + " injected by the broker (its value is never logged)"
 }
 
 // clip bounds s to n bytes, saying how long it was.
@@ -268,6 +287,20 @@ func (p *Proxy) handle(c net.Conn) {
 		}
 		_ = c.SetReadDeadline(time.Time{})
 		lr.N = math.MaxInt64 // a request body or tunnel is not a header
+		if r.route {
+			// The route's phantom authenticates it (a client with a base
+			// URL sends no proxy token).
+			if over {
+				a.decision, a.reason = DecisionRefused, fmt.Sprintf("too many concurrent connections (limit %d)", p.cfg.MaxConns)
+				p.record(a)
+				writeRefusal(c, http.StatusServiceUnavailable, a.reason)
+				return
+			}
+			if !p.route(c, br, r, a) {
+				return
+			}
+			continue
+		}
 		if !p.authorized(r.req) {
 			a.decision, a.reason, a.refusedAs = DecisionRefused, "missing or wrong proxy token", refusedAuth
 			p.record(a)
@@ -398,6 +431,15 @@ func (p *Proxy) upstream(c net.Conn, r *request, a *attempt) net.Conn {
 
 // connect serves a CONNECT request: dial, answer 200, relay.
 func (p *Proxy) connect(c net.Conn, br *bufio.Reader, r *request, a *attempt) {
+	if rt := p.routeForHost(r.target); rt != nil {
+		// A tunnel would carry the agent's key past the route, which
+		// injects it: the client must use the route.
+		a.decision, a.refusedAs = DecisionRefused, r.target.host
+		a.reason = fmt.Sprintf("CONNECT to %s, which credential route %s serves: the agent must send its requests there (%s=http://127.0.0.1:PORT/%s, set for it); a client that ignores %s gets no key", r.target.host, rt.Name, rt.BaseEnv, rt.Name, rt.BaseEnv)
+		p.record(a)
+		writeRefusal(c, http.StatusForbidden, "refused: "+a.reason)
+		return
+	}
 	up := p.upstream(c, r, a)
 	if up == nil {
 		return

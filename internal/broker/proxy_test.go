@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -899,5 +900,68 @@ func TestWildcardOwnAddress(t *testing.T) {
 		if e.Host == "me.example.test" && !strings.Contains(e.Reason, "this machine's own") {
 			t.Errorf("the refusal does not say why: %+v", e)
 		}
+	}
+}
+
+// TestCredentialRoute (issue 26): a request to /ROUTE/... with the
+// phantom reaches the https upstream with the real key in its place (and
+// the path and query kept); a wrong phantom, and the real value sent from
+// inside, are refused and never forwarded; a CONNECT to the route's host
+// is refused naming the base URL variable; the audit log says that a
+// credential was injected and never holds the values.
+func TestCredentialRoute(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	up := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.URL.RequestURI()+" key="+r.Header.Get("x-api-key"))
+		mu.Unlock()
+		fmt.Fprint(w, "upstream-ok")
+	}))
+	defer up.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(up.Certificate())
+	port := up.Listener.Addr().(*net.TCPAddr).Port
+	real, phantom := "sk-real-0123456789abcdef", "sk-phantom-"+NewToken()
+	f := startProxy(t, Config{
+		Allow: []string{"127.0.0.1"}, RootCAs: pool, Dial: (&net.Dialer{}).DialContext,
+		Routes: []Route{{Name: "anthropic", Env: "ANTHROPIC_API_KEY", BaseEnv: "ANTHROPIC_BASE_URL",
+			Upstream: fmt.Sprintf("https://127.0.0.1:%d/base", port), Header: "x-api-key", Phantom: phantom, Real: real}},
+	})
+	get := func(key string) (int, string) {
+		t.Helper()
+		resp, _, br := f.raw(t, "POST /anthropic/v1/messages?beta=true HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-key: "+key+"\r\nContent-Length: 2\r\n\r\n{}")
+		body := make([]byte, resp.ContentLength)
+		if resp.ContentLength > 0 {
+			io.ReadFull(br, body)
+		}
+		return resp.StatusCode, string(body)
+	}
+	if code, body := get(phantom); code != 200 || body != "upstream-ok" {
+		t.Fatalf("with the phantom: %d %q", code, body)
+	}
+	if code, _ := get("sk-phantom-of-another-run-0000000000"); code != 403 {
+		t.Errorf("a wrong phantom: %d, want 403", code)
+	}
+	if code, _ := get(real); code != 403 {
+		t.Errorf("the real value from inside: %d, want 403", code)
+	}
+	mu.Lock()
+	if len(seen) != 1 || seen[0] != "POST /base/v1/messages?beta=true key="+real {
+		t.Errorf("the upstream saw %q", seen)
+	}
+	mu.Unlock()
+	resp, _, _ := f.raw(t, fmt.Sprintf("CONNECT 127.0.0.1:%d HTTP/1.1\r\n%s\r\n", port, f.auth()))
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 403 || !strings.Contains(string(body), "ANTHROPIC_BASE_URL") {
+		t.Errorf("CONNECT to the route's host: %d %q", resp.StatusCode, body)
+	}
+	f.p.Close()
+	raw, _ := os.ReadFile(AuditFile(f.dir, "test-agent"))
+	if strings.Contains(string(raw), real) || strings.Contains(string(raw), phantom) {
+		t.Errorf("the audit log holds a credential:\n%s", raw)
+	}
+	if !strings.Contains(string(raw), "credential ANTHROPIC_API_KEY injected") {
+		t.Errorf("the audit log does not say the credential was injected:\n%s", raw)
 	}
 }

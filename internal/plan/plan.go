@@ -577,6 +577,13 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 	}
 	s.Exec = append(s.Exec, f.Config.ExecPaths...)
 	s.TmpSize = f.Config.TmpSizeBytes()
+	for _, c := range f.Config.Credentials {
+		src := c.Source
+		if src == "" {
+			src = "env:" + c.Env
+		}
+		s.Credentials = append(s.Credentials, spec.Credential{Env: c.Env, BaseURLEnv: c.BaseURLEnv, Upstream: c.Upstream, Header: c.Header, Source: src})
+	}
 	if s.NestedUserns = f.Config.NestedUserns || in.AllowUserns; s.NestedUserns && pst.Backend == posture.Landlock {
 		from := "--allow-userns"
 		if f.Config.NestedUserns {

@@ -25,6 +25,9 @@ type Spec struct {
 	// built-in engine in bytes (agent.toml tmp_size); 0: a quarter of the
 	// machine's memory each.
 	TmpSize int64
+	// Credentials are agent.toml's [[credentials]]: keys the built-in
+	// engine's broker injects (sources, never values).
+	Credentials []Credential
 	// AgentDir is the agent folder on disk, granted read-only; "" for a
 	// built-in folder, which exists only inside the binary.
 	AgentDir string
@@ -191,3 +194,14 @@ func (s Spec) ConfigToCreate() []string {
 	}
 	return out
 }
+
+// Credential is a key the broker injects (agent.toml [[credentials]]):
+// the agent gets a phantom in Env and BaseURLEnv pointing at the route;
+// the real value, read from Source when the run starts, stays outside.
+type Credential struct {
+	Env, BaseURLEnv, Upstream, Header, Source string
+}
+
+// Route is the credential's route name on the broker's port: its
+// variable, lower case.
+func (c Credential) Route() string { return strings.ToLower(c.Env) }

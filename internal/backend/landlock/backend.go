@@ -242,6 +242,7 @@ func (p *Prepared) Describe() backend.Description {
 		comments = append(comments, fmt.Sprintf("created before the run (missing): %s", c))
 	}
 	comments = append(comments, p.Net.Comments()...)
+	comments = append(comments, credentialComments(p.Spec, p.Net)...)
 	comments = append(comments, protectedComments(p.Spec)...)
 	comments = append(comments, fmt.Sprintf("resource limits: %d processes, %d open files", defaultMaxProcesses, defaultMaxOpenFiles))
 	if size := TmpSize(p.Spec); size > 0 {

@@ -81,7 +81,15 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 			p.ReadWrite[i] = runTmp
 		}
 	}
-	sess, err := newNetSession(n, s.AgentID, s.AuditDir(), stdio.Err)
+	routes, notes, err := credentialRoutes(s, n, os.LookupEnv)
+	if err != nil {
+		diag.Errorf(stdio.Err, "%v", err)
+		return launch.ExitRefused
+	}
+	for _, note := range notes {
+		diag.Notef(stdio.Err, "%s", note)
+	}
+	sess, err := newNetSession(n, s.AgentID, s.AuditDir(), routes, stdio.Err)
 	if err != nil {
 		diag.Errorf(stdio.Err, "%v", err)
 		return launch.ExitRefused

@@ -250,25 +250,27 @@ type netSession struct {
 	// start so that a port already taken refuses the run.
 	listen []net.Listener
 	warn   io.Writer
+	// routes are the credentials the broker injects.
+	routes []broker.Route
 }
 
 // newNetSession opens what the run's network needs on the host: nil when
 // the network is open. A blocked network without ports gets one too: its
 // audit records the connections the agent attempts in vain (direct).
-func newNetSession(n Net, agentID, auditDir string, warn io.Writer) (*netSession, error) {
+func newNetSession(n Net, agentID, auditDir string, routes []broker.Route, warn io.Writer) (*netSession, error) {
 	if n.Mode == posture.NetOpen {
 		return nil, nil
 	}
 	token := broker.NewToken()
 	p, err := broker.New(broker.Config{
 		AgentID: agentID, Allow: n.AllowDomains, Token: token, AuditDir: auditDir,
-		SandboxLoopback: true, Forwarded: n.ForwardPorts(),
+		SandboxLoopback: true, Forwarded: n.ForwardPorts(), Routes: routes,
 		Warn: func(msg string) { diag.Warnf(warn, "%s", msg) },
 	})
 	if err != nil {
 		return nil, err
 	}
-	s := &netSession{net: n, proxy: p, token: token, warn: warn}
+	s := &netSession{net: n, proxy: p, token: token, warn: warn, routes: routes}
 	for _, port := range n.Listen {
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port.Port))
 		if err != nil {
@@ -285,7 +287,11 @@ func (s *netSession) env(port int) []string {
 	if s == nil || s.net.Mode != posture.NetAllowlist {
 		return nil
 	}
-	return broker.ProxyEnv(broker.ProxyURL(s.token, port))
+	env := broker.ProxyEnv(broker.ProxyURL(s.token, port))
+	for _, r := range s.routes {
+		env = append(env, r.Env+"="+r.Phantom, fmt.Sprintf("%s=http://127.0.0.1:%d/%s", r.BaseEnv, port, r.Name))
+	}
+	return env
 }
 
 // serveProxy serves the broker on l.

@@ -1,0 +1,155 @@
+package e2e
+
+import (
+	"encoding/hex"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// keyStandIn is a TLS stand-in of the Messages API that records the key
+// of every request; its certificate is a throwaway CA that only
+// agent-sandbox's broker trusts (SSL_CERT_FILE in agent-sandbox's own
+// environment, which the sandbox's base environment leaves out).
+type keyStandIn struct {
+	*httptest.Server
+	api  *apiStandIn
+	mu   sync.Mutex
+	keys []string
+	ca   string
+}
+
+func newKeyStandIn(t *testing.T) *keyStandIn {
+	s := &keyStandIn{api: &apiStandIn{}}
+	s.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.keys = append(s.keys, r.Header.Get("x-api-key"))
+		s.mu.Unlock()
+		s.api.serve(w, r)
+	}))
+	t.Cleanup(s.Close)
+	s.ca = filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(s.ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func (s *keyStandIn) seen() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string{}, s.keys...)
+}
+
+// credentialsFolder is an agent folder running /bin/sh with Claude Code's
+// credential: ANTHROPIC_API_KEY through ANTHROPIC_BASE_URL.
+const credentialsFolder = `command = "/bin/sh"
+env = ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "PROBE_TRY_HEX"]
+
+[[credentials]]
+env = "ANTHROPIC_API_KEY"
+base_url_env = "ANTHROPIC_BASE_URL"
+upstream = "https://api.anthropic.com"
+header = "x-api-key"
+`
+
+// credentialsProbe looks for the real key inside and uses the route, as
+// an agent would; it prints what it found.
+const credentialsProbe = `python3 - <<'PY'
+import os, glob, http.client, json, urllib.parse
+key = os.environ.get("ANTHROPIC_API_KEY", "")
+base = urllib.parse.urlsplit(os.environ.get("ANTHROPIC_BASE_URL", ""))
+print("PHANTOM=" + key)
+print("BASE=" + os.environ.get("ANTHROPIC_BASE_URL", ""))
+def post(k):
+    c = http.client.HTTPConnection(base.hostname, base.port, timeout=20)
+    c.request("POST", base.path + "/v1/messages", body=json.dumps({"model": "m", "max_tokens": 1, "messages": []}), headers={"x-api-key": k, "content-type": "application/json"})
+    return c.getresponse().status
+print("WITH-PHANTOM=%d" % post(key))
+# The other key arrives hex-encoded, so that its text is nowhere inside.
+k = bytes.fromhex(os.environ.get("PROBE_TRY_HEX", "")).decode()
+if k:
+    print("WITH-OTHER=%d" % post(k))
+PY
+for f in /proc/[0-9]*/environ; do tr '\0' '\n' < "$f" 2>/dev/null; done | grep -c "REALKEYMARK" | sed 's/^/ENVIRON-HITS=/'
+grep -rIl REALKEYMARK "$HOME" "$PWD" /tmp /var/tmp /etc /dev/shm 2>/dev/null | sed 's/^/FILE-HIT=/'
+true`
+
+func TestCredentialInjection(t *testing.T) {
+	skipWithoutLandlock(t)
+	needs(t, "python3")
+	api := newKeyStandIn(t)
+	port := api.Listener.Addr().(*net.TCPAddr).Port
+	real := "sk-ant-REALKEYMARK-" + strings.Repeat("7", 24)
+	r := newBrokerRun(t)
+	folder := filepath.Join(filepath.Dir(r.home), "agents", "keyed")
+	write(t, filepath.Join(folder, "agent.toml"), credentialsFolder)
+	write(t, filepath.Join(folder, "sandbox", "nono.json"), "{}\n")
+	env := []string{"ANTHROPIC_API_KEY=" + real, "ANTHROPIC_BASE_URL=" + api.URL, "SSL_CERT_FILE=" + api.ca}
+	allow := fmt.Sprintf("127.0.0.1:%d", port)
+	// Control: unsandboxed the agent holds the real key.
+	if _, out := r.run(60*time.Second, env, "--no-sandbox", folder, "-c", `echo "KEY=$ANTHROPIC_API_KEY"`); !strings.Contains(out, "KEY="+real) {
+		t.Fatalf("control: unsandboxed the key is not in the environment: %s", out)
+	}
+	code, out := r.run(120*time.Second, append(env, "PROBE_TRY_HEX="+hex.EncodeToString([]byte(real))), "--allow-host", allow, folder, "-c", credentialsProbe)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	phantom := regexp.MustCompile(`PHANTOM=(\S*)`).FindStringSubmatch(out)
+	switch {
+	case phantom == nil || !strings.HasPrefix(phantom[1], "sk-agent-sandbox-phantom-"):
+		t.Fatalf("the agent's ANTHROPIC_API_KEY is not a phantom:\n%s", out)
+	case strings.Contains(out, "REALKEYMARK"), !strings.Contains(out, "ENVIRON-HITS=0"), strings.Contains(out, "FILE-HIT="):
+		t.Errorf("the real key is visible inside:\n%s", out)
+	case !strings.Contains(out, "WITH-PHANTOM=200"):
+		t.Errorf("a request with the phantom did not reach the API:\n%s", out)
+	case !strings.Contains(out, "WITH-OTHER=403"):
+		t.Errorf("a request carrying the real key from inside was not refused:\n%s", out)
+	}
+	if seen := api.seen(); len(seen) != 1 || seen[0] != real {
+		t.Errorf("the API saw keys %q, want the real one once", seen)
+	}
+	// A phantom replayed in another run is refused.
+	_, out2 := r.run(120*time.Second, append(env, "PROBE_TRY_HEX="+hex.EncodeToString([]byte(phantom[1]))), "--allow-host", allow, folder, "-c", credentialsProbe)
+	if !strings.Contains(out2, "WITH-PHANTOM=200") || !strings.Contains(out2, "WITH-OTHER=403") {
+		t.Errorf("another run's phantom was not refused (or this run's not accepted):\n%s", out2)
+	}
+	// The audit log says the key was injected, never its value.
+	_, log := r.cli(30*time.Second, nil, "log", "--json", "keyed")
+	if !strings.Contains(log, "credential ANTHROPIC_API_KEY injected") || strings.Contains(log, "REALKEYMARK") || strings.Contains(log, phantom[1]) {
+		t.Errorf("the audit log does not say the key was injected, or holds a value:\n%s", log)
+	}
+	// --dry-run shows the route and the source, never a value.
+	_, dry := r.run(30*time.Second, env, "--allow-host", allow, "--dry-run", folder)
+	if !strings.Contains(dry, "credential ANTHROPIC_API_KEY (source env:ANTHROPIC_API_KEY") || strings.Contains(dry, "REALKEYMARK") {
+		t.Errorf("--dry-run does not show the route, or shows the key:\n%s", dry)
+	}
+
+	t.Run("claude completes a turn with its key injected", func(t *testing.T) {
+		realAgent(t, "claude", "@anthropic-ai/claude-code")
+		before := len(api.seen())
+		r := newBrokerRun(t)
+		code, out := r.run(120*time.Second, env, "--allow-host", allow, "claude", "-p", "Say hello.")
+		if code != 0 || !strings.Contains(out, standInReply) {
+			t.Fatalf("exit %d, want the stand-in's reply:\n%s", code, out)
+		}
+		seen := api.seen()[before:]
+		for _, k := range seen {
+			if k != real {
+				t.Errorf("the API saw %q, not the real key", k)
+			}
+		}
+		if len(seen) == 0 {
+			t.Errorf("the API saw no request")
+		}
+	})
+}

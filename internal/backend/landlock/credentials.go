@@ -1,0 +1,125 @@
+package landlock
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/broker"
+	"github.com/agent-sandbox/agent-sandbox/internal/posture"
+	"github.com/agent-sandbox/agent-sandbox/internal/spec"
+)
+
+// phantomPrefix starts every phantom credential: recognisable in a leak
+// report, and worthless outside its run.
+const phantomPrefix = "sk-agent-sandbox-phantom-"
+
+// credentialRoutes reads the real value of each of the run's credentials
+// (agent.toml [[credentials]]) from its source and makes its broker
+// route, with a phantom for the agent: only with an allow list, where the
+// broker is the agent's only way out. A credential whose variable source
+// is unset (the user logs in otherwise) or whose file is missing has no
+// route, and is said in notes; a command that fails refuses the run.
+func credentialRoutes(s spec.Spec, n Net, lookup func(string) (string, bool)) (routes []broker.Route, notes []string, err error) {
+	if n.Mode != posture.NetAllowlist {
+		return nil, nil, nil
+	}
+	for _, c := range s.Credentials {
+		real, note, err := readSource(c.Source, s.Home, lookup)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: credentials %s: source %q: %v", agentTomlOf(s), c.Env, c.Source, err)
+		}
+		if real == "" {
+			if note != "" {
+				notes = append(notes, fmt.Sprintf("credential %s: %s; the agent gets none", c.Env, note))
+			}
+			continue
+		}
+		upstream := c.Upstream
+		if v, ok := lookup(c.BaseURLEnv); ok {
+			if u, err := url.Parse(v); err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" {
+				upstream = v // the caller's own endpoint
+			}
+		}
+		routes = append(routes, broker.Route{Name: c.Route(), Env: c.Env, BaseEnv: c.BaseURLEnv,
+			Upstream: strings.TrimSuffix(upstream, "/"), Header: c.Header, Phantom: phantomPrefix + broker.NewToken(), Real: real})
+	}
+	return routes, notes, nil
+}
+
+// readSource reads a credential's real value: env:NAME, file:PATH (~/
+// expanded; the first line) or command:CMD (/bin/sh -c, the first line
+// of its output, 30 s at most). "" with a note when there is none.
+func readSource(src, home string, lookup func(string) (string, bool)) (string, string, error) {
+	kind, arg, _ := strings.Cut(src, ":")
+	switch kind {
+	case "env":
+		v, _ := lookup(arg)
+		return strings.TrimSpace(v), "", nil
+	case "file":
+		p := arg
+		if p == "~" || strings.HasPrefix(p, "~/") {
+			p = filepath.Join(home, strings.TrimPrefix(p, "~"))
+		}
+		b, err := os.ReadFile(p)
+		if os.IsNotExist(err) {
+			return "", p + " does not exist", nil
+		}
+		if err != nil {
+			return "", "", err
+		}
+		return firstLine(string(b)), "", nil
+	case "command":
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "/bin/sh", "-c", arg)
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return "", "", fmt.Errorf("the command failed: %v", err)
+		}
+		v := firstLine(string(out))
+		if v == "" {
+			return "", "", fmt.Errorf("the command printed nothing")
+		}
+		return v, "", nil
+	}
+	return "", "", fmt.Errorf("want env:NAME, file:PATH or command:CMD")
+}
+
+func firstLine(s string) string {
+	sc := bufio.NewScanner(strings.NewReader(s))
+	if sc.Scan() {
+		return strings.TrimSpace(sc.Text())
+	}
+	return ""
+}
+
+// agentTomlOf names the folder's agent.toml in messages.
+func agentTomlOf(s spec.Spec) string {
+	if s.AgentDir == "" {
+		return "agent " + s.AgentID + " (built-in) agent.toml"
+	}
+	return filepath.Join(s.AgentDir, "agent.toml")
+}
+
+// credentialComments are --dry-run's lines for the run's credentials:
+// routes and sources, never values.
+func credentialComments(s spec.Spec, n Net) []string {
+	var out []string
+	for _, c := range s.Credentials {
+		if n.Mode != posture.NetAllowlist {
+			out = append(out, fmt.Sprintf("credential %s: NOT injected (the broker injects credentials only with an allow list); the agent gets the real value if its env list names it", c.Env))
+			continue
+		}
+		out = append(out, fmt.Sprintf("credential %s (source %s, when it has a value): the agent gets a per-run phantom and %s=http://127.0.0.1:%d/%s; the broker puts the real value in %s and forwards to %s (a %s the caller set wins)",
+			c.Env, c.Source, c.BaseURLEnv, n.ProxyPort, c.Route(), c.Header, c.Upstream, c.BaseURLEnv))
+	}
+	return out
+}

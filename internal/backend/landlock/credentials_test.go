@@ -1,0 +1,66 @@
+package landlock
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/posture"
+	"github.com/agent-sandbox/agent-sandbox/internal/spec"
+)
+
+// TestCredentialRoutes: a credential gets a route (a fresh phantom, the
+// real value from its source) only with an allow list and a value; the
+// caller's own base URL wins over the folder's upstream; a missing file is
+// a note, a failing command a refusal naming the key and the source.
+func TestCredentialRoutes(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "key")
+	if err := os.WriteFile(keyFile, []byte("sk-from-file\nsecond line\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cred := func(env, src string) spec.Credential {
+		return spec.Credential{Env: env, BaseURLEnv: env + "_BASE", Upstream: "https://api.example.com", Header: "x-api-key", Source: src}
+	}
+	s := spec.Spec{AgentID: "a", Home: dir, Credentials: []spec.Credential{
+		cred("FROM_ENV", "env:FROM_ENV"), cred("UNSET", "env:UNSET"), cred("FROM_FILE", "file:"+keyFile),
+		cred("NO_FILE", "file:~/missing"), cred("FROM_CMD", "command:printf 'sk-from-cmd\\n'"),
+	}}
+	env := map[string]string{"FROM_ENV": "sk-from-env", "FROM_ENV_BASE": "http://localhost:8080/custom"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	if rs, _, _ := credentialRoutes(s, Net{Mode: posture.NetBlocked}, lookup); len(rs) != 0 {
+		t.Errorf("routes without an allow list: %v", rs)
+	}
+	rs, notes, err := credentialRoutes(s, Net{Mode: posture.NetAllowlist}, lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range rs {
+		got[r.Env] = r.Real + " " + r.Upstream
+		if !strings.HasPrefix(r.Phantom, phantomPrefix) || r.Phantom == r.Real {
+			t.Errorf("%s: phantom %q", r.Env, r.Phantom)
+		}
+	}
+	want := map[string]string{
+		"FROM_ENV":  "sk-from-env http://localhost:8080/custom",
+		"FROM_FILE": "sk-from-file https://api.example.com",
+		"FROM_CMD":  "sk-from-cmd https://api.example.com",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %q, want %q", k, got[k], v)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("routes %v", got)
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], "NO_FILE") {
+		t.Errorf("notes %q", notes)
+	}
+	s.Credentials = []spec.Credential{cred("BAD", "command:exit 3")}
+	if _, _, err := credentialRoutes(s, Net{Mode: posture.NetAllowlist}, lookup); err == nil || !strings.Contains(err.Error(), "BAD") || !strings.Contains(err.Error(), "command:exit 3") {
+		t.Errorf("a failing command: %v", err)
+	}
+}

@@ -1,0 +1,179 @@
+package broker
+
+import (
+	"bufio"
+	"crypto/subtle"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+)
+
+// Route is one credential the broker injects: the agent sends its
+// requests to http://<proxy>/<Name>/... with Phantom where the API wants
+// its key, and the broker forwards them to Upstream with the real value
+// (Real) in its place. The real value is never in the sandbox, nor in the
+// audit log.
+type Route struct {
+	// Name is the route's first path segment (letters, digits, '-', '_').
+	Name string
+	// Env is the agent's variable the phantom is in (for messages).
+	Env string
+	// BaseEnv is the variable that points the agent at the route (for
+	// the refusal of a CONNECT to Upstream's host).
+	BaseEnv string
+	// Upstream is the API's base URL (https://api.anthropic.com); its
+	// host must pass the allow list like any other.
+	Upstream string
+	// Header carries the key: "authorization" (as "Bearer <key>") or a
+	// header holding the key alone (x-api-key, x-goog-api-key).
+	Header string
+	// Phantom is the value the agent holds; Real the one sent upstream.
+	Phantom, Real string
+}
+
+// bearer says whether the route's header is Authorization: Bearer.
+func (r *Route) bearer() bool { return strings.EqualFold(r.Header, "authorization") }
+
+// credential returns the key the request carries in the route's header.
+func (r *Route) credential(h http.Header) string {
+	v := h.Get(r.Header)
+	if r.bearer() {
+		scheme, cred, ok := strings.Cut(v, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") {
+			return ""
+		}
+		return strings.TrimSpace(cred)
+	}
+	return v
+}
+
+// set puts the real key in the route's header.
+func (r *Route) set(h http.Header) {
+	if r.bearer() {
+		h.Set(r.Header, "Bearer "+r.Real)
+		return
+	}
+	h.Set(r.Header, r.Real)
+}
+
+// checkRoutes validates Config.Routes.
+func checkRoutes(rs []Route) error {
+	seen := map[string]bool{}
+	for _, r := range rs {
+		if r.Name == "" || strings.Trim(r.Name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != "" || seen[r.Name] {
+			return fmt.Errorf("broker: route name %q: want a unique name of letters, digits, '-' and '_'", r.Name)
+		}
+		seen[r.Name] = true
+		u, err := url.Parse(r.Upstream)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
+			return fmt.Errorf("broker: route %s: upstream %q: want an http(s) URL without user information", r.Name, r.Upstream)
+		}
+		if r.Header == "" || len(r.Phantom) < 16 || r.Real == "" || r.Phantom == r.Real {
+			return fmt.Errorf("broker: route %s: needs a header, a phantom of at least 16 characters and a real value that differs", r.Name)
+		}
+	}
+	return nil
+}
+
+// routeFor returns the route a request path names and the rest of the
+// path, or nil.
+func (p *Proxy) routeFor(reqPath string) (*Route, string) {
+	name, rest, _ := strings.Cut(strings.TrimPrefix(reqPath, "/"), "/")
+	for i := range p.cfg.Routes {
+		if p.cfg.Routes[i].Name == name {
+			return &p.cfg.Routes[i], "/" + rest
+		}
+	}
+	return nil, ""
+}
+
+// routeForHost returns the route whose upstream is host:port, or nil.
+func (p *Proxy) routeForHost(t target) *Route {
+	for i := range p.cfg.Routes {
+		u, err := url.Parse(p.cfg.Routes[i].Upstream)
+		if err != nil {
+			continue
+		}
+		port := u.Port()
+		if port == "" {
+			port = map[string]string{"https": "443", "http": "80"}[u.Scheme]
+		}
+		if strings.EqualFold(u.Hostname(), t.host) && port == strconv.Itoa(t.port) {
+			return &p.cfg.Routes[i]
+		}
+	}
+	return nil
+}
+
+// route serves a request to a credential route: the phantom checked and
+// replaced by the real value, the request forwarded to the upstream (over
+// TLS for https). It reports whether the client connection may carry
+// another request.
+func (p *Proxy) route(c net.Conn, br *bufio.Reader, r *request, a *attempt) bool {
+	rt, rest := p.routeFor(r.req.URL.Path)
+	if rt == nil {
+		a.decision, a.reason, a.refusedAs = DecisionRefused, "not a proxy request, and no credential route has that name", refusedMalformed
+		p.record(a)
+		writeRefusal(c, http.StatusBadRequest, "not a proxy request: the target must be an absolute http:// URL (or use CONNECT), or /ROUTE/... of a credential route")
+		return false
+	}
+	u, _ := url.Parse(rt.Upstream)
+	a.method, a.host = "ROUTE "+r.req.Method, u.Hostname()
+	got := rt.credential(r.req.Header)
+	switch {
+	case got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(rt.Real)) == 1:
+		a.decision, a.reason, a.refusedAs = DecisionRefused, fmt.Sprintf("the real value of %s was sent from inside the sandbox (route %s): refused, and not forwarded", rt.Env, rt.Name), rt.Env+" (wrong credential)"
+		p.record(a)
+		writeRefusal(c, http.StatusForbidden, fmt.Sprintf("refused: this request carries the real value of %s, which the sandbox must not hold", rt.Env))
+		return false
+	case subtle.ConstantTimeCompare([]byte(got), []byte(rt.Phantom)) != 1:
+		a.decision, a.reason, a.refusedAs = DecisionRefused, fmt.Sprintf("missing or wrong %s for route %s (only this run's value is accepted)", rt.Env, rt.Name), rt.Env+" (wrong credential)"
+		p.record(a)
+		writeRefusal(c, http.StatusForbidden, fmt.Sprintf("refused: the request does not carry this run's %s", rt.Env))
+		return false
+	}
+	rt.set(r.req.Header)
+	target := *u
+	target.Path = path.Join("/", u.Path, rest)
+	if strings.HasSuffix(rest, "/") && !strings.HasSuffix(target.Path, "/") {
+		target.Path += "/"
+	}
+	target.RawQuery = r.req.URL.RawQuery
+	port := target.Port()
+	if port == "" {
+		port = map[string]string{"https": "443", "http": "80"}[target.Scheme]
+	}
+	pn, _ := strconv.Atoi(port)
+	host := target.Hostname()
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	t, err := parseTarget(host, pn)
+	if err != nil {
+		a.decision, a.reason = DecisionFailed, fmt.Sprintf("route %s: upstream %v", rt.Name, err)
+		p.record(a)
+		writeRefusal(c, http.StatusBadGateway, a.reason)
+		return false
+	}
+	t.host = target.Hostname()
+	a.port = pn
+	r.target = t
+	r.req.URL = &target
+	r.tls = target.Scheme == "https"
+	a.injected = rt.Env
+	return p.forward(c, br, r, a)
+}
+
+// wrapTLS is the upstream connection of a route to an https upstream.
+func (p *Proxy) wrapTLS(up net.Conn, host string) (net.Conn, error) {
+	tc := tls.Client(up, &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12, RootCAs: p.cfg.RootCAs})
+	if err := tc.Handshake(); err != nil {
+		return nil, err
+	}
+	return tc, nil
+}
