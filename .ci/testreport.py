@@ -69,6 +69,8 @@ MUST_RUN = [
     "e2e-user TestDirectAttemptsRecorded",
     "e2e TestCredentialInjection",
     "e2e-user TestCredentialInjection",
+    "e2e TestCredentialInjectionGit",
+    "e2e-user TestCredentialInjectionGit",
     "e2e TestViewNodev",
     "e2e TestRootCallerEtc",
     "e2e TestResolveRealPrograms",

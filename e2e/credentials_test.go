@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/cgi"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -152,4 +154,83 @@ func TestCredentialInjection(t *testing.T) {
 			t.Errorf("the API saw no request")
 		}
 	})
+}
+
+// TestCredentialInjectionGit (issue 26): a token the broker holds reaches
+// a git server over HTTPS (a loopback stand-in behind TLS, serving git's
+// smart HTTP with git-http-backend and accepting only the real token as
+// the Basic password): the agent's git push to the server's https URL is
+// rewritten to the route, git's credential helper gives the phantom, the
+// broker puts the real token in its place. The push lands; the real token
+// is not inside.
+func TestCredentialInjectionGit(t *testing.T) {
+	skipWithoutLandlock(t)
+	backend := "/usr/lib/git-core/git-http-backend"
+	if _, err := os.Stat(backend); err != nil {
+		t.Fatalf("%s is missing: apt-get install git (.ci/run does)", backend)
+	}
+	root := t.TempDir()
+	srv := filepath.Join(root, "srv")
+	if out, err := exec.Command("git", "init", "-q", "--bare", filepath.Join(srv, "repo.git")).CombinedOutput(); err != nil {
+		t.Fatalf("git init --bare: %v %s", err, out)
+	}
+	if out, err := exec.Command("git", "-C", filepath.Join(srv, "repo.git"), "config", "http.receivepack", "true").CombinedOutput(); err != nil {
+		t.Fatalf("git config: %v %s", err, out)
+	}
+	real := "ghp_REALTOKENMARK" + strings.Repeat("9", 24)
+	var mu sync.Mutex
+	var passwords []string
+	cgiHandler := &cgi.Handler{Path: backend, Env: []string{"GIT_PROJECT_ROOT=" + srv, "GIT_HTTP_EXPORT_ALL=1", "REMOTE_USER=agent"}}
+	server := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, pass, ok := r.BasicAuth()
+		mu.Lock()
+		passwords = append(passwords, pass)
+		mu.Unlock()
+		if !ok || pass != real {
+			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		cgiHandler.ServeHTTP(w, r)
+	}))
+	defer server.Close()
+	ca := filepath.Join(root, "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: server.Certificate().Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := newBrokerRun(t)
+	gitRepoCommitted(t, r.work)
+	folder := filepath.Join(filepath.Dir(r.home), "agents", "gitkeyed")
+	write(t, filepath.Join(folder, "agent.toml"), fmt.Sprintf(`command = "/bin/sh"
+env = ["GH_TOKEN"]
+
+[[credentials]]
+env = "GH_TOKEN"
+upstream = %q
+header = "basic"
+git = true
+`, server.URL))
+	write(t, filepath.Join(folder, "sandbox", "nono.json"), "{}\n")
+	env := []string{"GH_TOKEN=" + real, "SSL_CERT_FILE=" + ca}
+	allow := strings.TrimPrefix(server.URL, "https://")
+	script := `git push -q ` + server.URL + `/repo.git HEAD:refs/heads/main 2>&1 && echo PUSHED
+env | grep -c REALTOKENMARK | sed 's/^/ENV-HITS=/'
+echo "TOKEN=$GH_TOKEN"`
+	code, out := r.run(120*time.Second, env, "--allow-host", allow, folder, "-c", script)
+	if code != 0 || !strings.Contains(out, "PUSHED") {
+		t.Fatalf("the push failed (exit %d):\n%s", code, out)
+	}
+	if !strings.Contains(out, "ENV-HITS=0") || strings.Contains(out, "REALTOKENMARK") || !strings.Contains(out, "TOKEN=sk-agent-sandbox-phantom-") {
+		t.Errorf("the real token is visible inside, or the agent holds no phantom:\n%s", out)
+	}
+	if b, err := exec.Command("git", "-C", filepath.Join(srv, "repo.git"), "rev-parse", "refs/heads/main").CombinedOutput(); err != nil {
+		t.Errorf("the push did not land on the server: %v %s", err, b)
+	}
+	mu.Lock()
+	for _, p := range passwords {
+		if p != "" && p != real {
+			t.Errorf("the server saw the password %q, not the real token", p)
+		}
+	}
+	mu.Unlock()
 }

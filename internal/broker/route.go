@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -29,8 +30,11 @@ type Route struct {
 	// Upstream is the API's base URL (https://api.anthropic.com); its
 	// host must pass the allow list like any other.
 	Upstream string
-	// Header carries the key: "authorization" (as "Bearer <key>") or a
-	// header holding the key alone (x-api-key, x-goog-api-key).
+	// Header carries the key: "authorization" (as "Bearer <key>"),
+	// "basic" (Authorization: Basic, the key as the password: git over
+	// HTTPS; a request without it is answered 401 so that git asks its
+	// credential helper), or a header holding the key alone (x-api-key,
+	// x-goog-api-key).
 	Header string
 	// Phantom is the value the agent holds; Real the one sent upstream.
 	Phantom, Real string
@@ -39,8 +43,19 @@ type Route struct {
 // bearer says whether the route's header is Authorization: Bearer.
 func (r *Route) bearer() bool { return strings.EqualFold(r.Header, "authorization") }
 
+// basic says whether the key is the password of Authorization: Basic.
+func (r *Route) basic() bool { return strings.EqualFold(r.Header, "basic") }
+
 // credential returns the key the request carries in the route's header.
 func (r *Route) credential(h http.Header) string {
+	if r.basic() {
+		req := http.Request{Header: h}
+		_, pass, ok := req.BasicAuth()
+		if !ok {
+			return ""
+		}
+		return pass
+	}
 	v := h.Get(r.Header)
 	if r.bearer() {
 		scheme, cred, ok := strings.Cut(v, " ")
@@ -54,6 +69,12 @@ func (r *Route) credential(h http.Header) string {
 
 // set puts the real key in the route's header.
 func (r *Route) set(h http.Header) {
+	if r.basic() {
+		req := http.Request{Header: h}
+		user, _, _ := req.BasicAuth()
+		req.SetBasicAuth(user, r.Real)
+		return
+	}
 	if r.bearer() {
 		h.Set(r.Header, "Bearer "+r.Real)
 		return
@@ -125,6 +146,13 @@ func (p *Proxy) route(c net.Conn, br *bufio.Reader, r *request, a *attempt) bool
 	u, _ := url.Parse(rt.Upstream)
 	a.method, a.host = "ROUTE "+r.req.Method, u.Hostname()
 	got := rt.credential(r.req.Header)
+	if got == "" && rt.basic() {
+		// git asks its credential helper only after a 401.
+		a.decision, a.reason, a.refusedAs = DecisionRefused, fmt.Sprintf("route %s: no credential yet (401, for git's credential helper)", rt.Name), ""
+		p.record(a)
+		_, _ = io.WriteString(c, "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"agent-sandbox\"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+		return false
+	}
 	switch {
 	case got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(rt.Real)) == 1:
 		a.decision, a.reason, a.refusedAs = DecisionRefused, fmt.Sprintf("the real value of %s was sent from inside the sandbox (route %s): refused, and not forwarded", rt.Env, rt.Name), rt.Env+" (wrong credential)"

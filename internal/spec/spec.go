@@ -200,6 +200,8 @@ func (s Spec) ConfigToCreate() []string {
 // the real value, read from Source when the run starts, stays outside.
 type Credential struct {
 	Env, BaseURLEnv, Upstream, Header, Source string
+	// Git: the agent's git reaches Upstream through the route.
+	Git bool
 }
 
 // Route is the credential's route name on the broker's port: its

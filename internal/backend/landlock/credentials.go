@@ -27,13 +27,21 @@ const phantomPrefix = "sk-agent-sandbox-phantom-"
 // is unset (the user logs in otherwise) or whose file is missing has no
 // route, and is said in notes; a command that fails refuses the run.
 func credentialRoutes(s spec.Spec, n Net, lookup func(string) (string, bool)) (routes []broker.Route, notes []string, err error) {
+	routes, _, notes, err = credentialRoutesGit(s, n, lookup)
+	return routes, notes, err
+}
+
+// credentialRoutesGit is credentialRoutes, also naming the routes that
+// serve git (Credential.Git).
+func credentialRoutesGit(s spec.Spec, n Net, lookup func(string) (string, bool)) (routes []broker.Route, git map[string]bool, notes []string, err error) {
+	git = map[string]bool{}
 	if n.Mode != posture.NetAllowlist {
-		return nil, nil, nil
+		return nil, git, nil, nil
 	}
 	for _, c := range s.Credentials {
 		real, note, err := readSource(c.Source, s.Home, lookup)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: credentials %s: source %q: %v", agentTomlOf(s), c.Env, c.Source, err)
+			return nil, nil, nil, fmt.Errorf("%s: credentials %s: source %q: %v", agentTomlOf(s), c.Env, c.Source, err)
 		}
 		if real == "" {
 			if note != "" {
@@ -42,15 +50,43 @@ func credentialRoutes(s spec.Spec, n Net, lookup func(string) (string, bool)) (r
 			continue
 		}
 		upstream := c.Upstream
-		if v, ok := lookup(c.BaseURLEnv); ok {
+		if v, ok := lookup(c.BaseURLEnv); ok && c.BaseURLEnv != "" {
 			if u, err := url.Parse(v); err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" {
 				upstream = v // the caller's own endpoint
 			}
 		}
 		routes = append(routes, broker.Route{Name: c.Route(), Env: c.Env, BaseEnv: c.BaseURLEnv,
 			Upstream: strings.TrimSuffix(upstream, "/"), Header: c.Header, Phantom: phantomPrefix + broker.NewToken(), Real: real})
+		git[c.Route()] = c.Git
 	}
-	return routes, notes, nil
+	return routes, git, notes, nil
+}
+
+// gitEnv points the agent's git at the routes that serve git, through
+// git's environment configuration (GIT_CONFIG_COUNT, _KEY_n, _VALUE_n):
+// the https remotes under each upstream are rewritten to the route
+// (url.<route>/.insteadOf) and a credential helper for the route gives
+// the phantom (from the agent's own variable) as the password.
+func gitEnv(routes []broker.Route, git map[string]bool, port int) []string {
+	var kv [][2]string
+	for _, r := range routes {
+		if !git[r.Name] {
+			continue
+		}
+		route := fmt.Sprintf("http://127.0.0.1:%d/%s", port, r.Name)
+		kv = append(kv,
+			[2]string{"url." + route + "/.insteadOf", r.Upstream + "/"},
+			[2]string{"credential." + route + ".helper", fmt.Sprintf(`!f() { test "$1" = get && printf 'username=x-access-token\npassword=%%s\n' "$%s"; }; f`, r.Env)},
+		)
+	}
+	if len(kv) == 0 {
+		return nil
+	}
+	env := []string{fmt.Sprintf("GIT_CONFIG_COUNT=%d", len(kv))}
+	for i, p := range kv {
+		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", i, p[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, p[1]))
+	}
+	return env
 }
 
 // readSource reads a credential's real value: env:NAME, file:PATH (~/
@@ -118,8 +154,15 @@ func credentialComments(s spec.Spec, n Net) []string {
 			out = append(out, fmt.Sprintf("credential %s: NOT injected (the broker injects credentials only with an allow list); the agent gets the real value if its env list names it", c.Env))
 			continue
 		}
-		out = append(out, fmt.Sprintf("credential %s (source %s, when it has a value): the agent gets a per-run phantom and %s=http://127.0.0.1:%d/%s; the broker puts the real value in %s and forwards to %s (a %s the caller set wins)",
-			c.Env, c.Source, c.BaseURLEnv, n.ProxyPort, c.Route(), c.Header, c.Upstream, c.BaseURLEnv))
+		line := fmt.Sprintf("credential %s (source %s, when it has a value): the agent gets a per-run phantom", c.Env, c.Source)
+		if c.BaseURLEnv != "" {
+			line += fmt.Sprintf(" and %s=http://127.0.0.1:%d/%s (a %s the caller set wins as the upstream)", c.BaseURLEnv, n.ProxyPort, c.Route(), c.BaseURLEnv)
+		}
+		if c.Git {
+			line += fmt.Sprintf("; git's https remotes under %s/ go to http://127.0.0.1:%d/%s/, with a credential helper giving the phantom", c.Upstream, n.ProxyPort, c.Route())
+		}
+		line += fmt.Sprintf("; the broker puts the real value in %s and forwards to %s", c.Header, c.Upstream)
+		out = append(out, line)
 	}
 	return out
 }

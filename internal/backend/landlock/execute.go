@@ -81,7 +81,7 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 			p.ReadWrite[i] = runTmp
 		}
 	}
-	routes, notes, err := credentialRoutes(s, n, os.LookupEnv)
+	routes, gitRoutes, notes, err := credentialRoutesGit(s, n, os.LookupEnv)
 	if err != nil {
 		diag.Errorf(stdio.Err, "%v", err)
 		return launch.ExitRefused
@@ -89,7 +89,7 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 	for _, note := range notes {
 		diag.Notef(stdio.Err, "%s", note)
 	}
-	sess, err := newNetSession(n, s.AgentID, s.AuditDir(), routes, stdio.Err)
+	sess, err := newNetSession(n, s.AgentID, s.AuditDir(), routes, gitRoutes, stdio.Err)
 	if err != nil {
 		diag.Errorf(stdio.Err, "%v", err)
 		return launch.ExitRefused

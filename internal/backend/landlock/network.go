@@ -250,14 +250,16 @@ type netSession struct {
 	// start so that a port already taken refuses the run.
 	listen []net.Listener
 	warn   io.Writer
-	// routes are the credentials the broker injects.
+	// routes are the credentials the broker injects; git names those
+	// that serve git.
 	routes []broker.Route
+	git    map[string]bool
 }
 
 // newNetSession opens what the run's network needs on the host: nil when
 // the network is open. A blocked network without ports gets one too: its
 // audit records the connections the agent attempts in vain (direct).
-func newNetSession(n Net, agentID, auditDir string, routes []broker.Route, warn io.Writer) (*netSession, error) {
+func newNetSession(n Net, agentID, auditDir string, routes []broker.Route, git map[string]bool, warn io.Writer) (*netSession, error) {
 	if n.Mode == posture.NetOpen {
 		return nil, nil
 	}
@@ -270,7 +272,7 @@ func newNetSession(n Net, agentID, auditDir string, routes []broker.Route, warn 
 	if err != nil {
 		return nil, err
 	}
-	s := &netSession{net: n, proxy: p, token: token, warn: warn, routes: routes}
+	s := &netSession{net: n, proxy: p, token: token, warn: warn, routes: routes, git: git}
 	for _, port := range n.Listen {
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port.Port))
 		if err != nil {
@@ -289,9 +291,12 @@ func (s *netSession) env(port int) []string {
 	}
 	env := broker.ProxyEnv(broker.ProxyURL(s.token, port))
 	for _, r := range s.routes {
-		env = append(env, r.Env+"="+r.Phantom, fmt.Sprintf("%s=http://127.0.0.1:%d/%s", r.BaseEnv, port, r.Name))
+		env = append(env, r.Env+"="+r.Phantom)
+		if r.BaseEnv != "" {
+			env = append(env, fmt.Sprintf("%s=http://127.0.0.1:%d/%s", r.BaseEnv, port, r.Name))
+		}
 	}
-	return env
+	return append(env, gitEnv(s.routes, s.git, port)...)
 }
 
 // serveProxy serves the broker on l.
