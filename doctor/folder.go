@@ -94,6 +94,9 @@ func (r *run) folder(t target) {
 	}
 	r.closure(check("closure"), f, tomlPath, cmdPath)
 	r.execPaths(check("exec_paths"), f, tomlPath)
+	if !r.o.FoldersOnly {
+		r.credentials(check("credentials"), f, tomlPath)
+	}
 
 	var onDisk string
 	if !r.o.FoldersOnly {
@@ -409,4 +412,51 @@ func (r *run) storePaths(check string, files []folderFile, profile *nono.Profile
 		return
 	}
 	r.add(check, OK, fmt.Sprintf("all %d /nix/store paths exist", len(seen)), "")
+}
+
+// credentials checks that the source of each [[credentials]] key can be
+// read (a command is not run: it may prompt or cost): a variable that is
+// set, a readable file. A missing value is a warning (that agent gets no
+// key and no route), never a failure.
+func (r *run) credentials(check string, f *agent.Folder, tomlPath string) {
+	if len(f.Config.Credentials) == 0 {
+		return
+	}
+	var ok, missing []string
+	for _, c := range f.Config.Credentials {
+		src := c.Source
+		if src == "" {
+			src = "env:" + c.Env
+		}
+		kind, arg, _ := strings.Cut(src, ":")
+		switch kind {
+		case "env":
+			if r.getenv(arg) == "" {
+				missing = append(missing, fmt.Sprintf("%s (source %s: not set)", c.Env, src))
+				continue
+			}
+		case "file":
+			p := arg
+			if p == "~" || strings.HasPrefix(p, "~/") {
+				p = filepath.Join(r.home.Dir, strings.TrimPrefix(p, "~"))
+			}
+			if fh, err := os.Open(p); err != nil {
+				missing = append(missing, fmt.Sprintf("%s (source %s: %v)", c.Env, src, err))
+				continue
+			} else {
+				fh.Close()
+			}
+		case "command":
+			ok = append(ok, c.Env+" (source "+src+": run when a run starts, not by doctor)")
+			continue
+		}
+		ok = append(ok, c.Env+" (source "+src+")")
+	}
+	if len(missing) > 0 {
+		r.add(check, Warn, fmt.Sprintf("%s: no value for %s: with an allow list the built-in engine's broker injects only keys it can read", tomlPath, strings.Join(missing, ", ")),
+			"set the variable or create the file if the agent needs the key; a subscription login needs none")
+	}
+	if len(ok) > 0 {
+		r.add(check, OK, fmt.Sprintf("injected by the broker with an allow list (the agent holds a phantom): %s", strings.Join(ok, ", ")), "")
+	}
 }

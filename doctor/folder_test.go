@@ -437,3 +437,44 @@ func TestFoldersOnlyWithoutHome(t *testing.T) {
 		t.Errorf("%+v", last)
 	}
 }
+
+// TestCredentials: doctor says which [[credentials]] sources have a value
+// (the broker injects those) and warns, naming the file and key, of those
+// that have none; a command source is not run.
+func TestCredentials(t *testing.T) {
+	f := newFixture(t, "keyed", map[string]string{"agent.toml": `command = "/bin/sh"
+
+[[credentials]]
+env = "SET_KEY"
+base_url_env = "SET_BASE"
+upstream = "https://api.example.com"
+header = "x-api-key"
+
+[[credentials]]
+env = "UNSET_KEY"
+base_url_env = "UNSET_BASE"
+upstream = "https://api.example.com"
+header = "x-api-key"
+
+[[credentials]]
+env = "CMD_KEY"
+base_url_env = "CMD_BASE"
+upstream = "https://api.example.com"
+header = "authorization"
+source = "command:touch /nonexistent-dir/ran"
+`})
+	f.env["SET_KEY"] = "sk-x"
+	rs := f.folders(false)
+	var got []string
+	for _, r := range rs {
+		if r.Check == "keyed credentials" {
+			got = append(got, string(r.Status)+": "+r.Detail)
+		}
+	}
+	joined := strings.Join(got, "\n")
+	if !strings.Contains(joined, "warn: "+filepath.Join(f.folder, "agent.toml")+": no value for UNSET_KEY") ||
+		!strings.Contains(joined, "ok: injected by the broker") || !strings.Contains(joined, "SET_KEY (source env:SET_KEY)") ||
+		!strings.Contains(joined, "CMD_KEY (source command:touch /nonexistent-dir/ran: run when a run starts, not by doctor)") {
+		t.Errorf("doctor's credentials checks:\n%s", joined)
+	}
+}
