@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"runtime"
 	"strconv"
 	"syscall"
 	"testing"
@@ -20,8 +21,16 @@ const (
 // key's description. It is invalidated when the test ends, and expires on
 // its own after ten minutes in any case. Skips, saying why, when this host
 // (a container's seccomp profile, typically) refuses add_key.
+//
+// The test's goroutine is locked to its thread for the rest of the test:
+// a process without a session keyring gets one from add_key for the
+// calling thread only, so agent-sandbox must be forked from that thread
+// to inherit it (else the unsandboxed control cannot find the key, and the
+// row proves nothing).
 func keyringCanary(t *testing.T, payload string) string {
 	t.Helper()
+	runtime.LockOSThread()
+	t.Cleanup(runtime.UnlockOSThread)
 	desc := "agent-sandbox-escape-canary-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	typ, _ := syscall.BytePtrFromString("user")
 	d, _ := syscall.BytePtrFromString(desc)
