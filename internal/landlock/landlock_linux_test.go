@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"golang.org/x/sys/unix"
 )
 
 // fsFixture is a writable work dir, a read-only dir with a file, and a
@@ -714,7 +716,18 @@ func TestTerminalInjection(t *testing.T) {
 }
 
 func TestTerminalFilterShape(t *testing.T) {
+	all := Seccomp{DenyKeyrings: true, DenyUnixSockets: true, DenyUserns: true, DenyHostIPC: true, NotifyConnect: true}
 	for arch, a := range seccompArches {
+		for _, f := range [][]unix.SockFilter{seccompFilter(a, all), seccompFilter(a, Seccomp{DenyUserns: true})} {
+			for i, ins := range f {
+				if ins.Code&0x07 == 0x05 && (i+1+int(ins.Jt) >= len(f) || i+1+int(ins.Jf) >= len(f)) {
+					t.Errorf("%s: instruction %d jumps past the end", arch, i)
+				}
+			}
+			if f[len(f)-1].K != 0x7fff0000 {
+				t.Errorf("%s: the filter does not end by allowing", arch)
+			}
+		}
 		f := terminalFilter(a)
 		for i, ins := range f {
 			if ins.Code&0x07 == 0x05 && i+1+int(ins.Jt) >= len(f) || i+1+int(ins.Jf) > len(f) {

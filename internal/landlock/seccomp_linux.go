@@ -119,7 +119,11 @@ func (b *bpf) program(deny, nosys, notify, allow uint32) []unix.SockFilter {
 			if name == "" {
 				continue
 			}
-			off := uint8(at[name] - i - 1)
+			d := at[name] - i - 1
+			if d < 0 || d > 255 {
+				panic(fmt.Sprintf("seccomp filter: jump %d to %q out of range", i, name))
+			}
+			off := uint8(d)
 			if j == 0 {
 				b.ins[i].Jt = off
 			} else {
