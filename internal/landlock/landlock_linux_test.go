@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -152,6 +153,17 @@ func TestHardLinkNeedsSameFilesystem(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(a, "f"), nil, 0o644))
 	if err := os.Link(filepath.Join(a, "f"), filepath.Join(b, "f")); err != nil {
 		t.Skipf("skipping: hard links between temp dirs fail even without a sandbox (%v), so TestFilesystem's hard link probes are vacuous here", err)
+	}
+}
+
+// In the fresh process of TestParentStaysUnconfined the main goroutine
+// keeps the process's first thread: a goroutine that exits locked ends its
+// thread, except on that first thread, which the runtime cannot end and
+// parks for good instead (with its no_new_privs), so the confining
+// goroutine must never run there.
+func init() {
+	if os.Getenv("AGENT_SANDBOX_LANDLOCK_FRESH") == "1" {
+		runtime.LockOSThread()
 	}
 }
 
