@@ -94,15 +94,27 @@ func appears(marker string, d time.Duration) bool {
 }
 
 // killMarked SIGKILLs the processes carrying marker: only processes a test
-// started itself carry one. It scans again until none is left (at most 2
-// s): a shell killed in one scan may have forked a marked child after that
-// scan listed /proc, which then outlived the test.
+// started itself carry one. It scans again until none has been seen for
+// half a second (at most 5 s): a shell killed in one scan may have forked
+// a marked child after that scan listed /proc, which then outlived the
+// test.
 func killMarked(marker string) {
-	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	// Done once no marked process has been seen for half a second: a
+	// process being exec'd, or forked by a shell killed in the same scan,
+	// may carry its marker only a moment later.
+	var quiet time.Time
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		pids := markerProcesses(marker)
-		if len(pids) == 0 || time.Now().After(deadline) {
-			return
+		if len(pids) == 0 {
+			if quiet.IsZero() {
+				quiet = time.Now()
+			}
+			if time.Since(quiet) > 500*time.Millisecond {
+				return
+			}
+			continue
 		}
+		quiet = time.Time{}
 		for _, pid := range pids {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
