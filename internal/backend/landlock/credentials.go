@@ -25,15 +25,9 @@ const phantomPrefix = "sk-agent-sandbox-phantom-"
 // route, with a phantom for the agent: only with an allow list, where the
 // broker is the agent's only way out. A credential whose variable source
 // is unset (the user logs in otherwise) or whose file is missing has no
-// route, and is said in notes; a command that fails refuses the run.
-func credentialRoutes(s spec.Spec, n Net, lookup func(string) (string, bool)) (routes []broker.Route, notes []string, err error) {
-	routes, _, notes, err = credentialRoutesGit(s, n, lookup)
-	return routes, notes, err
-}
-
-// credentialRoutesGit is credentialRoutes, also naming the routes that
-// serve git (Credential.Git).
-func credentialRoutesGit(s spec.Spec, n Net, lookup func(string) (string, bool)) (routes []broker.Route, git map[string]bool, notes []string, err error) {
+// route, and is said in notes; a command that fails refuses the run. git
+// names the routes that also serve git (Credential.Git).
+func credentialRoutes(s spec.Spec, n Net, lookup func(string) (string, bool)) (routes []broker.Route, git map[string]bool, notes []string, err error) {
 	git = map[string]bool{}
 	if n.Mode != posture.NetAllowlist {
 		return nil, git, nil, nil

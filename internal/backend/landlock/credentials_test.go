@@ -29,10 +29,10 @@ func TestCredentialRoutes(t *testing.T) {
 	}}
 	env := map[string]string{"FROM_ENV": "sk-from-env", "FROM_ENV_BASE": "http://localhost:8080/custom"}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	if rs, _, _ := credentialRoutes(s, Net{Mode: posture.NetBlocked}, lookup); len(rs) != 0 {
+	if rs, _, _, _ := credentialRoutes(s, Net{Mode: posture.NetBlocked}, lookup); len(rs) != 0 {
 		t.Errorf("routes without an allow list: %v", rs)
 	}
-	rs, notes, err := credentialRoutes(s, Net{Mode: posture.NetAllowlist}, lookup)
+	rs, _, notes, err := credentialRoutes(s, Net{Mode: posture.NetAllowlist}, lookup)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestCredentialRoutes(t *testing.T) {
 		t.Errorf("notes %q", notes)
 	}
 	s.Credentials = []spec.Credential{cred("BAD", "command:exit 3")}
-	if _, _, err := credentialRoutes(s, Net{Mode: posture.NetAllowlist}, lookup); err == nil || !strings.Contains(err.Error(), "BAD") || !strings.Contains(err.Error(), "command:exit 3") {
+	if _, _, _, err := credentialRoutes(s, Net{Mode: posture.NetAllowlist}, lookup); err == nil || !strings.Contains(err.Error(), "BAD") || !strings.Contains(err.Error(), "command:exit 3") {
 		t.Errorf("a failing command: %v", err)
 	}
 }

@@ -81,7 +81,7 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 			p.ReadWrite[i] = runTmp
 		}
 	}
-	routes, gitRoutes, notes, err := credentialRoutesGit(s, n, os.LookupEnv)
+	routes, gitRoutes, notes, err := credentialRoutes(s, n, os.LookupEnv)
 	if err != nil {
 		diag.Errorf(stdio.Err, "%v", err)
 		return launch.ExitRefused
