@@ -33,6 +33,16 @@ func credentialRoutes(s spec.Spec, n Net, lookup func(string) (string, bool)) (r
 		return nil, git, nil, nil
 	}
 	for _, c := range s.Credentials {
+		if p, ok := strings.CutPrefix(c.Source, "file:"); ok {
+			if p == "~" || strings.HasPrefix(p, "~/") {
+				p = filepath.Join(s.Home, strings.TrimPrefix(p, "~"))
+			}
+			for _, g := range append(append([]string{}, s.Read...), s.Writable()...) {
+				if g != "" && (p == g || strings.HasPrefix(p, g+"/")) {
+					return nil, nil, nil, fmt.Errorf("%s: credentials %s: source %q lies in %s, which the agent is granted: it would read the real value there; keep the key outside every grant", agentTomlOf(s), c.Env, c.Source, g)
+				}
+			}
+		}
 		real, note, err := readSource(c.Source, s.Home, lookup)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("%s: credentials %s: source %q: %v", agentTomlOf(s), c.Env, c.Source, err)

@@ -59,6 +59,12 @@ func TestCredentialRoutes(t *testing.T) {
 	if len(notes) != 1 || !strings.Contains(notes[0], "NO_FILE") {
 		t.Errorf("notes %q", notes)
 	}
+	s.Read = []string{dir}
+	s.Credentials = []spec.Credential{cred("GRANTED", "file:"+keyFile)}
+	if _, _, _, err := credentialRoutes(s, Net{Mode: posture.NetAllowlist}, lookup); err == nil || !strings.Contains(err.Error(), "which the agent is granted") {
+		t.Errorf("a key file inside a grant: %v", err)
+	}
+	s.Read = nil
 	s.Credentials = []spec.Credential{cred("BAD", "command:exit 3")}
 	if _, _, _, err := credentialRoutes(s, Net{Mode: posture.NetAllowlist}, lookup); err == nil || !strings.Contains(err.Error(), "BAD") || !strings.Contains(err.Error(), "command:exit 3") {
 		t.Errorf("a failing command: %v", err)
