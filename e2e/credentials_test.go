@@ -154,6 +154,64 @@ func TestCredentialInjection(t *testing.T) {
 			t.Errorf("the API saw no request")
 		}
 	})
+
+	t.Run("pi completes a turn with its key injected", func(t *testing.T) {
+		realAgent(t, "pi", "@mariozechner/pi-coding-agent@0.73.1")
+		before := len(api.seen())
+		r := newBrokerRun(t)
+		// Control: pi reads no ANTHROPIC_BASE_URL, so without the
+		// generated extension its request would go to
+		// api.anthropic.com (through the broker, which the allow list
+		// refuses): the turn below reaches the stand-in only through
+		// the route.
+		code, out := r.run(120*time.Second, env, "--allow-host", allow, "pi", "--provider", "anthropic", "--model", "claude-sonnet-4-5", "--no-session", "-p", "Say hello.")
+		if code != 0 || !strings.Contains(out, standInReply) {
+			t.Fatalf("exit %d, want the stand-in's reply:\n%s", code, out)
+		}
+		seen := api.seen()[before:]
+		for _, k := range seen {
+			if k != real {
+				t.Errorf("the API saw %q, not the real key", k)
+			}
+		}
+		if len(seen) == 0 {
+			t.Errorf("the API saw no request")
+		}
+		if _, dry := r.run(30*time.Second, env, "--allow-host", allow, "--dry-run", "pi"); !strings.Contains(dry, "pi reaches") {
+			t.Errorf("--dry-run does not say how pi reaches the route:\n%s", dry)
+		}
+	})
+
+	t.Run("pi cannot change the extension that routes it", func(t *testing.T) {
+		// A folder whose command is named pi gets the extension too; this
+		// "pi" is a script that tries what an agent would.
+		r := newBrokerRun(t)
+		folder := filepath.Join(filepath.Dir(r.home), "agents", "pi-probe")
+		bin := filepath.Join(filepath.Dir(r.home), "bin", "pi")
+		write(t, bin, `#!/bin/sh
+[ "$1" = --extension ] || { echo "NO-EXTENSION-ARG $*"; exit 0; }
+grep -q ANTHROPIC_BASE_URL "$2" && echo READ-OK
+echo 'process.exit(0)' >> "$2" && echo WROTE
+mv "$2" "$2.x" && echo MOVED
+rm -f "$2" && echo REMOVED
+touch "$(dirname "$2")/new.ts" && echo CREATED
+true
+`)
+		if err := os.Chmod(bin, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(folder, "agent.toml"), strings.Replace(credentialsFolder, `"/bin/sh"`, fmt.Sprintf("%q\nexec_paths = [\"/bin\", \"/usr/bin\"]", bin), 1))
+		write(t, filepath.Join(folder, "sandbox", "nono.json"), "{}\n")
+		code, out := r.run(60*time.Second, env, "--allow-host", allow, folder)
+		if code != 0 || !strings.Contains(out, "READ-OK") {
+			t.Fatalf("exit %d, the script did not get a readable extension:\n%s", code, out)
+		}
+		for _, w := range []string{"WROTE", "MOVED", "REMOVED", "CREATED"} {
+			if regexp.MustCompile(`(?m)^` + w + `$`).MatchString(out) {
+				t.Errorf("the agent could change its extension (%s):\n%s", w, out)
+			}
+		}
+	})
 }
 
 // TestCredentialInjectionGit (issue 26): a token the broker holds reaches
@@ -233,4 +291,83 @@ echo "TOKEN=$GH_TOKEN"`
 		}
 	}
 	mu.Unlock()
+}
+
+// TestCredentialDefaults (issue 26): the built-in codex, gemini and
+// opencode folders' [[credentials]] defaults, with the real agents (the
+// versions .ci/run installs): each agent's request reaches a TLS stand-in
+// of its API through the broker's route, carrying the real key, which the
+// agent never held (it had a phantom). The stand-in answers 401, so the
+// agent ends with its own error; what is checked is the key each request
+// carried.
+func TestCredentialDefaults(t *testing.T) {
+	skipWithoutLandlock(t)
+	type seenReq struct{ path, key string }
+	var mu sync.Mutex
+	var seen []seenReq
+	api := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("x-api-key") + r.Header.Get("x-goog-api-key") + strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		mu.Lock()
+		seen = append(seen, seenReq{r.URL.Path, key})
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprint(w, `{"error": {"type": "authentication_error", "code": 401, "message": "stand-in: not a real API"}}`)
+	}))
+	defer api.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	write(t, ca, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: api.Certificate().Raw})))
+	allow := api.Listener.Addr().String()
+	real := "REALKEYMARK-" + strings.Repeat("5", 24)
+	for _, c := range []struct {
+		agent, pkg, path string
+		env, args        []string
+		setup            func(home string)
+	}{
+		{agent: "codex", pkg: "@openai/codex@0.171.0", path: "/v1/responses",
+			env:  []string{"CODEX_API_KEY=" + real, "OPENAI_BASE_URL=" + api.URL + "/v1"},
+			args: []string{"exec", "--skip-git-repo-check", "Say hello."}},
+		{agent: "gemini", pkg: "@google/gemini-cli@0.61.0", path: "/v1beta/models/",
+			env:  []string{"GEMINI_API_KEY=" + real, "GOOGLE_GEMINI_BASE_URL=" + api.URL},
+			args: []string{"--skip-trust", "-p", "Say hello."},
+			setup: func(home string) {
+				write(t, filepath.Join(home, ".gemini", "settings.json"), `{"security": {"auth": {"selectedType": "gemini-api-key"}}}`)
+			}},
+		{agent: "opencode", pkg: "opencode-ai@1.18.33", path: "/v1/messages",
+			env:  []string{"ANTHROPIC_API_KEY=" + real, "ANTHROPIC_BASE_URL=" + api.URL + "/v1"},
+			args: []string{"run", "-m", "anthropic/claude-sonnet-4-5", "Say hello."}},
+	} {
+		t.Run(c.agent, func(t *testing.T) {
+			realAgent(t, c.agent, c.pkg)
+			r := newBrokerRun(t)
+			if c.setup != nil {
+				c.setup(r.home)
+			}
+			mu.Lock()
+			before := len(seen)
+			mu.Unlock()
+			env := append([]string{"SSL_CERT_FILE=" + ca}, c.env...)
+			code, out := r.run(120*time.Second, env, append([]string{"--allow-host", allow, c.agent}, c.args...)...)
+			if code == 125 {
+				t.Fatalf("refused before start:\n%s", out)
+			}
+			mu.Lock()
+			got := append([]seenReq{}, seen[before:]...)
+			mu.Unlock()
+			if len(got) == 0 {
+				t.Fatalf("exit %d: the stand-in saw no request from %s:\n%s", code, c.agent, out)
+			}
+			for _, g := range got {
+				if g.key != real || !strings.HasPrefix(g.path, c.path) {
+					t.Errorf("the stand-in saw %s with key %q, want %s... with the real key", g.path, g.key, c.path)
+				}
+			}
+			if strings.Contains(out, "REALKEYMARK") {
+				t.Errorf("the real key is in the agent's output:\n%s", out)
+			}
+			if _, log := r.cli(30*time.Second, nil, "log", "--json", c.agent); !strings.Contains(log, "injected") || strings.Contains(log, "REALKEYMARK") {
+				t.Errorf("the audit log does not record the injection, or holds the key:\n%s", log)
+			}
+		})
+	}
 }

@@ -29,6 +29,10 @@ func TestParseConfigErrors(t *testing.T) {
 		{`command = "x"` + "\n[sbx]\nhome = \"rel\"", `sbx.home: "rel"`},
 		{`command = "x" = "y"`, "/f/agent.toml:1:"},
 		{`command = "x"` + "\nallow_edit = [\".git/objects\"]", `allow_edit[0]: ".git/objects" is not a protected path`},
+		{`command = "x"` + "\n[[credentials]]\nenv = \"K\"\nupstream = \"https://a\"\nheader = \"x-api-key\"", `credentials[0].base_url_env: "" is not a variable name`},
+		{`command = "x"` + "\n[[credentials]]\nenv = \"K\"\nupstream = \"https://a\"\nheader = \"x-api-key\"\nbase_url_args = [\"--base\", \"URL\"]", `credentials[0].base_url_args: ["--base" "URL"]: no argument holds {base_url}`},
+		{`command = "x"` + "\n[[credentials]]\nenv = \"K\"\nupstream = \"https://a\"\nheader = \"x-api-key\"\nbase_url_env = \"B\"\nsource = \"vault:x\"", `credentials[0].source: "vault:x"`},
+		{`command = "x"` + "\n[[credentials]]\nenv = \"K\"\nbase_url_env = \"B\"\nupstream = \"ftp://a\"\nheader = \"x-api-key\"", `credentials[0].upstream: "ftp://a"`},
 	}
 	for _, tt := range tests {
 		_, err := ParseConfig("/f/agent.toml", []byte(tt.src))
@@ -269,7 +273,7 @@ func TestNixProfilesCodeMatchBuiltins(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(built.CodePaths, nix.CodePaths) || !reflect.DeepEqual(built.CodeKeys, nix.CodeKeys) {
+		if !reflect.DeepEqual(built.CodePaths, nix.CodePaths) || !reflect.DeepEqual(built.CodeKeys, nix.CodeKeys) || !reflect.DeepEqual(built.Credentials, nix.Credentials) {
 			t.Errorf("%s: nix/profiles code settings differ from the built-in's:\n%+v %+v\n%+v %+v", name, nix.CodePaths, nix.CodeKeys, built.CodePaths, built.CodeKeys)
 		}
 		if len(built.CodeKeys) == 0 {

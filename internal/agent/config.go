@@ -94,6 +94,11 @@ type Credential struct {
 	// env:<Env>), "file:PATH" or "command:CMD" (run by /bin/sh, its
 	// first line; a password manager's CLI).
 	Source string `toml:"source"`
+	// BaseURLArgs are arguments added right after the command, for an
+	// agent that takes its API's base URL from a flag rather than a
+	// variable (codex: -c openai_base_url="{base_url}"); "{base_url}" in
+	// each is replaced by the route's URL.
+	BaseURLArgs []string `toml:"base_url_args"`
 	// Git points the agent's git at the route for Upstream (its https
 	// remotes there are rewritten to the route, url.insteadOf) with a
 	// credential helper that gives the phantom as the password; with
@@ -289,12 +294,15 @@ func (c *Config) validate() error {
 			return fmt.Errorf("%s.env: %q is not a variable name", where, cr.Env)
 		case seenCred[cr.Env]:
 			return fmt.Errorf("%s.env: %q is named twice", where, cr.Env)
-		case !(cr.Git && cr.BaseURLEnv == "") && !envName().MatchString(cr.BaseURLEnv):
+		case !((cr.Git || len(cr.BaseURLArgs) > 0) && cr.BaseURLEnv == "") && !envName().MatchString(cr.BaseURLEnv):
 			return fmt.Errorf("%s.base_url_env: %q is not a variable name (the variable that points the agent at its API, e.g. ANTHROPIC_BASE_URL)", where, cr.BaseURLEnv)
 		case !strings.HasPrefix(cr.Upstream, "https://") && !strings.HasPrefix(cr.Upstream, "http://"):
 			return fmt.Errorf("%s.upstream: %q: want the API's base URL, e.g. \"https://api.anthropic.com\"", where, cr.Upstream)
 		case cr.Header == "" || strings.ContainsAny(cr.Header, " :\r\n"):
 			return fmt.Errorf("%s.header: %q: want \"authorization\" (Bearer), \"basic\" (the key as a Basic password, for git) or the header that holds the key, e.g. \"x-api-key\"", where, cr.Header)
+		}
+		if len(cr.BaseURLArgs) > 0 && !strings.Contains(strings.Join(cr.BaseURLArgs, "\x00"), "{base_url}") {
+			return fmt.Errorf("%s.base_url_args: %q: no argument holds {base_url}, which is replaced by the route's URL", where, cr.BaseURLArgs)
 		}
 		if s := cr.Source; s != "" && !strings.HasPrefix(s, "env:") && !strings.HasPrefix(s, "file:") && !strings.HasPrefix(s, "command:") {
 			return fmt.Errorf("%s.source: %q: want env:NAME, file:PATH or command:CMD", where, s)

@@ -200,6 +200,9 @@ func (s Spec) ConfigToCreate() []string {
 // the real value, read from Source when the run starts, stays outside.
 type Credential struct {
 	Env, BaseURLEnv, Upstream, Header, Source string
+	// BaseURLArgs go right after the command, "{base_url}" replaced by
+	// the route's URL.
+	BaseURLArgs []string
 	// Git: the agent's git reaches Upstream through the route.
 	Git bool
 }

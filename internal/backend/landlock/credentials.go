@@ -11,7 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/atomicfile"
 	"github.com/agent-sandbox/agent-sandbox/internal/broker"
+	"github.com/agent-sandbox/agent-sandbox/internal/grant"
+	"github.com/agent-sandbox/agent-sandbox/internal/piext"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
@@ -25,12 +28,13 @@ const phantomPrefix = "sk-agent-sandbox-phantom-"
 // route, with a phantom for the agent: only with an allow list, where the
 // broker is the agent's only way out. A credential whose variable source
 // is unset (the user logs in otherwise) or whose file is missing has no
-// route, and is said in notes; a command that fails refuses the run. git
-// names the routes that also serve git (Credential.Git).
-func credentialRoutes(s spec.Spec, n Net, lookup func(string) (string, bool)) (routes []broker.Route, git map[string]bool, notes []string, err error) {
-	git = map[string]bool{}
+// route, and is said in notes; a command that fails refuses the run.
+// conf is each route's credential as configured, by route name (git,
+// arguments).
+func credentialRoutes(s spec.Spec, n Net, lookup func(string) (string, bool)) (routes []broker.Route, conf map[string]spec.Credential, notes []string, err error) {
+	conf = map[string]spec.Credential{}
 	if n.Mode != posture.NetAllowlist {
-		return nil, git, nil, nil
+		return nil, conf, nil, nil
 	}
 	for _, c := range s.Credentials {
 		if p, ok := strings.CutPrefix(c.Source, "file:"); ok {
@@ -61,9 +65,24 @@ func credentialRoutes(s spec.Spec, n Net, lookup func(string) (string, bool)) (r
 		}
 		routes = append(routes, broker.Route{Name: c.Route(), Env: c.Env, BaseEnv: c.BaseURLEnv,
 			Upstream: strings.TrimSuffix(upstream, "/"), Header: c.Header, Phantom: phantomPrefix + broker.NewToken(), Real: real})
-		git[c.Route()] = c.Git
+		conf[c.Route()] = c
 	}
-	return routes, git, notes, nil
+	return routes, conf, notes, nil
+}
+
+// routeArgs adds each route's base_url_args right after argv[0], with
+// "{base_url}" replaced by the route's URL on the broker at port.
+func routeArgs(argv []string, routes []broker.Route, conf map[string]spec.Credential, port int) []string {
+	var add []string
+	for _, r := range routes {
+		for _, a := range conf[r.Name].BaseURLArgs {
+			add = append(add, strings.ReplaceAll(a, "{base_url}", fmt.Sprintf("http://127.0.0.1:%d/%s", port, r.Name)))
+		}
+	}
+	if len(add) == 0 || len(argv) == 0 {
+		return argv
+	}
+	return append(append([]string{argv[0]}, add...), argv[1:]...)
 }
 
 // gitEnv points the agent's git at the routes that serve git, through
@@ -71,10 +90,10 @@ func credentialRoutes(s spec.Spec, n Net, lookup func(string) (string, bool)) (r
 // the https remotes under each upstream are rewritten to the route
 // (url.<route>/.insteadOf) and a credential helper for the route gives
 // the phantom (from the agent's own variable) as the password.
-func gitEnv(routes []broker.Route, git map[string]bool, port int) []string {
+func gitEnv(routes []broker.Route, conf map[string]spec.Credential, port int) []string {
 	var kv [][2]string
 	for _, r := range routes {
-		if !git[r.Name] {
+		if !conf[r.Name].Git {
 			continue
 		}
 		route := fmt.Sprintf("http://127.0.0.1:%d/%s", port, r.Name)
@@ -165,8 +184,49 @@ func credentialComments(s spec.Spec, n Net) []string {
 		if c.Git {
 			line += fmt.Sprintf("; git's https remotes under %s/ go to http://127.0.0.1:%d/%s/, with a credential helper giving the phantom", c.Upstream, n.ProxyPort, c.Route())
 		}
+		if len(c.BaseURLArgs) > 0 {
+			line += fmt.Sprintf("; the command gets %q after its name", routeArgs([]string{""}, []broker.Route{{Name: c.Route()}}, map[string]spec.Credential{c.Route(): c}, n.ProxyPort)[1:])
+		}
+		if c.BaseURLEnv != "" && piext.IsPi(s) {
+			line += fmt.Sprintf("; pi reaches the route through the extension %s (generated, read-only: pi reads no %s)", piRoutesPath(s), c.BaseURLEnv)
+		}
 		line += fmt.Sprintf("; the broker puts the real value in %s and forwards to %s", c.Header, c.Upstream)
 		out = append(out, line)
 	}
 	return out
+}
+
+// piRoutes points pi at the run's credential routes: pi reads no base-URL
+// variable, so for a pi run with routes it writes the routes extension
+// (piext.RoutesSource) to the state dir, which the agent cannot write,
+// and returns its path for `--extension` and a read-only grant; "" when
+// the run needs none.
+func piRoutes(s spec.Spec, routes []broker.Route) (string, error) {
+	var rs []piext.Route
+	for _, r := range routes {
+		if r.BaseEnv == "" {
+			continue
+		}
+		// pi's built-in models name the configured upstream; a caller's
+		// own endpoint (the route's upstream then) may be in models.json.
+		for _, c := range s.Credentials {
+			if c.Route() == r.Name && strings.TrimSuffix(c.Upstream, "/") != r.Upstream {
+				rs = append(rs, piext.Route{Upstream: strings.TrimSuffix(c.Upstream, "/"), BaseEnv: r.BaseEnv})
+			}
+		}
+		rs = append(rs, piext.Route{Upstream: r.Upstream, BaseEnv: r.BaseEnv})
+	}
+	if len(rs) == 0 || !piext.IsPi(s) {
+		return "", nil
+	}
+	path := piRoutesPath(s)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", err
+	}
+	return path, atomicfile.Write(path, []byte(piext.RoutesSource(rs)), 0o644)
+}
+
+// piRoutesPath is where piRoutes writes pi's routes extension.
+func piRoutesPath(s spec.Spec) string {
+	return filepath.Join(grant.Canonical(s.StateDir), "pi", "credential-routes.ts")
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/broker"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
@@ -68,5 +69,49 @@ func TestCredentialRoutes(t *testing.T) {
 	s.Credentials = []spec.Credential{cred("BAD", "command:exit 3")}
 	if _, _, _, err := credentialRoutes(s, Net{Mode: posture.NetAllowlist}, lookup); err == nil || !strings.Contains(err.Error(), "BAD") || !strings.Contains(err.Error(), "command:exit 3") {
 		t.Errorf("a failing command: %v", err)
+	}
+}
+
+// TestRouteArgs: base_url_args go right after the command, {base_url}
+// replaced by the route's URL; a route without them changes nothing.
+func TestRouteArgs(t *testing.T) {
+	routes := []broker.Route{{Name: "codex_api_key"}, {Name: "other"}}
+	conf := map[string]spec.Credential{
+		"codex_api_key": {BaseURLArgs: []string{"-c", `openai_base_url="{base_url}"`}},
+		"other":         {},
+	}
+	got := routeArgs([]string{"/usr/bin/codex", "exec", "hi"}, routes, conf, 3128)
+	want := []string{"/usr/bin/codex", "-c", `openai_base_url="http://127.0.0.1:3128/codex_api_key"`, "exec", "hi"}
+	if strings.Join(got, "\x00") != strings.Join(want, "\x00") {
+		t.Errorf("routeArgs = %q, want %q", got, want)
+	}
+	if got := routeArgs([]string{"sh"}, routes[1:], conf, 3128); len(got) != 1 {
+		t.Errorf("a route without base_url_args changed argv: %q", got)
+	}
+}
+
+// TestPiRoutes: a pi run with a route gets the routes extension in the
+// state dir, naming the folder's upstream and the caller's; another agent
+// or a run without routes gets none.
+func TestPiRoutes(t *testing.T) {
+	dir := t.TempDir()
+	cred := spec.Credential{Env: "ANTHROPIC_API_KEY", BaseURLEnv: "ANTHROPIC_BASE_URL", Upstream: "https://api.anthropic.com/", Header: "x-api-key"}
+	routes := []broker.Route{{Name: cred.Route(), BaseEnv: "ANTHROPIC_BASE_URL", Upstream: "https://127.0.0.1:8443"}}
+	s := spec.Spec{AgentID: "pi", StateDir: dir, Argv: []string{"/usr/bin/pi"}, Credentials: []spec.Credential{cred}}
+	path, err := piRoutes(s, routes)
+	if err != nil || path != filepath.Join(dir, "pi", "credential-routes.ts") {
+		t.Fatalf("piRoutes = %q, %v", path, err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || !strings.Contains(string(b), `[["https://api.anthropic.com","ANTHROPIC_BASE_URL"],["https://127.0.0.1:8443","ANTHROPIC_BASE_URL"]]`) {
+		t.Errorf("the extension does not name both upstreams (%v):\n%s", err, b)
+	}
+	s.AgentID, s.Argv = "claude", []string{"/usr/bin/claude"}
+	if path, _ := piRoutes(s, routes); path != "" {
+		t.Errorf("claude got a pi extension: %s", path)
+	}
+	s.AgentID = "pi"
+	if path, _ := piRoutes(s, nil); path != "" {
+		t.Errorf("a run without routes got an extension: %s", path)
 	}
 }

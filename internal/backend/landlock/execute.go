@@ -17,6 +17,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	ll "github.com/agent-sandbox/agent-sandbox/internal/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
+	"github.com/agent-sandbox/agent-sandbox/internal/piext"
 	"github.com/agent-sandbox/agent-sandbox/internal/placeholder"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
@@ -81,7 +82,7 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 			p.ReadWrite[i] = runTmp
 		}
 	}
-	routes, gitRoutes, notes, err := credentialRoutes(s, n, os.LookupEnv)
+	routes, routeConf, notes, err := credentialRoutes(s, n, os.LookupEnv)
 	if err != nil {
 		diag.Errorf(stdio.Err, "%v", err)
 		return launch.ExitRefused
@@ -89,7 +90,13 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 	for _, note := range notes {
 		diag.Notef(stdio.Err, "%s", note)
 	}
-	sess, err := newNetSession(n, s.AgentID, s.AuditDir(), routes, gitRoutes, stdio.Err)
+	if ext, err := piRoutes(s, routes); err != nil {
+		return refuse(stdio.Err, err)
+	} else if ext != "" {
+		p.ReadOnly = append(p.ReadOnly, ext)
+		s.Argv = piext.WithExtension(s.Argv, ext)
+	}
+	sess, err := newNetSession(n, s.AgentID, s.AuditDir(), routes, routeConf, stdio.Err)
 	if err != nil {
 		diag.Errorf(stdio.Err, "%v", err)
 		return launch.ExitRefused
@@ -115,6 +122,7 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 			port := l.Addr().(*net.TCPAddr).Port
 			p.AllowTCPConnect = append(p.AllowTCPConnect, uint16(port))
 			cmd.Env = withEnv(cmd.Env, sess.env(port))
+			cmd.Args = sess.args(cmd.Args, port)
 			sess.serveProxy(l)
 		}
 		// The weaker sandbox: Landlock, seccomp (no Unix sockets, no

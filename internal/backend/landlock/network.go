@@ -14,6 +14,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/broker"
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
+	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
 
 // Net is how the built-in engine gives the agent its network, decided
@@ -250,16 +251,16 @@ type netSession struct {
 	// start so that a port already taken refuses the run.
 	listen []net.Listener
 	warn   io.Writer
-	// routes are the credentials the broker injects; git names those
-	// that serve git.
+	// routes are the credentials the broker injects; conf is each one's
+	// configuration, by route name.
 	routes []broker.Route
-	git    map[string]bool
+	conf   map[string]spec.Credential
 }
 
 // newNetSession opens what the run's network needs on the host: nil when
 // the network is open. A blocked network without ports gets one too: its
 // audit records the connections the agent attempts in vain (direct).
-func newNetSession(n Net, agentID, auditDir string, routes []broker.Route, git map[string]bool, warn io.Writer) (*netSession, error) {
+func newNetSession(n Net, agentID, auditDir string, routes []broker.Route, conf map[string]spec.Credential, warn io.Writer) (*netSession, error) {
 	if n.Mode == posture.NetOpen {
 		return nil, nil
 	}
@@ -272,7 +273,7 @@ func newNetSession(n Net, agentID, auditDir string, routes []broker.Route, git m
 	if err != nil {
 		return nil, err
 	}
-	s := &netSession{net: n, proxy: p, token: token, warn: warn, routes: routes, git: git}
+	s := &netSession{net: n, proxy: p, token: token, warn: warn, routes: routes, conf: conf}
 	for _, port := range n.Listen {
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port.Port))
 		if err != nil {
@@ -296,7 +297,16 @@ func (s *netSession) env(port int) []string {
 			env = append(env, fmt.Sprintf("%s=http://127.0.0.1:%d/%s", r.BaseEnv, port, r.Name))
 		}
 	}
-	return append(env, gitEnv(s.routes, s.git, port)...)
+	return append(env, gitEnv(s.routes, s.conf, port)...)
+}
+
+// args is argv with the routes' base_url_args for a broker on
+// 127.0.0.1:port.
+func (s *netSession) args(argv []string, port int) []string {
+	if s == nil {
+		return argv
+	}
+	return routeArgs(argv, s.routes, s.conf, port)
 }
 
 // serveProxy serves the broker on l.

@@ -333,7 +333,7 @@ func (v *viewRun) reprotect(proc *view.Process) guard.Reprotect {
 
 // start starts the agent in the view (launch.Lifecycle.Start).
 func (v *viewRun) start(cmd *exec.Cmd) (launch.Started, error) {
-	argv := append([]string{cmd.Path}, cmd.Args[1:]...)
+	argv := v.sess.args(append([]string{cmd.Path}, cmd.Args[1:]...), v.n.ProxyPort)
 	c := viewConfig(v.p, v.s, argv, cmd.Env, cmd.Dir, v.layers)
 	viewNetwork(&c, v.n)
 	// In a network namespace of its own, a connection that leads nowhere

@@ -72,22 +72,6 @@ func PiExtensionPath(s spec.Spec) string {
 	return filepath.Join(grant.Canonical(s.StateDir), "sbx", "pi-loopback-providers.ts")
 }
 
-// piSubcommands are pi's package-management subcommands, which take no
-// extension flag and talk to no model.
-var piSubcommands = map[string]bool{
-	"install": true, "remove": true, "uninstall": true, "update": true, "list": true, "config": true,
-}
-
-// withPiExtension adds `--extension <path>` right after the command, except
-// before a package-management subcommand, which must stay first.
-func withPiExtension(cmd []string, path string) []string {
-	if len(cmd) > 1 && piSubcommands[cmd[1]] {
-		return cmd
-	}
-	out := append([]string{cmd[0], "--extension", path}, cmd[1:]...)
-	return out
-}
-
 // WritePiExtension writes the extension atomically (a temporary file in the
 // same directory, then rename), creating its directory.
 func WritePiExtension(path string) error {

@@ -26,6 +26,7 @@ import (
 	"strings"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
+	"github.com/agent-sandbox/agent-sandbox/internal/piext"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/protect"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
@@ -345,7 +346,7 @@ func Prepare(s spec.Spec, o Options) (Prepared, error) {
 	p.Exec = Exec{Env: env, Workdir: s.Workdir, Command: guestCommand(s.Argv)}
 	if IsPi(s, o) {
 		p.PiExtension = PiExtensionPath(s)
-		p.Exec.Command = withPiExtension(p.Exec.Command, p.PiExtension)
+		p.Exec.Command = piext.WithExtension(p.Exec.Command, p.PiExtension)
 	}
 	if !filepath.IsAbs(o.Path) {
 		p.Refusal = "sbx (Docker Sandboxes) is not installed: `sbx` is not on PATH. Install it (Debian/Ubuntu package docker-sbx, Homebrew docker/tap/sbx; https://docs.docker.com/ai/sandboxes/), then once per machine run `sbx login` and `sbx policy init deny-all`"

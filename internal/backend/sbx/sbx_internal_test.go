@@ -324,17 +324,6 @@ func TestPiPackageByVersion(t *testing.T) {
 	}
 }
 
-func TestWithPiExtension(t *testing.T) {
-	got := withPiExtension([]string{"pi", "-p", "hi"}, "/s/ext.ts")
-	if want := []string{"pi", "--extension", "/s/ext.ts", "-p", "hi"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("got %q, want %q", got, want)
-	}
-	got = withPiExtension([]string{"pi", "install", "npm:x"}, "/s/ext.ts")
-	if want := []string{"pi", "install", "npm:x"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("subcommand: got %q, want %q", got, want)
-	}
-}
-
 func TestMissingPaths(t *testing.T) {
 	s := fixture(t, "claude")
 	if err := os.RemoveAll(s.StateDir); err != nil {
