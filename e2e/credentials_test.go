@@ -19,9 +19,10 @@ import (
 )
 
 // keyStandIn is a TLS stand-in of the Messages API that records the key
-// of every request; its certificate is a throwaway CA that only
-// agent-sandbox's broker trusts (SSL_CERT_FILE in agent-sandbox's own
-// environment, which the sandbox's base environment leaves out).
+// of every request and accepts only the key it was made with (401
+// otherwise); its certificate is a throwaway CA that only agent-sandbox's
+// broker trusts (SSL_CERT_FILE in agent-sandbox's own environment, which
+// the sandbox's base environment leaves out).
 type keyStandIn struct {
 	*httptest.Server
 	api  *apiStandIn
@@ -30,12 +31,19 @@ type keyStandIn struct {
 	ca   string
 }
 
-func newKeyStandIn(t *testing.T) *keyStandIn {
+func newKeyStandIn(t *testing.T, accept string) *keyStandIn {
 	s := &keyStandIn{api: &apiStandIn{}}
 	s.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("x-api-key")
 		s.mu.Lock()
-		s.keys = append(s.keys, r.Header.Get("x-api-key"))
+		s.keys = append(s.keys, key)
 		s.mu.Unlock()
+		if key != accept {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprint(w, `{"type": "error", "error": {"type": "authentication_error", "message": "stand-in: invalid x-api-key"}}`)
+			return
+		}
 		s.api.serve(w, r)
 	}))
 	t.Cleanup(s.Close)
@@ -89,9 +97,9 @@ true`
 func TestCredentialInjection(t *testing.T) {
 	skipWithoutLandlock(t)
 	needs(t, "python3")
-	api := newKeyStandIn(t)
-	port := api.Listener.Addr().(*net.TCPAddr).Port
 	real := "sk-ant-REALKEYMARK-" + strings.Repeat("7", 24)
+	api := newKeyStandIn(t, real)
+	port := api.Listener.Addr().(*net.TCPAddr).Port
 	r := newBrokerRun(t)
 	folder := filepath.Join(filepath.Dir(r.home), "agents", "keyed")
 	write(t, filepath.Join(folder, "agent.toml"), credentialsFolder)
@@ -119,6 +127,15 @@ func TestCredentialInjection(t *testing.T) {
 	}
 	if seen := api.seen(); len(seen) != 1 || seen[0] != real {
 		t.Errorf("the API saw keys %q, want the real one once", seen)
+	}
+	// The phantom copied out and replayed from the host is worthless:
+	// the API does not take it (the broker that did has gone with its run).
+	req, _ := http.NewRequest("POST", api.URL+"/v1/messages", strings.NewReader(`{"model": "m", "max_tokens": 1, "messages": []}`))
+	req.Header.Set("x-api-key", phantom[1])
+	if resp, err := api.Client().Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the phantom replayed from the host was not refused by the API: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 	// A phantom replayed in another run is refused.
 	_, out2 := r.run(120*time.Second, append(env, "PROBE_TRY_HEX="+hex.EncodeToString([]byte(phantom[1]))), "--allow-host", allow, folder, "-c", credentialsProbe)
