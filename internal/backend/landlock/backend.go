@@ -244,7 +244,7 @@ func (p *Prepared) Describe() backend.Description {
 	comments = append(comments, p.Net.Comments()...)
 	comments = append(comments, credentialComments(p.Spec, p.Net)...)
 	comments = append(comments, protectedComments(p.Spec)...)
-	comments = append(comments, fmt.Sprintf("resource limits: %d processes, %d open files", defaultMaxProcesses, defaultMaxOpenFiles))
+	comments = append(comments, fmt.Sprintf("resource limits: %d processes (the agent's, which also count toward your user's own limit), %d open files; no memory limit and no cgroup (agent-sandbox uses no systemd scope)", defaultMaxProcesses, defaultMaxOpenFiles))
 	if size := TmpSize(p.Spec); size > 0 {
 		from := "a quarter of this machine's memory; tmp_size in agent.toml sets it"
 		if p.Spec.TmpSize > 0 {

@@ -1,8 +1,13 @@
 package landlock
 
 import (
+	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/backend"
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
@@ -18,7 +23,47 @@ type (
 // ReachHost reports how the run treats a TCP connection from the agent
 // to host:port (Net.Reach, for the engine this run uses).
 func (p *Prepared) ReachHost(host string, port int) (backend.HostReach, error) {
-	return p.Net.Reach(host, port, p.Engine == EngineWeaker)
+	r, err := p.Net.Reach(host, port, p.Engine == EngineWeaker)
+	if err != nil || !r.Allowed || r.Path != "proxy" {
+		return r, err
+	}
+	// A credential route's upstream: the broker refuses a CONNECT there
+	// (the tunnel would carry the agent's key past the route).
+	for _, c := range p.Spec.Credentials {
+		if name, ok := strings.CutPrefix(c.Source, "env:"); ok && strings.TrimSpace(os.Getenv(name)) == "" {
+			continue // no value, so no route: the agent logs in its own way
+		}
+		up := c.Upstream
+		if v, ok := os.LookupEnv(c.BaseURLEnv); ok && c.BaseURLEnv != "" {
+			if u, err := url.Parse(v); err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" {
+				up = v
+			}
+		}
+		u, err := url.Parse(up)
+		if err != nil || !strings.EqualFold(u.Hostname(), strings.Trim(host, "[]")) {
+			continue
+		}
+		upPort := u.Port()
+		if upPort == "" {
+			upPort = map[string]string{"https": "443", "http": "80"}[u.Scheme]
+		}
+		if upPort != strconv.Itoa(port) {
+			continue
+		}
+		how := "its base URL"
+		switch {
+		case c.BaseURLEnv != "":
+			how = "$" + c.BaseURLEnv
+		case len(c.BaseURLArgs) > 0:
+			how = "the base URL on its command line (base_url_args)"
+		}
+		r.Allowed = false
+		r.By = "credentials " + c.Env
+		r.Reason = fmt.Sprintf("%s is the upstream of credential %s's route (when %s has a value): the egress broker refuses a CONNECT there, because the tunnel would carry the agent's key past the route; requests to the route (%s, http://127.0.0.1:%d/%s/...) reach it with the real key added and the phantom checked (a wrong phantom, or the real value sent from inside, is refused)", net.JoinHostPort(strings.Trim(host, "[]"), strconv.Itoa(port)), c.Env, c.Source, how, p.Net.ProxyPort, c.Route())
+		r.Fix = fmt.Sprintf("point the client at the route (%s, set for the agent); a client that ignores it gets no key (README, \"Credentials the agent never holds\")", how)
+		return r, nil
+	}
+	return r, nil
 }
 
 // Reach reports how the run treats the absolute, canonical path p.
