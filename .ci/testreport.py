@@ -71,6 +71,8 @@ MUST_RUN = [
     "e2e-user TestCredentialInjection",
     "e2e TestCredentialInjectionGit",
     "e2e-user TestCredentialInjectionGit",
+    "e2e TestCredentialInjectionGH",
+    "e2e-user TestCredentialInjectionGH",
     "e2e TestCredentialDefaults",
     "e2e-user TestCredentialDefaults",
     "e2e TestViewNodev",

@@ -1,9 +1,16 @@
 package e2e
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/cgi"
@@ -387,4 +394,140 @@ func TestCredentialDefaults(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCredentialInjectionGH (issue 26): gh takes no base URL, so its token
+// reaches the API through a route that intercepts: the broker answers
+// gh's CONNECT with a certificate of a CA made for the run, which the
+// sandbox's SSL_CERT_FILE trusts, and puts the real token in each
+// request. The stand-in of GitHub Enterprise's API (gh's GH_HOST, on this
+// machine's own non-loopback address, since Go's proxy support never
+// proxies loopback; TLS with a throwaway CA that only agent-sandbox
+// trusts) accepts only the real token; gh inside holds a phantom.
+func TestCredentialInjectionGH(t *testing.T) {
+	skipWithoutLandlock(t)
+	gh, err := exec.LookPath("gh")
+	if err != nil {
+		t.Fatal("gh is not installed: apt-get install gh (.ci/run does)")
+	}
+	ip := ownAddress(t)
+	real := "ghp_REALKEYMARK" + strings.Repeat("3", 24)
+	var mu sync.Mutex
+	var seen []string
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth := r.Header.Get("Authorization")
+		mu.Lock()
+		seen = append(seen, auth)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if auth != "Bearer "+real && auth != "token "+real {
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprint(w, `{"message": "Bad credentials"}`)
+			return
+		}
+		fmt.Fprintf(w, `{"login": "standin-user", "path": %q}`, r.URL.Path)
+	}))
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Listener = l
+	caPEM, cert := throwawayTLS(t, ip)
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.StartTLS()
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	write(t, ca, string(caPEM))
+	host := l.Addr().String()
+
+	r := newBrokerRun(t)
+	folder := filepath.Join(filepath.Dir(r.home), "agents", "gh")
+	write(t, filepath.Join(folder, "agent.toml"), fmt.Sprintf(`command = %q
+config_paths = ["~/.config/gh"]
+env = ["GH_HOST", "GH_ENTERPRISE_TOKEN"]
+
+[[credentials]]
+env = "GH_ENTERPRISE_TOKEN"
+upstream = "https://%s"
+header = "authorization"
+intercept = true
+
+[set_env]
+GH_NO_UPDATE_NOTIFIER = "1"
+`, gh, host))
+	write(t, filepath.Join(folder, "sandbox", "nono.json"), "{}\n")
+	env := []string{"GH_HOST=" + host, "GH_ENTERPRISE_TOKEN=" + real, "SSL_CERT_FILE=" + ca}
+	code, out := r.run(120*time.Second, env, "--allow-host", host, folder, "api", "user")
+	if code != 0 || !strings.Contains(out, "standin-user") || !strings.Contains(out, "/api/v3/user") {
+		t.Fatalf("exit %d, want gh's answer from the stand-in (requests %q):\n%s", code, seen, out)
+	}
+	if strings.Contains(out, "REALKEYMARK") {
+		t.Errorf("the real token is in gh's output:\n%s", out)
+	}
+	mu.Lock()
+	for _, a := range seen {
+		if a != "Bearer "+real {
+			t.Errorf("the stand-in saw %q, not the real token", a)
+		}
+	}
+	mu.Unlock()
+	// Inside, the variable holds a phantom and SSL_CERT_FILE the run's
+	// bundle (the system's roots and the run's CA); the real token is in
+	// no environment there. The same folder, with a shell for gh.
+	shFolder := filepath.Join(filepath.Dir(r.home), "agents", "ghsh")
+	b, _ := os.ReadFile(filepath.Join(folder, "agent.toml"))
+	write(t, filepath.Join(shFolder, "agent.toml"), strings.Replace(string(b), fmt.Sprintf("command = %q", gh), `command = "/bin/sh"`, 1))
+	write(t, filepath.Join(shFolder, "sandbox", "nono.json"), "{}\n")
+	_, probe := r.run(60*time.Second, env, "--allow-host", host, shFolder, "-c",
+		`echo "TOKEN=$GH_ENTERPRISE_TOKEN"; echo "CERTS=$(grep -c 'BEGIN CERTIFICATE' "$SSL_CERT_FILE")"; for f in /proc/[0-9]*/environ; do tr '\0' '\n' < "$f" 2>/dev/null; done | grep -c REALKEYMARK | sed 's/^/ENVIRON-HITS=/'`)
+	switch {
+	case strings.Contains(probe, "REALKEYMARK") || !strings.Contains(probe, "ENVIRON-HITS=0"):
+		t.Errorf("the real token is visible inside:\n%s", probe)
+	case !strings.Contains(probe, "TOKEN=sk-agent-sandbox-phantom-"):
+		t.Errorf("GH_ENTERPRISE_TOKEN inside is not a phantom:\n%s", probe)
+	case !regexp.MustCompile(`CERTS=([2-9]|\d\d+)`).MatchString(probe):
+		t.Errorf("SSL_CERT_FILE inside does not hold the system's roots and the run's CA:\n%s", probe)
+	}
+	_, log := r.cli(30*time.Second, nil, "log", "--json", "gh")
+	if !strings.Contains(log, "credential GH_ENTERPRISE_TOKEN injected") || strings.Contains(log, "REALKEYMARK") {
+		t.Errorf("the audit log does not say the token was injected, or holds it:\n%s", log)
+	}
+}
+
+// ownAddress is one of this machine's own non-loopback IPv4 addresses.
+func ownAddress(t *testing.T) string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			return n.IP.String()
+		}
+	}
+	t.Fatal("this machine has no non-loopback IPv4 address, which the test's stand-in needs (gh never proxies loopback)")
+	return ""
+}
+
+// throwawayTLS makes a CA and a certificate for ip signed by it; it
+// returns the CA's PEM and the certificate.
+func throwawayTLS(t *testing.T, ip string) ([]byte, tls.Certificate) {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "e2e throwaway CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: ip}, IPAddresses: []net.IP{net.ParseIP(ip)},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }

@@ -33,6 +33,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{`command = "x"` + "\n[[credentials]]\nenv = \"K\"\nupstream = \"https://a\"\nheader = \"x-api-key\"\nbase_url_args = [\"--base\", \"URL\"]", `credentials[0].base_url_args: ["--base" "URL"]: no argument holds {base_url}`},
 		{`command = "x"` + "\n[[credentials]]\nenv = \"K\"\nupstream = \"https://a\"\nheader = \"x-api-key\"\nbase_url_env = \"B\"\nsource = \"vault:x\"", `credentials[0].source: "vault:x"`},
 		{`command = "x"` + "\n[[credentials]]\nenv = \"K\"\nbase_url_env = \"B\"\nupstream = \"ftp://a\"\nheader = \"x-api-key\"", `credentials[0].upstream: "ftp://a"`},
+		{`command = "x"` + "\n[[credentials]]\nenv = \"K\"\nupstream = \"https://ghe.example/api/v3\"\nheader = \"authorization\"\nintercept = true", `credentials[0].upstream: "https://ghe.example/api/v3": with intercept = true, want an https origin without a path`},
 	}
 	for _, tt := range tests {
 		_, err := ParseConfig("/f/agent.toml", []byte(tt.src))

@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -99,6 +100,12 @@ type Credential struct {
 	// variable (codex: -c openai_base_url="{base_url}"); "{base_url}" in
 	// each is replaced by the route's URL.
 	BaseURLArgs []string `toml:"base_url_args"`
+	// Intercept serves a client that takes no base URL (gh): the broker
+	// answers its CONNECT to Upstream's host with a certificate of a CA
+	// made for the run, which the agent trusts (SSL_CERT_FILE and
+	// friends), and injects the key into the requests inside. Upstream
+	// must be https without a path.
+	Intercept bool `toml:"intercept"`
 	// Git points the agent's git at the route for Upstream (its https
 	// remotes there are rewritten to the route, url.insteadOf) with a
 	// credential helper that gives the phantom as the password; with
@@ -294,12 +301,15 @@ func (c *Config) validate() error {
 			return fmt.Errorf("%s.env: %q is not a variable name", where, cr.Env)
 		case seenCred[cr.Env]:
 			return fmt.Errorf("%s.env: %q is named twice", where, cr.Env)
-		case !((cr.Git || len(cr.BaseURLArgs) > 0) && cr.BaseURLEnv == "") && !envName().MatchString(cr.BaseURLEnv):
+		case !((cr.Git || cr.Intercept || len(cr.BaseURLArgs) > 0) && cr.BaseURLEnv == "") && !envName().MatchString(cr.BaseURLEnv):
 			return fmt.Errorf("%s.base_url_env: %q is not a variable name (the variable that points the agent at its API, e.g. ANTHROPIC_BASE_URL)", where, cr.BaseURLEnv)
 		case !strings.HasPrefix(cr.Upstream, "https://") && !strings.HasPrefix(cr.Upstream, "http://"):
 			return fmt.Errorf("%s.upstream: %q: want the API's base URL, e.g. \"https://api.anthropic.com\"", where, cr.Upstream)
 		case cr.Header == "" || strings.ContainsAny(cr.Header, " :\r\n"):
 			return fmt.Errorf("%s.header: %q: want \"authorization\" (Bearer), \"basic\" (the key as a Basic password, for git) or the header that holds the key, e.g. \"x-api-key\"", where, cr.Header)
+		}
+		if u, err := url.Parse(cr.Upstream); cr.Intercept && (err != nil || u.Scheme != "https" || strings.Trim(u.Path, "/") != "") {
+			return fmt.Errorf("%s.upstream: %q: with intercept = true, want an https origin without a path, e.g. \"https://api.github.com\"", where, cr.Upstream)
 		}
 		if len(cr.BaseURLArgs) > 0 && !strings.Contains(strings.Join(cr.BaseURLArgs, "\x00"), "{base_url}") {
 			return fmt.Errorf("%s.base_url_args: %q: no argument holds {base_url}, which is replaced by the route's URL", where, cr.BaseURLArgs)

@@ -14,6 +14,7 @@ func FuzzParseConfig(f *testing.F) {
 		`command = 1`, `[sbx]`, `x = [`,
 		"command = \"x\"\ntmp_size = \"8G\"\nnested_userns = true\n[[credentials]]\nenv = \"K\"\nbase_url_env = \"B\"\nupstream = \"https://a\"\nheader = \"x-api-key\"\nsource = \"file:~/k\"\n",
 		"command = \"x\"\n[[credentials]]\nenv = \"T\"\nupstream = \"https://a\"\nheader = \"basic\"\ngit = true\n",
+		"command = \"x\"\n[[credentials]]\nenv = \"G\"\nupstream = \"https://a\"\nheader = \"authorization\"\nintercept = true\nbase_url_args = [\"-c\", \"u={base_url}\"]\n",
 	} {
 		f.Add(s)
 	}

@@ -87,6 +87,9 @@ type Config struct {
 	// Routes are the credentials the broker injects ([Route]): requests
 	// to /NAME/... on the proxy's port, authenticated by the phantom.
 	Routes []Route
+	// CA answers the CONNECTs of the routes that intercept
+	// (Route.Intercept); nil when none does.
+	CA *CA
 	// RootCAs verify the routes' https upstreams; nil: the system's
 	// (SSL_CERT_FILE and SSL_CERT_DIR are honoured).
 	RootCAs *x509.CertPool
@@ -134,7 +137,7 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.SandboxLoopback {
 		pol.sandboxLoopback(cfg.Forwarded)
 	}
-	if err := checkRoutes(cfg.Routes); err != nil {
+	if err := checkRoutes(cfg.Routes, cfg.CA); err != nil {
 		return nil, err
 	}
 	if err := checkToken(cfg.Token); err != nil {

@@ -431,7 +431,10 @@ func (p *Proxy) upstream(c net.Conn, r *request, a *attempt) net.Conn {
 
 // connect serves a CONNECT request: dial, answer 200, relay.
 func (p *Proxy) connect(c net.Conn, br *bufio.Reader, r *request, a *attempt) {
-	if rt := p.routeForHost(r.target); rt != nil {
+	if rt := p.routeForHost(r.target); rt != nil && rt.Intercept {
+		p.intercept(c, br, r, a, rt)
+		return
+	} else if rt != nil {
 		// A tunnel would carry the agent's key past the route, which
 		// injects it: the client must use the route.
 		a.decision, a.refusedAs = DecisionRefused, r.target.host

@@ -38,6 +38,11 @@ type Route struct {
 	Header string
 	// Phantom is the value the agent holds; Real the one sent upstream.
 	Phantom, Real string
+	// Intercept: a CONNECT to Upstream's host is answered by the broker
+	// with Config.CA's certificate for it, and the requests inside are
+	// served as requests to the route (for a client that takes no base
+	// URL: gh). Without it such a CONNECT is refused.
+	Intercept bool
 }
 
 // bearer says whether the route's header is Authorization: Bearer.
@@ -58,8 +63,9 @@ func (r *Route) credential(h http.Header) string {
 	}
 	v := h.Get(r.Header)
 	if r.bearer() {
+		// "token" is GitHub's older scheme (gh sends it).
 		scheme, cred, ok := strings.Cut(v, " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") {
+		if !ok || !strings.EqualFold(scheme, "Bearer") && !strings.EqualFold(scheme, "token") {
 			return ""
 		}
 		return strings.TrimSpace(cred)
@@ -82,8 +88,8 @@ func (r *Route) set(h http.Header) {
 	h.Set(r.Header, r.Real)
 }
 
-// checkRoutes validates Config.Routes.
-func checkRoutes(rs []Route) error {
+// checkRoutes validates Config.Routes (ca: Config.CA).
+func checkRoutes(rs []Route, ca *CA) error {
 	seen := map[string]bool{}
 	for _, r := range rs {
 		if r.Name == "" || strings.Trim(r.Name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != "" || seen[r.Name] {
@@ -96,6 +102,9 @@ func checkRoutes(rs []Route) error {
 		}
 		if r.Header == "" || len(r.Phantom) < 16 || r.Real == "" || r.Phantom == r.Real {
 			return fmt.Errorf("broker: route %s: needs a header, a phantom of at least 16 characters and a real value that differs", r.Name)
+		}
+		if r.Intercept && (ca == nil || u.Scheme != "https" || strings.Trim(u.Path, "/") != "") {
+			return fmt.Errorf("broker: route %s: intercepts, so it needs Config.CA and an https upstream without a path", r.Name)
 		}
 	}
 	return nil

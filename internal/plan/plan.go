@@ -582,7 +582,7 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 		if src == "" {
 			src = "env:" + c.Env
 		}
-		s.Credentials = append(s.Credentials, spec.Credential{Env: c.Env, BaseURLEnv: c.BaseURLEnv, Upstream: c.Upstream, Header: c.Header, Source: src, BaseURLArgs: c.BaseURLArgs, Git: c.Git})
+		s.Credentials = append(s.Credentials, spec.Credential{Env: c.Env, BaseURLEnv: c.BaseURLEnv, Upstream: c.Upstream, Header: c.Header, Source: src, BaseURLArgs: c.BaseURLArgs, Intercept: c.Intercept, Git: c.Git})
 	}
 	if s.NestedUserns = f.Config.NestedUserns || in.AllowUserns; s.NestedUserns && pst.Backend == posture.Landlock {
 		from := "--allow-userns"

@@ -203,6 +203,9 @@ type Credential struct {
 	// BaseURLArgs go right after the command, "{base_url}" replaced by
 	// the route's URL.
 	BaseURLArgs []string
+	// Intercept: the broker answers a CONNECT to Upstream's host with
+	// the run's CA (a client that takes no base URL).
+	Intercept bool
 	// Git: the agent's git reaches Upstream through the route.
 	Git bool
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -64,7 +65,7 @@ func credentialRoutes(s spec.Spec, n Net, lookup func(string) (string, bool)) (r
 			}
 		}
 		routes = append(routes, broker.Route{Name: c.Route(), Env: c.Env, BaseEnv: c.BaseURLEnv,
-			Upstream: strings.TrimSuffix(upstream, "/"), Header: c.Header, Phantom: phantomPrefix + broker.NewToken(), Real: real})
+			Upstream: strings.TrimSuffix(upstream, "/"), Header: c.Header, Phantom: phantomPrefix + broker.NewToken(), Real: real, Intercept: c.Intercept})
 		conf[c.Route()] = c
 	}
 	return routes, conf, notes, nil
@@ -181,6 +182,9 @@ func credentialComments(s spec.Spec, n Net) []string {
 		if c.BaseURLEnv != "" {
 			line += fmt.Sprintf(" and %s=http://127.0.0.1:%d/%s (a %s the caller set wins as the upstream)", c.BaseURLEnv, n.ProxyPort, c.Route(), c.BaseURLEnv)
 		}
+		if c.Intercept {
+			line += fmt.Sprintf("; a CONNECT to %s is answered by the broker with a CA made for the run (%s point at the system's roots plus that CA)", strings.TrimPrefix(c.Upstream, "https://"), strings.Join(caEnv, ", "))
+		}
 		if c.Git {
 			line += fmt.Sprintf("; git's https remotes under %s/ go to http://127.0.0.1:%d/%s/, with a credential helper giving the phantom", c.Upstream, n.ProxyPort, c.Route())
 		}
@@ -229,4 +233,67 @@ func piRoutes(s spec.Spec, routes []broker.Route) (string, error) {
 // piRoutesPath is where piRoutes writes pi's routes extension.
 func piRoutesPath(s spec.Spec) string {
 	return filepath.Join(grant.Canonical(s.StateDir), "pi", "credential-routes.ts")
+}
+
+// caBundles are where distributions keep the system's CA bundle, first
+// match wins (after the caller's SSL_CERT_FILE).
+var caBundles = []string{
+	"/etc/ssl/certs/ca-certificates.crt", // Debian, Ubuntu, Arch, NixOS
+	"/etc/pki/tls/certs/ca-bundle.crt",   // Fedora, RHEL
+	"/etc/ssl/ca-bundle.pem",             // openSUSE
+	"/etc/ssl/cert.pem",                  // Alpine, macOS
+}
+
+// caEnv are the variables that point the agent's TLS clients at the run's
+// bundle: OpenSSL, Go and Python (SSL_CERT_FILE), Node (added to its own
+// roots), git (GnuTLS or OpenSSL), curl, Python requests.
+var caEnv = []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE"}
+
+// runCA makes the run's CA when a route intercepts (Credential.Intercept)
+// and writes the agent's trust bundle, the system's roots and the CA's
+// certificate, to a fresh file in the state dir (the agent cannot write
+// there; granted read-only, removed after the run). nil and "" when no
+// route intercepts; warning is said when no system bundle was found (the
+// agent then trusts only the run's CA).
+func runCA(s spec.Spec, routes []broker.Route, lookup func(string) (string, bool)) (ca *broker.CA, bundle, warning string, err error) {
+	if !slices.ContainsFunc(routes, func(r broker.Route) bool { return r.Intercept }) {
+		return nil, "", "", nil
+	}
+	if ca, err = broker.NewCA(s.AgentID); err != nil {
+		return nil, "", "", err
+	}
+	var system []byte
+	candidates := caBundles
+	if v, ok := lookup("SSL_CERT_FILE"); ok && v != "" {
+		candidates = append([]string{v}, caBundles...)
+	}
+	for _, c := range candidates {
+		if b, err := os.ReadFile(c); err == nil && len(b) > 0 {
+			system = append(b, '\n')
+			break
+		}
+	}
+	if system == nil {
+		warning = "no system CA bundle found (" + strings.Join(caBundles, ", ") + "): the agent trusts only this run's CA for HTTPS"
+	}
+	dir := filepath.Join(grant.Canonical(s.StateDir), "ca")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, "", "", err
+	}
+	f, err := os.CreateTemp(dir, "run-*.pem")
+	if err != nil {
+		return nil, "", "", err
+	}
+	_, err = f.Write(append(system, ca.PEM...))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return nil, "", "", err
+	}
+	return ca, f.Name(), warning, nil
 }

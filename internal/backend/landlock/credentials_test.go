@@ -115,3 +115,30 @@ func TestPiRoutes(t *testing.T) {
 		t.Errorf("a run without routes got an extension: %s", path)
 	}
 }
+
+// TestRunCA: a route that intercepts gets the run's CA and a trust bundle
+// in the state dir holding the caller's roots (SSL_CERT_FILE first) and
+// the CA's certificate; no route that intercepts, no CA.
+func TestRunCA(t *testing.T) {
+	dir := t.TempDir()
+	roots := filepath.Join(dir, "roots.pem")
+	if err := os.WriteFile(roots, []byte("-----BEGIN CERTIFICATE-----\nSYSTEMROOTS\n-----END CERTIFICATE-----\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := spec.Spec{AgentID: "a", StateDir: dir}
+	lookup := func(k string) (string, bool) { return roots, k == "SSL_CERT_FILE" }
+	if ca, file, _, err := runCA(s, []broker.Route{{Name: "x"}}, lookup); ca != nil || file != "" || err != nil {
+		t.Errorf("no route intercepts, yet: %v %q %v", ca, file, err)
+	}
+	ca, file, warning, err := runCA(s, []broker.Route{{Name: "gh_token", Intercept: true}}, lookup)
+	if err != nil || ca == nil || warning != "" || filepath.Dir(file) != filepath.Join(dir, "ca") {
+		t.Fatalf("runCA = %v %q %q %v", ca, file, warning, err)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil || !strings.HasPrefix(string(b), "-----BEGIN CERTIFICATE-----\nSYSTEMROOTS") || !strings.HasSuffix(string(b), string(ca.PEM)) {
+		t.Errorf("the bundle is not the roots and the CA (%v):\n%s", err, b)
+	}
+	if st, err := os.Stat(file); err != nil || st.Mode().Perm() != 0o644 {
+		t.Errorf("the bundle's mode: %v %v", st, err)
+	}
+}

@@ -96,7 +96,18 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 		p.ReadOnly = append(p.ReadOnly, ext)
 		s.Argv = piext.WithExtension(s.Argv, ext)
 	}
-	sess, err := newNetSession(n, s.AgentID, s.AuditDir(), routes, routeConf, stdio.Err)
+	ca, caFile, warning, err := runCA(s, routes, os.LookupEnv)
+	if err != nil {
+		return refuse(stdio.Err, fmt.Errorf("the run's CA for credential interception: %v", err))
+	}
+	if caFile != "" {
+		defer os.Remove(caFile)
+		p.ReadOnly = append(p.ReadOnly, caFile)
+	}
+	if warning != "" {
+		diag.Warnf(stdio.Err, "%s", warning)
+	}
+	sess, err := newNetSession(n, s.AgentID, s.AuditDir(), routes, routeConf, ca, caFile, stdio.Err)
 	if err != nil {
 		diag.Errorf(stdio.Err, "%v", err)
 		return launch.ExitRefused

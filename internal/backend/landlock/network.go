@@ -255,25 +255,27 @@ type netSession struct {
 	// configuration, by route name.
 	routes []broker.Route
 	conf   map[string]spec.Credential
+	// caFile is the agent's trust bundle when a route intercepts.
+	caFile string
 }
 
 // newNetSession opens what the run's network needs on the host: nil when
 // the network is open. A blocked network without ports gets one too: its
 // audit records the connections the agent attempts in vain (direct).
-func newNetSession(n Net, agentID, auditDir string, routes []broker.Route, conf map[string]spec.Credential, warn io.Writer) (*netSession, error) {
+func newNetSession(n Net, agentID, auditDir string, routes []broker.Route, conf map[string]spec.Credential, ca *broker.CA, caFile string, warn io.Writer) (*netSession, error) {
 	if n.Mode == posture.NetOpen {
 		return nil, nil
 	}
 	token := broker.NewToken()
 	p, err := broker.New(broker.Config{
 		AgentID: agentID, Allow: n.AllowDomains, Token: token, AuditDir: auditDir,
-		SandboxLoopback: true, Forwarded: n.ForwardPorts(), Routes: routes,
+		SandboxLoopback: true, Forwarded: n.ForwardPorts(), Routes: routes, CA: ca,
 		Warn: func(msg string) { diag.Warnf(warn, "%s", msg) },
 	})
 	if err != nil {
 		return nil, err
 	}
-	s := &netSession{net: n, proxy: p, token: token, warn: warn, routes: routes, conf: conf}
+	s := &netSession{net: n, proxy: p, token: token, warn: warn, routes: routes, conf: conf, caFile: caFile}
 	for _, port := range n.Listen {
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port.Port))
 		if err != nil {
@@ -295,6 +297,11 @@ func (s *netSession) env(port int) []string {
 		env = append(env, r.Env+"="+r.Phantom)
 		if r.BaseEnv != "" {
 			env = append(env, fmt.Sprintf("%s=http://127.0.0.1:%d/%s", r.BaseEnv, port, r.Name))
+		}
+	}
+	if s.caFile != "" {
+		for _, k := range caEnv {
+			env = append(env, k+"="+s.caFile)
 		}
 	}
 	return append(env, gitEnv(s.routes, s.conf, port)...)

@@ -50,6 +50,12 @@ func (p *Prepared) ReachHost(host string, port int) (backend.HostReach, error) {
 		if upPort != strconv.Itoa(port) {
 			continue
 		}
+		target := net.JoinHostPort(strings.Trim(host, "[]"), strconv.Itoa(port))
+		if c.Intercept {
+			r.By = "credentials " + c.Env
+			r.Reason = fmt.Sprintf("%s is the upstream of credential %s's route, which intercepts (when %s has a value): the egress broker answers the CONNECT itself with a certificate of a CA made for the run, which the agent trusts, checks the phantom in each request and puts the real key in its place", target, c.Env, c.Source)
+			return r, nil
+		}
 		how := "its base URL"
 		switch {
 		case c.BaseURLEnv != "":
@@ -59,7 +65,7 @@ func (p *Prepared) ReachHost(host string, port int) (backend.HostReach, error) {
 		}
 		r.Allowed = false
 		r.By = "credentials " + c.Env
-		r.Reason = fmt.Sprintf("%s is the upstream of credential %s's route (when %s has a value): the egress broker refuses a CONNECT there, because the tunnel would carry the agent's key past the route; requests to the route (%s, http://127.0.0.1:%d/%s/...) reach it with the real key added and the phantom checked (a wrong phantom, or the real value sent from inside, is refused)", net.JoinHostPort(strings.Trim(host, "[]"), strconv.Itoa(port)), c.Env, c.Source, how, p.Net.ProxyPort, c.Route())
+		r.Reason = fmt.Sprintf("%s is the upstream of credential %s's route (when %s has a value): the egress broker refuses a CONNECT there, because the tunnel would carry the agent's key past the route; requests to the route (%s, http://127.0.0.1:%d/%s/...) reach it with the real key added and the phantom checked (a wrong phantom, or the real value sent from inside, is refused)", target, c.Env, c.Source, how, p.Net.ProxyPort, c.Route())
 		r.Fix = fmt.Sprintf("point the client at the route (%s, set for the agent); a client that ignores it gets no key (README, \"Credentials the agent never holds\")", how)
 		return r, nil
 	}
