@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
 	"testing"
 )
 
@@ -74,4 +78,92 @@ func openTunnel(tb testing.TB, f *fixture, target string) net.Conn {
 		tb.Fatalf("CONNECT: %q %v", got, err)
 	}
 	return c
+}
+
+// throughputSize is what one operation of BenchmarkThroughput downloads.
+const throughputSize = 64 << 20
+
+// BenchmarkThroughput measures a download of throughputSize bytes from a
+// loopback server, direct and through the broker: over a CONNECT tunnel
+// (raw bytes) and as a plain HTTP request forwarded by the broker (a
+// response with Content-Length). MB/s is the figure; docs/benchmarks.md
+// compares the broker's with the direct one (issue 27: at least 90 %).
+func BenchmarkThroughput(b *testing.B) {
+	payload := make([]byte, 1<<20)
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	go func() {
+		for {
+			c, err := raw.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				for sent := 0; sent < throughputSize; sent += len(payload) {
+					if _, err := c.Write(payload); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(throughputSize))
+		for sent := 0; sent < throughputSize; sent += len(payload) {
+			if _, err := w.Write(payload); err != nil {
+				return
+			}
+		}
+	}))
+	defer web.Close()
+	f := startProxy(b, Config{Allow: []string{"127.0.0.1"}, Dial: (&net.Dialer{}).DialContext})
+	proxyURL, _ := url.Parse(f.url)
+	direct := &http.Client{Transport: &http.Transport{Proxy: nil}}
+	proxied := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxyURL)}}
+	drain := func(r io.Reader) {
+		n, err := io.Copy(io.Discard, r)
+		if err != nil || n != throughputSize {
+			b.Fatalf("read %d bytes (%v), want %d", n, err, throughputSize)
+		}
+	}
+	get := func(c *http.Client) {
+		resp, err := c.Get(web.URL)
+		if err != nil {
+			b.Fatal(err)
+		}
+		drain(resp.Body)
+		resp.Body.Close()
+	}
+	cases := []struct {
+		name string
+		run  func()
+	}{
+		{"tcp-direct", func() {
+			c, err := net.Dial("tcp", raw.Addr().String())
+			if err != nil {
+				b.Fatal(err)
+			}
+			drain(c)
+			c.Close()
+		}},
+		{"tcp-connect", func() {
+			c := openTunnel(b, f, raw.Addr().String())
+			drain(c)
+			c.Close()
+		}},
+		{"http-direct", func() { get(direct) }},
+		{"http-proxied", func() { get(proxied) }},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(throughputSize)
+			for b.Loop() {
+				c.run()
+			}
+		})
+	}
 }

@@ -173,6 +173,11 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, r *request, a *attempt) bo
 	if noBody {
 		return keep
 	}
+	if !chunked && resp.ContentLength > 0 {
+		if ok, done := p.spliceBody(c, upConn, ubr, resp.ContentLength, up, client, a); ok {
+			return done && keep
+		}
+	}
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf := *bp
@@ -218,4 +223,49 @@ type bodyReader struct {
 func (d *bodyReader) Read(b []byte) (int, error) {
 	_ = d.c.SetReadDeadline(time.Now().Add(d.idle))
 	return d.ReadCloser.Read(b)
+}
+
+// spliceBody copies a response body of n bytes from a plain TCP upstream
+// to a TCP client in the kernel (splice), after the bytes the response
+// reader already holds: a large download then costs the broker no copy
+// through user space. It returns ok false, having copied nothing, when
+// either side is not a plain TCP connection (TLS upstream, intercepted
+// client, splice turned off); done says the whole body went through.
+func (p *Proxy) spliceBody(c, upConn net.Conn, ubr *bufio.Reader, n int64, up, client *idleConn, a *attempt) (ok, done bool) {
+	ctcp, ok1 := c.(*net.TCPConn)
+	utcp, ok2 := upConn.(*net.TCPConn)
+	if !ok1 || !ok2 || !spliceOK {
+		return false, false
+	}
+	// After the copy the response body's own reader must not wait for
+	// bytes that went around it (its Close drains what it thinks is left).
+	defer func() { _ = utcp.SetReadDeadline(time.Now()) }()
+	if k := int64(ubr.Buffered()); k > 0 {
+		k = min(k, n)
+		w, err := io.CopyN(client, ubr, k)
+		n -= w
+		if err != nil {
+			a.reason = fmt.Sprintf("%s; response cut: %v", a.reason, err)
+			return true, false
+		}
+	}
+	lr := &io.LimitedReader{R: utcp}
+	for n > 0 {
+		_ = utcp.SetReadDeadline(time.Now().Add(p.cfg.IdleTimeout))
+		_ = ctcp.SetWriteDeadline(time.Now().Add(p.cfg.IdleTimeout))
+		lr.N = min(n, spliceChunk)
+		w, err := ctcp.ReadFrom(lr)
+		n -= w
+		up.rn += w
+		client.wn += w
+		if err != nil || w == 0 {
+			if err == nil {
+				err = io.ErrUnexpectedEOF
+			}
+			a.reason = fmt.Sprintf("%s; response cut: %v", a.reason, err)
+			return true, false
+		}
+	}
+	_ = ctcp.SetWriteDeadline(time.Time{})
+	return true, true
 }

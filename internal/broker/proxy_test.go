@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -16,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -963,5 +965,45 @@ func TestCredentialRoute(t *testing.T) {
 	}
 	if !strings.Contains(string(raw), "credential ANTHROPIC_API_KEY injected") {
 		t.Errorf("the audit log does not say the credential was injected:\n%s", raw)
+	}
+}
+
+// TestForwardLargeBody: a plain HTTP response with Content-Length larger
+// than the reader's buffer arrives whole and unchanged (the kernel-side
+// copy after the bytes already read), on a kept-alive connection that
+// then serves the next request; the audit counts its bytes.
+func TestForwardLargeBody(t *testing.T) {
+	body := make([]byte, 5<<20+123)
+	for i := range body {
+		body[i] = byte(i*7 + i/251)
+	}
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.Write(body)
+	}))
+	defer web.Close()
+	f := startProxy(t, Config{Allow: []string{"127.0.0.1"}, Dial: (&net.Dialer{}).DialContext})
+	u, _ := url.Parse(f.url)
+	client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(u)}, Timeout: 20 * time.Second}
+	for i := 0; i < 2; i++ {
+		resp, err := client.Get(web.URL + "/big")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || !bytes.Equal(got, body) {
+			t.Fatalf("request %d: %d bytes (%v), want the %d sent", i, len(got), err, len(body))
+		}
+	}
+	f.p.Close()
+	var down int64
+	for _, e := range f.audit(t) {
+		if e.Method == "GET" {
+			down += e.BytesDown
+		}
+	}
+	if down < int64(2*len(body)) {
+		t.Errorf("the audit counts %d bytes down, want at least %d", down, 2*len(body))
 	}
 }
