@@ -79,6 +79,9 @@ type Guard struct {
 	windows  []time.Duration
 
 	w *watcher
+	// pre reads the workdir's tree while the agent runs, for the scan
+	// after it (started by Watch).
+	pre *prewalk
 	// bound says that the engine keeps the read-only entries read-only
 	// (the namespace view: Watch got a Reprotect): a change to one then
 	// comes from the host, unless the host replaced it first (the agent
@@ -162,6 +165,9 @@ func (g *Guard) Watch(r Reprotect, masks ...string) {
 	if g.w != nil {
 		g.w.start()
 	}
+	if g.opts.Workdir != "" && g.pre == nil {
+		g.pre = startPrewalk(g.opts.Workdir)
+	}
 }
 
 // End stops the watch, audits every entry once more, restoring what must
@@ -193,7 +199,7 @@ func (g *Guard) End(stderr io.Writer, interrupted <-chan struct{}, release func(
 	for _, p := range placeholders {
 		skip[p] = true
 	}
-	for _, f := range scan(g.opts.Workdir, g.started, skip, g.before, interrupted) {
+	for _, f := range scan(g.opts.Workdir, g.started, skip, g.before, interrupted, g.pre.wait(interrupted)) {
 		g.note(f.Path, f.Text)
 	}
 	if ws := g.Windows(); len(ws) > 0 {

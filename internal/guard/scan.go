@@ -33,8 +33,10 @@ const (
 // and the run's own placeholders; before is what changed at the top just
 // before the run (recentBefore), not reported while still as it was. The
 // scan is bounded (scanMaxEntries, scanMaxTime) and stops when interrupted
-// is closed; either way it says what it did not check.
-func scan(workdir string, started time.Time, skip map[string]bool, before map[string]fingerprint, interrupted <-chan struct{}) []Finding {
+// is closed; either way it says what it did not check. t, when not nil, is
+// the tree read during the run (prewalk): the directories unchanged since
+// are not read again.
+func scan(workdir string, started time.Time, skip map[string]bool, before map[string]fingerprint, interrupted <-chan struct{}, t *tree) []Finding {
 	since := scanSince(started)
 	planted := func(paths []string) []string {
 		var out []string
@@ -56,54 +58,55 @@ func scan(workdir string, started time.Time, skip map[string]bool, before map[st
 	stopped := ""
 	var out []Finding
 	var tools, others, unreadable []string
-	toolTops := protect.ProjectTops()
-	_ = filepath.WalkDir(workdir, func(path string, d fs.DirEntry, err error) error {
+	toolTops := projectTops
+	var walk func(dir string) bool
+	walk = func(dir string) bool {
+		ents, err := t.list(dir, since)
 		if err != nil {
-			if path != workdir || d == nil {
-				unreadable = append(unreadable, fmt.Sprintf("%s (%v)", quoteName(path), errText(err)))
+			if dir != workdir {
+				unreadable = append(unreadable, fmt.Sprintf("%s (%v)", quoteName(dir), errText(err)))
 			}
-			if d != nil && d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		entries++
-		if entries%1024 == 0 {
-			select {
-			case <-interrupted:
-				stopped = "it was interrupted"
-				return filepath.SkipAll
-			default:
-			}
-			if time.Now().After(deadline) {
-				stopped = fmt.Sprintf("it reached its time limit (%v)", scanMaxTime)
-				return filepath.SkipAll
+			if len(ents) == 0 {
+				return true
 			}
 		}
-		if entries > scanMaxEntries {
-			stopped = fmt.Sprintf("it reached its limit of %d entries", scanMaxEntries)
-			return filepath.SkipAll
-		}
-		name := d.Name()
-		if name != ".git" {
-			if path == workdir {
-				return nil
+		for _, d := range ents {
+			entries++
+			if entries%1024 == 0 {
+				select {
+				case <-interrupted:
+					stopped = "it was interrupted"
+					return false
+				default:
+				}
+				if time.Now().After(deadline) {
+					stopped = fmt.Sprintf("it reached its time limit (%v)", scanMaxTime)
+					return false
+				}
 			}
-			if toolTops[name] && filepath.Dir(path) != workdir {
+			if entries > scanMaxEntries {
+				stopped = fmt.Sprintf("it reached its limit of %d entries", scanMaxEntries)
+				return false
+			}
+			name, path := d.Name(), filepath.Join(dir, d.Name())
+			if name == ".git" {
+				if changed := planted(gitChanged(path, d, since)); len(changed) > 0 {
+					out = append(out, Finding{Path: path, Text: fmt.Sprintf("the agent created or changed git metadata that git runs on the host: %s; your next git command in %s runs what it planted: inspect it (or remove that .git) before running git there", quoteAll(changed), quoteName(dir))})
+				}
+				continue
+			}
+			if toolTops[name] && dir != workdir {
 				tools = append(tools, planted(changedTree(path, d.IsDir(), since))...)
 			} else if protect.Reported(name) {
 				others = append(others, planted(changedTree(path, d.IsDir(), since))...)
 			}
-			return nil
+			if d.IsDir() && !walk(path) {
+				return false
+			}
 		}
-		if changed := planted(gitChanged(path, d, since)); len(changed) > 0 {
-			out = append(out, Finding{Path: path, Text: fmt.Sprintf("the agent created or changed git metadata that git runs on the host: %s; your next git command in %s runs what it planted: inspect it (or remove that .git) before running git there", quoteAll(changed), quoteName(filepath.Dir(path)))})
-		}
-		if d.IsDir() {
-			return filepath.SkipDir
-		}
-		return nil
-	})
+		return true
+	}
+	walk(workdir)
 	if len(tools) > 0 {
 		out = append(out, Finding{Path: "(tools)", Text: fmt.Sprintf("the agent created or changed files your tools run code from, in subdirectories of the project (only its top is kept read-only): %s; inspect them before opening those folders or entering them with direnv", quoteAll(tools))})
 	}
