@@ -55,6 +55,9 @@ type Options struct {
 	QuarantineDir string
 	// Agent names the run's subdirectory of QuarantineDir.
 	Agent string
+	// TreeFile keeps the workdir's tree between runs, for the scan
+	// (outside every grant); "" for none.
+	TreeFile string
 }
 
 // Reprotect binds the read-only entry, or the pinned directory, at path
@@ -166,7 +169,7 @@ func (g *Guard) Watch(r Reprotect, masks ...string) {
 		g.w.start()
 	}
 	if g.opts.Workdir != "" && g.pre == nil {
-		g.pre = startPrewalk(g.opts.Workdir)
+		g.pre = startPrewalk(g.opts.Workdir, g.opts.TreeFile)
 	}
 }
 
@@ -199,8 +202,12 @@ func (g *Guard) End(stderr io.Writer, interrupted <-chan struct{}, release func(
 	for _, p := range placeholders {
 		skip[p] = true
 	}
-	for _, f := range scan(g.opts.Workdir, g.started, skip, g.before, interrupted, g.pre.wait(interrupted)) {
+	findings, next := scan(g.opts.Workdir, g.started, skip, g.before, interrupted, g.pre.wait(interrupted))
+	for _, f := range findings {
 		g.note(f.Path, f.Text)
+	}
+	if next.complete {
+		saveTree(g.opts.TreeFile, next)
 	}
 	if ws := g.Windows(); len(ws) > 0 {
 		sorted := append([]time.Duration(nil), ws...)

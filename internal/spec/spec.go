@@ -7,6 +7,8 @@
 package spec
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"path/filepath"
 	"strings"
 
@@ -152,6 +154,14 @@ func (s Spec) MiseCacheDir() string { return filepath.Join(s.StateDir, "mise-cac
 // QuarantineDir is where the audit keeps the files it restored or moved
 // aside (StateRoot/quarantine), outside every grant.
 func (s Spec) QuarantineDir() string { return filepath.Join(s.StateRoot(), "quarantine") }
+
+// TreeFile is where the scan after a run keeps the workdir's tree for the
+// next run in it (StateRoot/scan/<hash of the workdir>), outside every
+// grant.
+func (s Spec) TreeFile() string {
+	sum := sha256.Sum256([]byte(s.Workdir))
+	return filepath.Join(s.StateRoot(), "scan", hex.EncodeToString(sum[:16])+".tree")
+}
 
 // StateRoot is agent-sandbox's own state directory
 // ($XDG_STATE_HOME/agent-sandbox, grant.Home.StateRoot), which holds the
