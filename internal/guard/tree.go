@@ -199,10 +199,21 @@ func saveTree(path string, t *tree) {
 	if gob.NewEncoder(&b).Encode(t.Dirs) != nil {
 		return
 	}
-	if os.MkdirAll(filepath.Dir(path), 0o700) == nil {
-		_ = atomicfile.Write(path, b.Bytes(), 0o600)
+	dir := filepath.Dir(path)
+	if os.MkdirAll(dir, 0o700) != nil || atomicfile.Write(path, b.Bytes(), 0o600) != nil {
+		return
+	}
+	// The trees of workdirs no run has used for treeMaxAge go.
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() && filepath.Ext(e.Name()) == ".tree" && time.Since(fi.ModTime()) > treeMaxAge {
+			_ = os.Remove(filepath.Join(dir, e.Name()))
+		}
 	}
 }
+
+// treeMaxAge is how long a workdir's tree is kept after its last run.
+const treeMaxAge = 30 * 24 * time.Hour
 
 // prewalk reads the tree in the background; wait returns it (nil when the
 // walk stopped at a bound or was cancelled: the scan then walks in full).

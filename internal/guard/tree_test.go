@@ -132,6 +132,22 @@ func TestTreeFile(t *testing.T) {
 	if n := dirReads.Load(); n != 1 {
 		t.Errorf("the prewalk read %d directories, want 1 (d07)", n)
 	}
+	// Another workdir's tree unused for longer than treeMaxAge goes when
+	// a tree is saved; a recent one stays.
+	stale, recent := filepath.Join(filepath.Dir(file), "stale.tree"), filepath.Join(filepath.Dir(file), "recent.tree")
+	write(t, stale, "x")
+	write(t, recent, "x")
+	old := time.Now().Add(-treeMaxAge - time.Hour)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
+	saveTree(file, next)
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("a stale tree was kept: %v", err)
+	}
+	if _, err := os.Stat(recent); err != nil {
+		t.Errorf("a recent tree was removed: %v", err)
+	}
 	if err := os.WriteFile(file, []byte("not a tree"), 0o600); err != nil {
 		t.Fatal(err)
 	}
