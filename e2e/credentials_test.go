@@ -1,16 +1,9 @@
 package e2e
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/cgi"
@@ -59,6 +52,19 @@ func newKeyStandIn(t *testing.T, accept string) *keyStandIn {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// onlyKey fails unless seen holds at least one key, each of them want.
+func onlyKey(t *testing.T, seen []string, want string) {
+	t.Helper()
+	for _, k := range seen {
+		if k != want {
+			t.Errorf("the API saw %q, not the real key", k)
+		}
+	}
+	if len(seen) == 0 {
+		t.Errorf("the API saw no request")
+	}
 }
 
 func (s *keyStandIn) seen() []string {
@@ -168,15 +174,7 @@ func TestCredentialInjection(t *testing.T) {
 		if code != 0 || !strings.Contains(out, standInReply) {
 			t.Fatalf("exit %d, want the stand-in's reply:\n%s", code, out)
 		}
-		seen := api.seen()[before:]
-		for _, k := range seen {
-			if k != real {
-				t.Errorf("the API saw %q, not the real key", k)
-			}
-		}
-		if len(seen) == 0 {
-			t.Errorf("the API saw no request")
-		}
+		onlyKey(t, api.seen()[before:], real)
 	})
 
 	t.Run("pi completes a turn with its key injected", func(t *testing.T) {
@@ -192,15 +190,7 @@ func TestCredentialInjection(t *testing.T) {
 		if code != 0 || !strings.Contains(out, standInReply) {
 			t.Fatalf("exit %d, want the stand-in's reply:\n%s", code, out)
 		}
-		seen := api.seen()[before:]
-		for _, k := range seen {
-			if k != real {
-				t.Errorf("the API saw %q, not the real key", k)
-			}
-		}
-		if len(seen) == 0 {
-			t.Errorf("the API saw no request")
-		}
+		onlyKey(t, api.seen()[before:], real)
 		if _, dry := r.run(30*time.Second, env, "--allow-host", allow, "--dry-run", "pi"); !strings.Contains(dry, "pi reaches") {
 			t.Errorf("--dry-run does not say how pi reaches the route:\n%s", dry)
 		}
@@ -414,7 +404,7 @@ func TestCredentialInjectionGH(t *testing.T) {
 	real := "ghp_REALKEYMARK" + strings.Repeat("3", 24)
 	var mu sync.Mutex
 	var seen []string
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := serveAt(t, net.JoinHostPort(ip, "0"), true, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		auth := r.Header.Get("Authorization")
 		mu.Lock()
 		seen = append(seen, auth)
@@ -427,18 +417,9 @@ func TestCredentialInjectionGH(t *testing.T) {
 		}
 		fmt.Fprintf(w, `{"login": "standin-user", "path": %q}`, r.URL.Path)
 	}))
-	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Listener = l
-	caPEM, cert := throwawayTLS(t, ip)
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
-	srv.StartTLS()
-	defer srv.Close()
 	ca := filepath.Join(t.TempDir(), "ca.pem")
-	write(t, ca, string(caPEM))
-	host := l.Addr().String()
+	writeCA(t, ca, srv)
+	host := hostPort(srv)
 
 	r := newBrokerRun(t)
 	folder := filepath.Join(filepath.Dir(r.home), "agents", "gh")
@@ -508,26 +489,4 @@ func ownAddress(t *testing.T) string {
 	}
 	t.Fatal("this machine has no non-loopback IPv4 address, which the test's stand-in needs (gh never proxies loopback)")
 	return ""
-}
-
-// throwawayTLS makes a CA and a certificate for ip signed by it; it
-// returns the CA's PEM and the certificate.
-func throwawayTLS(t *testing.T, ip string) ([]byte, tls.Certificate) {
-	t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "e2e throwaway CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: ip}, IPAddresses: []net.IP{net.ParseIP(ip)},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: x509.KeyUsageDigitalSignature}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }

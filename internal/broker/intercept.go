@@ -40,11 +40,7 @@ type CA struct {
 // NewCA makes a fresh CA, valid from a minute ago for a day, named for
 // the agent.
 func NewCA(agentID string) (*CA, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	key, serial, err := newKeySerial()
 	if err != nil {
 		return nil, err
 	}
@@ -78,11 +74,7 @@ func (ca *CA) leaf(host string) (*tls.Certificate, error) {
 	if c := ca.leafs[host]; c != nil {
 		return c, nil
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	key, serial, err := newKeySerial()
 	if err != nil {
 		return nil, err
 	}
@@ -106,6 +98,17 @@ func (ca *CA) leaf(host string) (*tls.Certificate, error) {
 	c := &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 	ca.leafs[host] = c
 	return c, nil
+}
+
+// newKeySerial makes a P-256 key and a random 127-bit serial number for a
+// certificate.
+func newKeySerial() (*ecdsa.PrivateKey, *big.Int, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	return key, serial, err
 }
 
 // prefixConn is a connection whose first bytes were already read into a

@@ -125,19 +125,25 @@ func (p *Proxy) routeFor(reqPath string) (*Route, string) {
 // routeForHost returns the route whose upstream is host:port, or nil.
 func (p *Proxy) routeForHost(t target) *Route {
 	for i := range p.cfg.Routes {
-		u, err := url.Parse(p.cfg.Routes[i].Upstream)
-		if err != nil {
-			continue
-		}
-		port := u.Port()
-		if port == "" {
-			port = map[string]string{"https": "443", "http": "80"}[u.Scheme]
-		}
-		if strings.EqualFold(u.Hostname(), t.host) && port == strconv.Itoa(t.port) {
+		if UpstreamAt(p.cfg.Routes[i].Upstream, t.host, t.port) {
 			return &p.cfg.Routes[i]
 		}
 	}
 	return nil
+}
+
+// UpstreamAt says whether the upstream URL's host and port (by default
+// the scheme's) are host:port: a CONNECT there is the route's business.
+func UpstreamAt(upstream, host string, port int) bool {
+	u, err := url.Parse(upstream)
+	if err != nil {
+		return false
+	}
+	p := u.Port()
+	if p == "" {
+		p = map[string]string{"https": "443", "http": "80"}[u.Scheme]
+	}
+	return strings.EqualFold(u.Hostname(), strings.Trim(host, "[]")) && p == strconv.Itoa(port)
 }
 
 // route serves a request to a credential route: the phantom checked and

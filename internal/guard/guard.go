@@ -202,12 +202,13 @@ func (g *Guard) End(stderr io.Writer, interrupted <-chan struct{}, release func(
 	for _, p := range placeholders {
 		skip[p] = true
 	}
-	findings, next := scan(g.opts.Workdir, g.started, skip, g.before, interrupted, g.pre.wait(interrupted))
+	during := g.pre.wait(interrupted)
+	findings, next := scan(g.opts.Workdir, g.started, skip, g.before, interrupted, during)
 	for _, f := range findings {
 		g.note(f.Path, f.Text)
 	}
 	if next.complete {
-		saveTree(g.opts.TreeFile, next)
+		saveTree(g.opts.TreeFile, during, next)
 	}
 	if ws := g.Windows(); len(ws) > 0 {
 		sorted := append([]time.Duration(nil), ws...)

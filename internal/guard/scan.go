@@ -54,8 +54,7 @@ func scan(workdir string, started time.Time, skip map[string]bool, before map[st
 		}
 		return out
 	}
-	deadline := time.Now().Add(scanMaxTime)
-	entries := 0
+	b := newBudget(interrupted)
 	stopped := ""
 	var out []Finding
 	var tools, others, unreadable []string
@@ -73,21 +72,7 @@ func scan(workdir string, started time.Time, skip map[string]bool, before map[st
 			}
 		}
 		for _, d := range ents {
-			entries++
-			if entries%1024 == 0 {
-				select {
-				case <-interrupted:
-					stopped = "it was interrupted"
-					return false
-				default:
-				}
-				if time.Now().After(deadline) {
-					stopped = fmt.Sprintf("it reached its time limit (%v)", scanMaxTime)
-					return false
-				}
-			}
-			if entries > scanMaxEntries {
-				stopped = fmt.Sprintf("it reached its limit of %d entries", scanMaxEntries)
+			if stopped = b.spend(); stopped != "" {
 				return false
 			}
 			name, path := d.Name(), filepath.Join(dir, d.Name())
@@ -122,7 +107,7 @@ func scan(workdir string, started time.Time, skip map[string]bool, before map[st
 		out = append(out, Finding{Path: "(unreadable)", Text: fmt.Sprintf("the scan of %s for git metadata and tool files planted during the run could not read %s: what lies there was not checked (git can still enter a directory it cannot list); inspect them, or make them readable, before running git or opening the project", quoteName(workdir), strings.Join(unreadable, ", "))})
 	}
 	if stopped != "" {
-		out = append(out, Finding{Path: "(stopped)", Text: fmt.Sprintf("the scan of %s for git metadata and tool files planted during the run stopped after %d entries because %s: what lies beyond was not checked", quoteName(workdir), entries, stopped)})
+		out = append(out, Finding{Path: "(stopped)", Text: fmt.Sprintf("the scan of %s for git metadata and tool files planted during the run stopped after %d entries because %s: what lies beyond was not checked", quoteName(workdir), b.entries, stopped)})
 	}
 	next.complete = stopped == ""
 	return out, next

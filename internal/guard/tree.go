@@ -3,6 +3,7 @@ package guard
 import (
 	"bytes"
 	"encoding/gob"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -33,6 +34,8 @@ import (
 type tree struct {
 	Dirs     map[string]treeDir
 	complete bool
+	// fresh counts the directories read rather than taken as recorded.
+	fresh int
 }
 
 // treeDir is one directory as recorded. Trusted says its ctime lay
@@ -95,6 +98,7 @@ func (next *tree) record(dir string) ([]treeEnt, error) {
 			}
 		}
 		next.Dirs[dir] = td
+		next.fresh++
 	}
 	return out, err
 }
@@ -135,31 +139,15 @@ func (t *tree) list(dir string, next *tree) ([]treeEnt, error) {
 // false when a bound stopped it or it was cancelled.
 func readTree(workdir string, cancel <-chan struct{}, prev *tree) *tree {
 	t := &tree{Dirs: map[string]treeDir{}}
-	deadline := time.Now().Add(scanMaxTime)
-	entries := 0
+	b := newBudget(cancel)
 	var walk func(dir string) bool
 	walk = func(dir string) bool {
-		var ents []treeEnt
-		if td, ok := prev.same(dir); ok {
-			t.Dirs[dir], ents = td, td.Ents
-		} else if all, err := t.record(dir); err != nil {
+		ents, err := prev.list(dir, t)
+		if err != nil {
 			return true // the scan reads it again and says why
-		} else {
-			ents = all
 		}
 		for _, e := range ents {
-			entries++
-			if entries%1024 == 0 {
-				select {
-				case <-cancel:
-					return false
-				default:
-				}
-				if time.Now().After(deadline) {
-					return false
-				}
-			}
-			if entries > scanMaxEntries {
+			if b.spend() != "" {
 				return false
 			}
 			if e.IsDir() && e.N != ".git" && !walk(filepath.Join(dir, e.N)) {
@@ -170,6 +158,37 @@ func readTree(workdir string, cancel <-chan struct{}, prev *tree) *tree {
 	}
 	t.complete = walk(workdir)
 	return t
+}
+
+// budget bounds a walk of the workdir (scanMaxEntries, scanMaxTime) and
+// stops it when stop is closed.
+type budget struct {
+	entries  int
+	deadline time.Time
+	stop     <-chan struct{}
+}
+
+func newBudget(stop <-chan struct{}) *budget {
+	return &budget{deadline: time.Now().Add(scanMaxTime), stop: stop}
+}
+
+// spend counts one entry; it returns why the walk must stop, or "".
+func (b *budget) spend() string {
+	b.entries++
+	if b.entries%1024 == 0 {
+		select {
+		case <-b.stop:
+			return "it was interrupted"
+		default:
+		}
+		if time.Now().After(b.deadline) {
+			return fmt.Sprintf("it reached its time limit (%v)", scanMaxTime)
+		}
+	}
+	if b.entries > scanMaxEntries {
+		return fmt.Sprintf("it reached its limit of %d entries", scanMaxEntries)
+	}
+	return ""
 }
 
 // loadTree reads the tree a previous run left at path; nil when there is
@@ -190,10 +209,19 @@ func loadTree(path string) *tree {
 }
 
 // saveTree writes t for the next run (mode 0600, replaced atomically);
-// failing is harmless (the next run reads every directory).
-func saveTree(path string, t *tree) {
+// failing is harmless (the next run reads every directory). When nothing
+// was read anew, neither during the run (from, the tree the prewalk made
+// from the saved one) nor after it (t), the saved tree is still right and
+// is only marked used.
+func saveTree(path string, from, t *tree) {
 	if path == "" || t == nil {
 		return
+	}
+	if from != nil && from.fresh == 0 && t.fresh == 0 {
+		now := time.Now()
+		if os.Chtimes(path, now, now) == nil {
+			return
+		}
 	}
 	var b bytes.Buffer
 	if gob.NewEncoder(&b).Encode(t.Dirs) != nil {

@@ -119,7 +119,7 @@ func TestTreeFile(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	file := filepath.Join(t.TempDir(), "scan", "w.tree")
 	_, next := scanJoin(root, time.Now(), nil)
-	saveTree(file, next)
+	saveTree(file, nil, next)
 	if st, err := os.Stat(file); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("the tree file: %v %v", st, err)
 	}
@@ -132,6 +132,22 @@ func TestTreeFile(t *testing.T) {
 	if n := dirReads.Load(); n != 1 {
 		t.Errorf("the prewalk read %d directories, want 1 (d07)", n)
 	}
+	// Nothing read anew, during the run or after it: the saved tree is
+	// only marked used (same file, newer time), not written again.
+	time.Sleep(50 * time.Millisecond) // d07's change is old enough to trust
+	_, next = scanJoin(root, time.Now(), tr)
+	saveTree(file, tr, next)
+	past := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(file, past, past); err != nil {
+		t.Fatal(err)
+	}
+	st0, _ := os.Stat(file)
+	during := startPrewalk(root, file).wait(nil)
+	_, next = scanJoin(root, time.Now(), during)
+	saveTree(file, during, next)
+	if st1, err := os.Stat(file); err != nil || !os.SameFile(st0, st1) || !st1.ModTime().After(past) || during.fresh != 0 || next.fresh != 0 {
+		t.Errorf("an unchanged tree was written again, or not marked used (fresh %d, %d): %v", during.fresh, next.fresh, err)
+	}
 	// Another workdir's tree unused for longer than treeMaxAge goes when
 	// a tree is saved; a recent one stays.
 	stale, recent := filepath.Join(filepath.Dir(file), "stale.tree"), filepath.Join(filepath.Dir(file), "recent.tree")
@@ -141,7 +157,7 @@ func TestTreeFile(t *testing.T) {
 	if err := os.Chtimes(stale, old, old); err != nil {
 		t.Fatal(err)
 	}
-	saveTree(file, next)
+	saveTree(file, nil, next)
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Errorf("a stale tree was kept: %v", err)
 	}

@@ -9,6 +9,7 @@ package spec
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"net/url"
 	"path/filepath"
 	"strings"
 
@@ -223,3 +224,16 @@ type Credential struct {
 // Route is the credential's route name on the broker's port: its
 // variable, lower case.
 func (c Credential) Route() string { return strings.ToLower(c.Env) }
+
+// UpstreamFor is where the route forwards, without a trailing slash: the
+// caller's own endpoint when lookup gives BaseURLEnv an http(s) URL with a
+// host (a proxy or stand-in the caller uses), else Upstream.
+func (c Credential) UpstreamFor(lookup func(string) (string, bool)) string {
+	up := c.Upstream
+	if v, ok := lookup(c.BaseURLEnv); ok && c.BaseURLEnv != "" {
+		if u, err := url.Parse(v); err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" {
+			up = v
+		}
+	}
+	return strings.TrimSuffix(up, "/")
+}

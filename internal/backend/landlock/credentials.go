@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,32 +57,34 @@ func credentialRoutes(s spec.Spec, n Net, lookup func(string) (string, bool)) (r
 			}
 			continue
 		}
-		upstream := c.Upstream
-		if v, ok := lookup(c.BaseURLEnv); ok && c.BaseURLEnv != "" {
-			if u, err := url.Parse(v); err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" {
-				upstream = v // the caller's own endpoint
-			}
-		}
 		routes = append(routes, broker.Route{Name: c.Route(), Env: c.Env, BaseEnv: c.BaseURLEnv,
-			Upstream: strings.TrimSuffix(upstream, "/"), Header: c.Header, Phantom: phantomPrefix + broker.NewToken(), Real: real, Intercept: c.Intercept})
+			Upstream: c.UpstreamFor(lookup), Header: c.Header, Phantom: phantomPrefix + broker.NewToken(), Real: real, Intercept: c.Intercept})
 		conf[c.Route()] = c
 	}
 	return routes, conf, notes, nil
 }
 
-// routeArgs adds each route's base_url_args right after argv[0], with
-// "{base_url}" replaced by the route's URL on the broker at port.
+// routeArgs adds each route's base_url_args right after argv[0]
+// (baseURLArgs).
 func routeArgs(argv []string, routes []broker.Route, conf map[string]spec.Credential, port int) []string {
 	var add []string
 	for _, r := range routes {
-		for _, a := range conf[r.Name].BaseURLArgs {
-			add = append(add, strings.ReplaceAll(a, "{base_url}", fmt.Sprintf("http://127.0.0.1:%d/%s", port, r.Name)))
-		}
+		add = append(add, baseURLArgs(conf[r.Name].BaseURLArgs, r.Name, port)...)
 	}
 	if len(add) == 0 || len(argv) == 0 {
 		return argv
 	}
 	return append(append([]string{argv[0]}, add...), argv[1:]...)
+}
+
+// baseURLArgs are base_url_args with "{base_url}" replaced by the URL of
+// route on the broker at port.
+func baseURLArgs(args []string, route string, port int) []string {
+	var out []string
+	for _, a := range args {
+		out = append(out, strings.ReplaceAll(a, "{base_url}", fmt.Sprintf("http://127.0.0.1:%d/%s", port, route)))
+	}
+	return out
 }
 
 // gitEnv points the agent's git at the routes that serve git, through
@@ -189,7 +190,7 @@ func credentialComments(s spec.Spec, n Net) []string {
 			line += fmt.Sprintf("; git's https remotes under %s/ go to http://127.0.0.1:%d/%s/, with a credential helper giving the phantom", c.Upstream, n.ProxyPort, c.Route())
 		}
 		if len(c.BaseURLArgs) > 0 {
-			line += fmt.Sprintf("; the command gets %q after its name", routeArgs([]string{""}, []broker.Route{{Name: c.Route()}}, map[string]spec.Credential{c.Route(): c}, n.ProxyPort)[1:])
+			line += fmt.Sprintf("; the command gets %q after its name", baseURLArgs(c.BaseURLArgs, c.Route(), n.ProxyPort))
 		}
 		if c.BaseURLEnv != "" && piext.IsPi(s) {
 			line += fmt.Sprintf("; pi reaches the route through the extension %s (generated, read-only: pi reads no %s)", piRoutesPath(s), c.BaseURLEnv)
@@ -205,7 +206,7 @@ func credentialComments(s spec.Spec, n Net) []string {
 // (piext.RoutesSource) to the state dir, which the agent cannot write,
 // and returns its path for `--extension` and a read-only grant; "" when
 // the run needs none.
-func piRoutes(s spec.Spec, routes []broker.Route) (string, error) {
+func piRoutes(s spec.Spec, routes []broker.Route, conf map[string]spec.Credential) (string, error) {
 	var rs []piext.Route
 	for _, r := range routes {
 		if r.BaseEnv == "" {
@@ -213,10 +214,8 @@ func piRoutes(s spec.Spec, routes []broker.Route) (string, error) {
 		}
 		// pi's built-in models name the configured upstream; a caller's
 		// own endpoint (the route's upstream then) may be in models.json.
-		for _, c := range s.Credentials {
-			if c.Route() == r.Name && strings.TrimSuffix(c.Upstream, "/") != r.Upstream {
-				rs = append(rs, piext.Route{Upstream: strings.TrimSuffix(c.Upstream, "/"), BaseEnv: r.BaseEnv})
-			}
+		if up := strings.TrimSuffix(conf[r.Name].Upstream, "/"); up != r.Upstream {
+			rs = append(rs, piext.Route{Upstream: up, BaseEnv: r.BaseEnv})
 		}
 		rs = append(rs, piext.Route{Upstream: r.Upstream, BaseEnv: r.BaseEnv})
 	}

@@ -98,7 +98,7 @@ func TestPiRoutes(t *testing.T) {
 	cred := spec.Credential{Env: "ANTHROPIC_API_KEY", BaseURLEnv: "ANTHROPIC_BASE_URL", Upstream: "https://api.anthropic.com/", Header: "x-api-key"}
 	routes := []broker.Route{{Name: cred.Route(), BaseEnv: "ANTHROPIC_BASE_URL", Upstream: "https://127.0.0.1:8443"}}
 	s := spec.Spec{AgentID: "pi", StateDir: dir, Argv: []string{"/usr/bin/pi"}, Credentials: []spec.Credential{cred}}
-	path, err := piRoutes(s, routes)
+	path, err := piRoutes(s, routes, map[string]spec.Credential{cred.Route(): cred})
 	if err != nil || path != filepath.Join(dir, "pi", "credential-routes.ts") {
 		t.Fatalf("piRoutes = %q, %v", path, err)
 	}
@@ -107,11 +107,11 @@ func TestPiRoutes(t *testing.T) {
 		t.Errorf("the extension does not name both upstreams (%v):\n%s", err, b)
 	}
 	s.AgentID, s.Argv = "claude", []string{"/usr/bin/claude"}
-	if path, _ := piRoutes(s, routes); path != "" {
+	if path, _ := piRoutes(s, routes, map[string]spec.Credential{cred.Route(): cred}); path != "" {
 		t.Errorf("claude got a pi extension: %s", path)
 	}
 	s.AgentID = "pi"
-	if path, _ := piRoutes(s, nil); path != "" {
+	if path, _ := piRoutes(s, nil, nil); path != "" {
 		t.Errorf("a run without routes got an extension: %s", path)
 	}
 }

@@ -90,7 +90,7 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 	for _, note := range notes {
 		diag.Notef(stdio.Err, "%s", note)
 	}
-	if ext, err := piRoutes(s, routes); err != nil {
+	if ext, err := piRoutes(s, routes, routeConf); err != nil {
 		return refuse(stdio.Err, err)
 	} else if ext != "" {
 		p.ReadOnly = append(p.ReadOnly, ext)

@@ -3,13 +3,13 @@ package landlock
 import (
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/backend"
+	"github.com/agent-sandbox/agent-sandbox/internal/broker"
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	"github.com/agent-sandbox/agent-sandbox/internal/view"
 )
@@ -33,21 +33,7 @@ func (p *Prepared) ReachHost(host string, port int) (backend.HostReach, error) {
 		if name, ok := strings.CutPrefix(c.Source, "env:"); ok && strings.TrimSpace(os.Getenv(name)) == "" {
 			continue // no value, so no route: the agent logs in its own way
 		}
-		up := c.Upstream
-		if v, ok := os.LookupEnv(c.BaseURLEnv); ok && c.BaseURLEnv != "" {
-			if u, err := url.Parse(v); err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" {
-				up = v
-			}
-		}
-		u, err := url.Parse(up)
-		if err != nil || !strings.EqualFold(u.Hostname(), strings.Trim(host, "[]")) {
-			continue
-		}
-		upPort := u.Port()
-		if upPort == "" {
-			upPort = map[string]string{"https": "443", "http": "80"}[u.Scheme]
-		}
-		if upPort != strconv.Itoa(port) {
+		if !broker.UpstreamAt(c.UpstreamFor(os.LookupEnv), host, port) {
 			continue
 		}
 		target := net.JoinHostPort(strings.Trim(host, "[]"), strconv.Itoa(port))
