@@ -50,6 +50,8 @@ MUST_RUN = [
     "e2e-user TestWorkdirPrivate",
     "e2e TestOrdinarySystem",
     "e2e-user TestOrdinarySystem",
+    "e2e TestManyGrants",
+    "e2e-user TestManyGrants",
     "e2e TestJobControl",
     "e2e-user TestJobControl",
     "e2e TestToolchainCaches",

@@ -10,6 +10,7 @@ package grant
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -341,6 +342,18 @@ func (c Checker) Resolve(p string, writable bool) (string, error) {
 		return "", fmt.Errorf("%q %s", p, err.Error())
 	}
 	return canon, nil
+}
+
+// Lstat reports whether p exists (lstat succeeds) and whether it is a Unix
+// socket. A memoized checker answers from its lookups (a canonical grant
+// was looked up by Resolve already), so a plan looks each grant up once.
+func (c Checker) Lstat(p string) (exists, socket bool) {
+	if c.memo != nil {
+		n := c.memo.lstat(p)
+		return !n.missing, n.socket
+	}
+	fi, err := os.Lstat(p)
+	return err == nil, err == nil && fi.Mode()&fs.ModeSocket != 0
 }
 
 // Exists reports whether p exists (without following a final symlink loop).

@@ -1,6 +1,7 @@
 package grant
 
 import (
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 // view opens every source refusing symlinks).
 type resolver struct {
 	seen map[string]node
+	dirs map[string]*dirState
 }
 
 // node is what lstat said about one path.
@@ -28,6 +30,7 @@ type node struct {
 	link    bool   // a symlink
 	target  string // its readlink, when link
 	dir     bool
+	socket  bool // a Unix socket
 }
 
 // maxLinks bounds the symlinks followed for one path, as
@@ -36,27 +39,125 @@ const maxLinks = 255
 
 func newResolver() *resolver { return &resolver{seen: map[string]node{}} }
 
+// A directory asked about listAfter times (a thousand grants in one
+// directory) is read whole, once, instead of one lstat per entry, unless
+// it holds more than listMax entries (/nix/store).
+const (
+	listAfter = 64
+	listMax   = 8192
+)
+
+// dirState is what the resolver knows of one directory's entries.
+type dirState struct {
+	asked  int  // lookups of its entries so far
+	found  bool // one of them existed: the directory can be searched
+	listed bool // its entries are all in seen: one that is not is missing
+	tried  bool // it was read (or found too big) once
+}
+
 func (r *resolver) lstat(p string) node {
 	if n, ok := r.seen[p]; ok {
 		return n
 	}
+	dir, _ := splitLast(p)
+	d := r.dir(dir)
+	if d.listed {
+		n := node{missing: true}
+		r.seen[p] = n
+		return n
+	}
+	d.asked++
+	if d.asked >= listAfter && d.found && !d.tried {
+		d.tried = true
+		if r.list(dir) {
+			d.listed = true
+			if n, ok := r.seen[p]; ok {
+				return n
+			}
+			n := node{missing: true}
+			r.seen[p] = n
+			return n
+		}
+	}
+	n := r.lstatNow(p)
+	if !n.missing {
+		d.found = true
+	}
+	r.seen[p] = n
+	return n
+}
+
+// lstatNow is the node of p from lstat (and readlink).
+func (r *resolver) lstatNow(p string) node {
 	var n node
 	fi, err := os.Lstat(p)
 	switch {
 	case err != nil:
 		n.missing = true
 	case fi.Mode()&fs.ModeSymlink != 0:
-		t, err := os.Readlink(p)
-		if err != nil {
-			n.missing = true
-		} else {
-			n.link, n.target = true, t
-		}
+		n = r.link(p)
 	default:
 		n.dir = fi.IsDir()
+		n.socket = fi.Mode()&fs.ModeSocket != 0
 	}
-	r.seen[p] = n
 	return n
+}
+
+// link is the node of the symlink p.
+func (r *resolver) link(p string) node {
+	t, err := os.Readlink(p)
+	if err != nil {
+		return node{missing: true}
+	}
+	return node{link: true, target: t}
+}
+
+func (r *resolver) dir(path string) *dirState {
+	if r.dirs == nil {
+		r.dirs = map[string]*dirState{}
+	}
+	d := r.dirs[path]
+	if d == nil {
+		d = &dirState{}
+		r.dirs[path] = d
+	}
+	return d
+}
+
+// list reads the directory dir and records a node for each of its
+// entries from the type its listing gives (as lstat would: a symlink,
+// read with readlink, a directory, a socket, anything else). It reports
+// false, recording nothing, when dir cannot be read or holds more than
+// listMax entries.
+func (r *resolver) list(dir string) bool {
+	f, err := os.Open(dir)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	ents, err := f.ReadDir(listMax + 1)
+	if (err != nil && err != io.EOF) || len(ents) > listMax {
+		return false
+	}
+	if more, err := f.ReadDir(1); len(more) > 0 || (err != nil && err != io.EOF) {
+		return false
+	}
+	for _, e := range ents {
+		p := joinName(dir, e.Name())
+		if _, ok := r.seen[p]; ok {
+			continue
+		}
+		var n node
+		switch t := e.Type(); {
+		case t&fs.ModeSymlink != 0:
+			n = r.link(p)
+		default:
+			n.dir = t.IsDir()
+			n.socket = t&fs.ModeSocket != 0
+		}
+		r.seen[p] = n
+	}
+	return true
 }
 
 // canonical is Canonical for an absolute p.
@@ -147,4 +248,14 @@ func joinName(dir, name string) string {
 		return "/" + name
 	}
 	return dir + "/" + name
+}
+
+// splitLast splits the absolute, clean path p into its directory and its
+// last component ("/" and "a" for "/a").
+func splitLast(p string) (dir, name string) {
+	i := strings.LastIndexByte(p, '/')
+	if i <= 0 {
+		return "/", p[i+1:]
+	}
+	return p[:i], p[i+1:]
 }

@@ -1,6 +1,8 @@
 package grant
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -108,4 +110,50 @@ func BenchmarkCanonicalMissing(b *testing.B) {
 			oldCanonical(p)
 		}
 	})
+}
+
+// TestResolverListsDirectory: a directory asked about more than listAfter
+// times is read whole, and what the listing says of each entry (file,
+// directory, symlink and its target, socket, missing) is what lstat says.
+func TestResolverListsDirectory(t *testing.T) {
+	dir := t.TempDir()
+	var names []string
+	for i := 0; i < 3*listAfter; i++ {
+		name := fmt.Sprintf("e%03d", i)
+		p := filepath.Join(dir, name)
+		var err error
+		switch i % 4 {
+		case 0:
+			err = os.Mkdir(p, 0o755)
+		case 1:
+			err = os.WriteFile(p, nil, 0o644)
+		case 2:
+			err = os.Symlink(fmt.Sprintf("e%03d", i-2), p)
+		case 3:
+			continue // asked about, never created
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+	}
+	sock := filepath.Join(dir, "sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	r := newResolver()
+	for i := 0; i < 3*listAfter; i++ {
+		p := filepath.Join(dir, fmt.Sprintf("e%03d", i))
+		if got, want := r.lstat(p), (&resolver{seen: map[string]node{}}).lstatNow(p); got != want {
+			t.Errorf("lstat(%s) = %+v, want %+v", p, got, want)
+		}
+	}
+	if d := r.dirs[dir]; d == nil || !d.listed {
+		t.Fatalf("%s was not read whole: %+v", dir, d)
+	}
+	if n := r.lstat(sock); !n.socket || n.missing {
+		t.Errorf("the socket from the listing: %+v", n)
+	}
 }

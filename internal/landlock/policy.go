@@ -1,6 +1,9 @@
 package landlock
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // NetMode says what network access the confined child gets.
 type NetMode int
@@ -121,4 +124,19 @@ type Process struct {
 func (p *Process) Wait() error {
 	<-p.done
 	return p.err
+}
+
+// Reaches reports whether a file created in dir would be reachable under
+// one of p's rules: a path of ReadExec, ReadOnly, ReadWrite or WriteOnly
+// that is dir or lies above it (a rule holds beneath its path). List
+// rules, which only let a directory be read, do not count.
+func (p Policy) Reaches(dir string) bool {
+	for _, l := range [][]string{p.ReadExec, p.ReadOnly, p.ReadWrite, p.WriteOnly} {
+		for _, path := range l {
+			if path == "/" || path == dir || strings.HasPrefix(dir, strings.TrimSuffix(path, "/")+"/") {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -75,8 +75,10 @@ func ExecNarrowed(roots, argv, env []string) error {
 	defer unix.Close(fd)
 	g := grant{dir: handled, file: fsReadFile}
 	paths := append(append(append([]string{}, roots...), "/proc/self"), ProcFiles...)
+	var opener pathOpener
+	defer opener.close()
 	for _, p := range paths {
-		if _, err := addPathRule(fd, p, g); err != nil {
+		if _, err := addPathRule(fd, &opener, p, g); err != nil {
 			return fmt.Errorf("/proc layer: %s: %w", p, err)
 		}
 	}

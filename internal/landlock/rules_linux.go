@@ -4,6 +4,8 @@ package landlock
 
 import (
 	"fmt"
+	"path/filepath"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -129,6 +131,21 @@ type netPortAttr struct {
 // It returns the policy paths that do not exist. The caller closes the
 // descriptor.
 func buildRuleset(p Policy, e Enforcement) (fd int, skipped []string, err error) {
+	r, err := createRuleset(p, e)
+	if err != nil {
+		return -1, nil, err
+	}
+	if err := r.AddRest(); err != nil {
+		r.Close()
+		return -1, nil, err
+	}
+	return r.fd, r.e.Skipped, nil
+}
+
+// createRuleset creates the ruleset of p as enforced by e, with its
+// network rules and none of its paths' (see [Ruleset.AddOpened] and
+// [Ruleset.AddRest]).
+func createRuleset(p Policy, e Enforcement) (*Ruleset, error) {
 	attr := rulesetAttr{
 		handledAccessFS: handledFS(e.ABI),
 	}
@@ -144,46 +161,144 @@ func buildRuleset(p Policy, e Enforcement) (fd int, skipped []string, err error)
 	if e.ScopeAbstractUnix {
 		attr.scoped |= unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
 	}
-	r, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET,
+	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET,
 		uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
 	if errno != 0 {
-		return -1, nil, fmt.Errorf("creating the Landlock ruleset (ABI %d): %w", e.ABI, errno)
+		return nil, fmt.Errorf("creating the Landlock ruleset (ABI %d): %w", e.ABI, errno)
 	}
-	fd = int(r)
-	defer func() {
-		if err != nil {
-			unix.Close(fd)
-			fd = -1
-		}
-	}()
-
-	g := grants(attr.handledAccessFS)
-	for i, l := range p.lists() {
-		for _, path := range l.paths {
-			missing, err := addPathRule(fd, path, g[i])
-			if err != nil {
-				return fd, nil, fmt.Errorf("landlock policy: %s path %s: %w", l.name, path, err)
-			}
-			if missing {
-				skipped = append(skipped, path)
-			}
-		}
-	}
+	r := &Ruleset{fd: int(fd), e: e, p: p, grants: grants(attr.handledAccessFS), done: map[string]bool{}}
 	if e.TCPRules {
 		for _, port := range p.AllowTCPConnect {
 			rule := netPortAttr{allowedAccess: unix.LANDLOCK_ACCESS_NET_CONNECT_TCP, port: uint64(port)}
-			if err := addRule(fd, ruleTypeNetPort, unsafe.Pointer(&rule)); err != nil {
-				return fd, nil, fmt.Errorf("landlock policy: allowing TCP connections to port %d: %w", port, err)
+			if err := addRule(r.fd, ruleTypeNetPort, unsafe.Pointer(&rule)); err != nil {
+				r.Close()
+				return nil, fmt.Errorf("landlock policy: allowing TCP connections to port %d: %w", port, err)
 			}
 		}
 	}
-	return fd, skipped, nil
+	return r, nil
+}
+
+// AddOpened adds the rules of path (one for each of the policy's lists
+// that names it) on fd, a descriptor of the inode path shows, instead of
+// looking path up: Landlock rules hold inodes, not names. The view's init
+// adds the rule of each bind on the descriptor it opened the bind's
+// source by, which is the inode the bind shows at its path. A path the
+// policy does not name adds nothing; a descriptor of a symlink (an
+// O_PATH|O_NOFOLLOW open) grants nothing, and the path is not looked up
+// later either. [Ruleset.AddRest] skips the paths added here.
+func (r *Ruleset) AddOpened(path string, fd int) error {
+	return r.addOpened(path, fd, false)
+}
+
+// AddOpenedDir is AddOpened for a descriptor known to be of a directory
+// (opened with O_DIRECTORY), which it does not look at again.
+func (r *Ruleset) AddOpenedDir(path string, fd int) error {
+	return r.addOpened(path, fd, true)
+}
+
+func (r *Ruleset) addOpened(path string, fd int, dir bool) error {
+	if r.at == nil {
+		r.at = map[string][]int{}
+		for i, l := range r.p.lists() {
+			for _, p := range l.paths {
+				r.at[p] = append(r.at[p], i)
+			}
+		}
+	}
+	lists, ok := r.at[path]
+	if !ok || r.done[path] {
+		return nil
+	}
+	r.done[path] = true
+	var st unix.Stat_t
+	if dir {
+		st.Mode = unix.S_IFDIR
+	} else if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("landlock policy: path %s: stat: %w", path, err)
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return nil
+	}
+	for _, i := range lists {
+		if err := addFdRule(r.fd, fd, st, r.grants[i]); err != nil {
+			return fmt.Errorf("landlock policy: %s path %s: %w", r.p.lists()[i].name, path, err)
+		}
+	}
+	return nil
+}
+
+// Skip marks path as handled with no rule: AddRest does not look it up.
+// The view's init skips a granted entry it found replaced by a symlink
+// (a lookup would follow it, and grant the target).
+func (r *Ruleset) Skip(path string) { r.done[path] = true }
+
+// AddRest adds the rules of every path of the policy that AddOpened did
+// not, looking each up (following symlinks). The paths that do not exist
+// are left out, and listed in the Enforcement's Skipped.
+func (r *Ruleset) AddRest() error {
+	paths := pathOpener{}
+	defer paths.close()
+	for i, l := range r.p.lists() {
+		for _, path := range l.paths {
+			if r.done[path] {
+				continue
+			}
+			missing, err := addPathRule(r.fd, &paths, path, r.grants[i])
+			if err != nil {
+				return fmt.Errorf("landlock policy: %s path %s: %w", l.name, path, err)
+			}
+			if missing {
+				r.e.Skipped = append(r.e.Skipped, path)
+			}
+		}
+	}
+	r.rest = true
+	return nil
+}
+
+// pathOpener opens the paths of a ruleset's rules. It holds an O_PATH
+// descriptor of the directory of the last path it opened, so that the
+// rules of siblings (a thousand grants in one directory) open only their
+// last component: openat of a name in the opened parent resolves exactly
+// as open of the whole path does, since nothing changes the tree while
+// the ruleset is built.
+type pathOpener struct {
+	path string
+	fd   int // 0: none
+}
+
+// open returns an O_PATH descriptor of path (following symlinks, as
+// open(2) of the whole path does).
+func (d *pathOpener) open(path string) (int, error) {
+	i := strings.LastIndexByte(path, '/')
+	if i <= 0 || i == len(path)-1 || !filepath.IsAbs(path) || filepath.Clean(path) != path {
+		return unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	}
+	dir, name := path[:i], path[i+1:]
+	if dir != d.path {
+		d.close()
+		dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+		}
+		d.path, d.fd = dir, dfd
+	}
+	return unix.Openat(d.fd, name, unix.O_PATH|unix.O_CLOEXEC, 0)
+}
+
+// close closes the parent's descriptor.
+func (d *pathOpener) close() {
+	if d.fd > 0 {
+		unix.Close(d.fd)
+	}
+	d.path, d.fd = "", 0
 }
 
 // addPathRule grants g beneath path (following symlinks). It reports
 // missing=true, and adds nothing, when path does not exist.
-func addPathRule(rulesetFd int, path string, g grant) (missing bool, err error) {
-	pfd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+func addPathRule(rulesetFd int, paths *pathOpener, path string, g grant) (missing bool, err error) {
+	pfd, err := paths.open(path)
 	if err != nil {
 		if isMissing(err) {
 			return true, nil
@@ -195,18 +310,24 @@ func addPathRule(rulesetFd int, path string, g grant) (missing bool, err error) 
 	if err := unix.Fstat(pfd, &st); err != nil {
 		return false, fmt.Errorf("stat: %w", err)
 	}
+	return false, addFdRule(rulesetFd, pfd, st, g)
+}
+
+// addFdRule grants g beneath the inode of fd, whose stat is st (a
+// directory's rights or a file's).
+func addFdRule(rulesetFd, fd int, st unix.Stat_t, g grant) error {
 	rights := g.file
 	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		rights = g.dir
 	}
 	if rights == 0 {
-		return false, nil
+		return nil
 	}
-	rule := pathBeneathAttr{allowedAccess: rights, parentFd: int32(pfd)}
+	rule := pathBeneathAttr{allowedAccess: rights, parentFd: int32(fd)}
 	if err := addRule(rulesetFd, unix.LANDLOCK_RULE_PATH_BENEATH, unsafe.Pointer(&rule)); err != nil {
-		return false, fmt.Errorf("adding the Landlock rule: %w", err)
+		return fmt.Errorf("adding the Landlock rule: %w", err)
 	}
-	return false, nil
+	return nil
 }
 
 func addRule(rulesetFd int, ruleType int, attr unsafe.Pointer) error {

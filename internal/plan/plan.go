@@ -371,6 +371,7 @@ type grantSet struct {
 	checker grant.Checker
 	seen    map[string]bool
 	missing []string
+	sockets []string
 }
 
 func (g *grantSet) add(dst *[]string, p string) {
@@ -379,8 +380,11 @@ func (g *grantSet) add(dst *[]string, p string) {
 	}
 	g.seen[p] = true
 	*dst = append(*dst, p)
-	if !grant.Exists(p) {
+	switch exists, socket := g.checker.Lstat(p); {
+	case !exists:
 		g.missing = append(g.missing, p)
+	case socket:
+		g.sockets = append(g.sockets, p)
 	}
 }
 
@@ -527,8 +531,12 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 			if err != nil {
 				return s, nil, nil, fmt.Errorf("%s %v", l.flag, err)
 			}
-			if !grant.Exists(p) {
+			exists, socket := g.checker.Lstat(p)
+			if !exists {
 				return s, nil, nil, fmt.Errorf("%s %q: %s does not exist (a per-run grant names an existing file or directory)", l.flag, raw, p)
+			}
+			if socket && !slices.Contains(g.sockets, p) {
+				g.sockets = append(g.sockets, p)
 			}
 			if !slices.Contains(*l.run, p) {
 				*l.run = append(*l.run, p)
@@ -620,6 +628,7 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 			s.Missing = append(s.Missing, m)
 		}
 	}
+	s.Sockets = g.sockets
 
 	s.EnvPass = envPass(f.Config.Env)
 	s.EnvSet = map[string]string{}

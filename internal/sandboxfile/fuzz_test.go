@@ -3,6 +3,8 @@ package sandboxfile
 import (
 	"strings"
 	"testing"
+
+	"github.com/tailscale/hujson"
 )
 
 // FuzzParse: no input panics, and every error names the file.
@@ -28,6 +30,24 @@ func FuzzParse(f *testing.F) {
 			if file.Path != path || file.Kind != k {
 				t.Fatalf("bad file header %+v", file)
 			}
+		}
+	})
+}
+
+// FuzzLiteralString checks the unescaped fast path of literalString
+// against hujson's own unescaping, for every string literal hujson parses.
+func FuzzLiteralString(f *testing.F) {
+	for _, s := range []string{`"/a/b"`, `"\u00e9"`, `"a\\b"`, `"é"`, "\"\xff\"", `""`, `"\"x"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		v, err := hujson.Parse([]byte(src))
+		if err != nil || v.Value.Kind() != '"' {
+			return
+		}
+		lit := v.Value.(hujson.Literal)
+		if got, want := literalString(lit), lit.String(); got != want {
+			t.Fatalf("literalString(%q) = %q, want %q", src, got, want)
 		}
 	})
 }

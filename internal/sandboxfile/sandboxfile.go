@@ -13,6 +13,7 @@
 package sandboxfile
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	"github.com/agent-sandbox/agent-sandbox/internal/optfile"
@@ -263,7 +265,21 @@ func (r *reader) str(v hujson.Value, keyPath string) (string, error) {
 	if v.Value.Kind() != '"' {
 		return "", r.errAt(v, keyPath, "want a string, got %s %s", kindName(v), show(v))
 	}
-	return v.Value.(hujson.Literal).String(), nil
+	return literalString(v.Value.(hujson.Literal)), nil
+}
+
+// literalString is the string a JSON string literal stands for: the bytes
+// between the quotes when there is no escape and they are valid UTF-8
+// (a folder file's paths, a thousand of them in one file), else what
+// hujson's unescaping says.
+func literalString(lit hujson.Literal) string {
+	if n := len(lit); n >= 2 && lit[0] == '"' && lit[n-1] == '"' {
+		body := lit[1 : n-1]
+		if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+			return string(body)
+		}
+	}
+	return lit.String()
 }
 
 func (r *reader) array(m member) ([]hujson.Value, error) {
@@ -282,6 +298,15 @@ func (r *reader) strings(m member, check func(string) error) ([]string, error) {
 	}
 	out := make([]string, 0, len(elems))
 	for i, e := range elems {
+		if e.Value.Kind() == '"' {
+			// The common case, without the key path an error needs.
+			s := literalString(e.Value.(hujson.Literal))
+			if err := check(s); err != nil {
+				return nil, r.errAt(e, fmt.Sprintf("%s[%d]", m.path, i), "%s", err.Error())
+			}
+			out = append(out, s)
+			continue
+		}
 		p := fmt.Sprintf("%s[%d]", m.path, i)
 		s, err := r.str(e, p)
 		if err != nil {

@@ -50,6 +50,10 @@ type Spec struct {
 
 	// Read is read-only, Write write-only, Allow read-write.
 	Read, Write, Allow []string
+	// Sockets are the grants of Read, Write and Allow that are Unix
+	// sockets (the plan looked each grant up once; a backend says that
+	// such a grant reaches a service outside).
+	Sockets []string
 	// Exec are programs (the agent's command and exec_paths) whose closures
 	// a kernel backend grants read and execute.
 	Exec []string

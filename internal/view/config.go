@@ -285,3 +285,86 @@ func parentDir(p string) string {
 	}
 	return p[:i]
 }
+
+// isDevPath says whether a view path lies in /dev, where binds are device
+// nodes (/dev/null, /dev/tty...) that must stay usable.
+func isDevPath(p string) bool { return p == "/dev" || strings.HasPrefix(p, "/dev/") }
+
+// minSiblings is the fewest sibling binds worth a look at their parent
+// (see siblingGroups): below it, reading the directory costs about what
+// one bind of it saves.
+const minSiblings = 8
+
+// siblingGroup is a set of read-only binds (indices into the mounts) that
+// are entries of one directory, dir.
+type siblingGroup struct {
+	dir     string
+	members []int
+}
+
+// siblingGroups finds, among mounts in placing order (ordered) of which
+// placed[i] says which binds will be placed (opened, not covered), the
+// read-only binds that could be one bind of their common parent: each is
+// an optional bind of its own host path (a grant: one that is not there
+// is not in the view either way), neither pinned nor guarded, outside
+// /dev;
+// no mount lies at the parent; and every other mount below the parent is
+// a mask (which hides only what exists) or lies in one of them. Only
+// groups of at least minSiblings are returned. Whether the parent holds
+// anything besides them can only be answered by the directory itself,
+// which init reads (sharedParent): a group is a candidate, not a decision.
+//
+// Read-write binds are never grouped: their parent, bound read-write,
+// would let the agent create, remove and rename entries there, which
+// the skeleton between separate binds refuses.
+func siblingGroups(ms []Mount, placed []bool) []siblingGroup {
+	byDir := map[string][]int{}
+	var dirs []string
+	for i, m := range ms {
+		if m.Kind != ReadOnly || !placed[i] || !m.Optional || m.source() != m.Path || m.Pin || m.Guarded || isDevPath(m.Path) {
+			continue
+		}
+		d := parentDir(m.Path)
+		if d == "/" {
+			continue
+		}
+		if _, ok := byDir[d]; !ok {
+			dirs = append(dirs, d)
+		}
+		byDir[d] = append(byDir[d], i)
+	}
+	var out []siblingGroup
+	for _, d := range dirs {
+		members := byDir[d]
+		if len(members) < minSiblings {
+			continue
+		}
+		in := make(map[string]bool, len(members))
+		for _, i := range members {
+			in[ms[i].Path] = true
+		}
+		ok := true
+		for j, m := range ms {
+			if m.Path == d {
+				ok = false
+				break
+			}
+			rest, below := strings.CutPrefix(m.Path, d+"/")
+			if !below || m.Kind == Mask || in[m.Path] {
+				continue
+			}
+			if (m.Kind == ReadOnly || m.Kind == ReadWrite || m.Kind == Terminal) && !placed[j] {
+				continue // not placed: an optional bind whose source is missing, or a covered one
+			}
+			top, _, _ := strings.Cut(rest, "/")
+			if !in[d+"/"+top] {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, siblingGroup{dir: d, members: members})
+		}
+	}
+	return out
+}

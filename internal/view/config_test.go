@@ -1,7 +1,9 @@
 package view
 
 import (
+	"fmt"
 	"reflect"
+	"sort"
 	"testing"
 )
 
@@ -41,5 +43,54 @@ func TestCoveredBinds(t *testing.T) {
 	want := map[string]int{"/etc/hosts": 2, "/etc/ssl/certs": 1, "/etc/rw/rw": 1, "/usr/share": 1}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("covered = %v, want %v", got, want)
+	}
+}
+
+func TestSiblingGroups(t *testing.T) {
+	var ms []Mount
+	grantsIn := func(dir string, n int, m Mount) {
+		for i := 0; i < n; i++ {
+			g := m
+			g.Path = fmt.Sprintf("%s/g%02d", dir, i)
+			ms = append(ms, g)
+		}
+	}
+	ro := Mount{Kind: ReadOnly, Optional: true}
+	grantsIn("/a", minSiblings, ro)                                     // a group
+	grantsIn("/b", minSiblings-1, ro)                                   // too few
+	grantsIn("/c", minSiblings, Mount{Kind: ReadWrite, Optional: true}) // read-write: never
+	grantsIn("/d", minSiblings, ro)                                     // a mount at the parent
+	ms = append(ms, Mount{Kind: Tmpfs, Path: "/d"})
+	grantsIn("/e", minSiblings, ro) // a symlink beside them
+	ms = append(ms, Mount{Kind: Symlink, Path: "/e/link", Target: "/x"})
+	grantsIn("/f", minSiblings, ro) // masks and deeper binds: fine
+	ms = append(ms, Mount{Kind: Mask, Path: "/f/g00/secret"}, Mount{Kind: Mask, Path: "/f/other"},
+		Mount{Kind: ReadOnly, Path: "/f/g01/deep"})
+	grantsIn("/g", minSiblings, Mount{Kind: ReadOnly}) // not optional (not a grant)
+	grantsIn("/h", minSiblings, Mount{Kind: ReadOnly, Optional: true, Guarded: true})
+	grantsIn("/dev/i", minSiblings, ro) // device nodes
+	grantsIn("/j", minSiblings, Mount{Kind: ReadOnly, Optional: true, Source: "/elsewhere"})
+	grantsIn("/k", minSiblings, ro) // a bind beside them, not placed
+	ms = append(ms, Mount{Kind: ReadOnly, Path: "/k/missing", Optional: true})
+	grantsIn("/l", minSiblings, ro) // a bind beside them, placed
+	ms = append(ms, Mount{Kind: ReadWrite, Path: "/l/rw", Optional: true})
+	ms = ordered(ms)
+	placed := make([]bool, len(ms))
+	for i, m := range ms {
+		placed[i] = m.Path != "/k/missing"
+	}
+	var got []string
+	for _, g := range siblingGroups(ms, placed) {
+		got = append(got, fmt.Sprintf("%s:%d", g.dir, len(g.members)))
+		for _, i := range g.members {
+			if parentDir(ms[i].Path) != g.dir || ms[i].Kind != ReadOnly {
+				t.Errorf("group %s holds %+v", g.dir, ms[i])
+			}
+		}
+	}
+	sort.Strings(got)
+	want := []string{fmt.Sprintf("/a:%d", minSiblings), fmt.Sprintf("/f:%d", minSiblings), fmt.Sprintf("/k:%d", minSiblings)}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("groups = %v, want %v", got, want)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -133,7 +134,7 @@ func Init() int {
 	// The view is built the same whatever the caller's umask; the
 	// agent gets the caller's (Config.Umask) at its fork.
 	initUmask := unix.Umask(0)
-	err = setUp(c)
+	rules, err := setUp(c)
 	if c.SetUmask {
 		unix.Umask(c.Umask)
 	} else {
@@ -146,7 +147,7 @@ func Init() int {
 	say(report{Ready: true, Notes: notes})
 	stopped = func(sig unix.Signal) { say(report{Stopped: int(sig)}) }
 	attempted = func(addr string) { say(report{Connect: addr}) }
-	r := runAgent(c, agent, sigs)
+	r := runAgent(c, rules, agent, sigs)
 	code := say(r)
 	if r.Status != nil {
 		// The agent ran: init ends once the parent is done with it (it
@@ -161,45 +162,62 @@ func Init() int {
 	return code
 }
 
-// setUp builds the view and everything around it, up to the agent's start.
-func setUp(c Config) error {
-	if err := buildRoot(c.Mounts); err != nil {
-		return fmt.Errorf("building the sandbox's filesystem view: %w", err)
+// setUp builds the view and everything around it, up to the agent's
+// start, and the agent's Landlock ruleset: the rules of the binds' paths
+// are added as the binds are placed, on the descriptors their sources
+// were opened by, the others in the view once it is built.
+func setUp(c Config) (*landlock.Ruleset, error) {
+	rules, err := landlock.NewRuleset(c.Landlock)
+	if err != nil {
+		return nil, fmt.Errorf("confining the agent: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			rules.Close()
+		}
+	}()
+	if err := buildRoot(c.Mounts, c.Landlock, rules); err != nil {
+		return nil, fmt.Errorf("building the sandbox's filesystem view: %w", err)
+	}
+	if err := rules.AddRest(); err != nil {
+		return nil, fmt.Errorf("confining the agent: %w", err)
 	}
 	if c.Network != NetHost {
 		if err := loopbackUp(); err != nil {
-			return fmt.Errorf("bringing up loopback in the sandbox's network namespace: %w", err)
+			return nil, fmt.Errorf("bringing up loopback in the sandbox's network namespace: %w", err)
 		}
 	}
 	if c.Network == NetProxy || len(c.ForwardPorts) > 0 || c.Inbound {
 		if err := handOver(c); err != nil {
-			return fmt.Errorf("creating the sandbox's network sockets: %w", err)
+			return nil, fmt.Errorf("creating the sandbox's network sockets: %w", err)
 		}
 	}
 	go serveControl(c)
 	// A fresh, empty session keyring: the caller's (into which
 	// pam_keyinit links the user keyring) stays out of reach.
 	if _, _, errno := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); errno != 0 {
-		return fmt.Errorf("joining a new session keyring: %w", errno)
+		return nil, fmt.Errorf("joining a new session keyring: %w", errno)
 	}
 	for _, l := range c.Rlimits {
 		var cur unix.Rlimit
 		if err := unix.Getrlimit(l.Resource, &cur); err != nil {
-			return fmt.Errorf("reading the %s limit: %w", l.Name, err)
+			return nil, fmt.Errorf("reading the %s limit: %w", l.Name, err)
 		}
 		lim := unix.Rlimit{Cur: min(l.Soft, cur.Max), Max: min(l.Hard, cur.Max)}
 		if err := unix.Setrlimit(l.Resource, &lim); err != nil {
-			return fmt.Errorf("setting the %s limit to %d: %w", l.Name, l.Soft, err)
+			return nil, fmt.Errorf("setting the %s limit to %d: %w", l.Name, l.Soft, err)
 		}
 	}
 	// Whatever descriptors agent-sandbox's caller left open stay here.
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
-		return fmt.Errorf("marking inherited descriptors close-on-exec: %w", err)
+		return nil, fmt.Errorf("marking inherited descriptors close-on-exec: %w", err)
 	}
 	if err := unix.Chdir(c.Workdir); err != nil {
-		return fmt.Errorf("entering the working directory %s in the sandbox: %w", c.Workdir, err)
+		return nil, fmt.Errorf("entering the working directory %s in the sandbox: %w", c.Workdir, err)
 	}
-	return nil
+	ok = true
+	return rules, nil
 }
 
 // started is how the agent's start went: its pid, or why it did not start,
@@ -230,7 +248,7 @@ func agentThread() chan<- agentJob {
 		if !ok {
 			return // nothing ran on it: the runtime ends the thread
 		}
-		e, err := landlock.ConfineThread(j.c.Landlock, j.c.Seccomp)
+		e, err := j.rules.ConfineThread(j.c.Seccomp)
 		if err != nil {
 			j.done <- started{err: fmt.Errorf("confining the agent: %w", err)}
 			return
@@ -246,17 +264,19 @@ func agentThread() chan<- agentJob {
 
 // agentJob is what [agentThread] is sent.
 type agentJob struct {
-	c    Config
-	done chan started
+	c     Config
+	rules *landlock.Ruleset
+	done  chan started
 }
 
 // runAgent has the agent thread confine itself and fork the agent, and
 // waits until the agent has exited and every other process of the sandbox
 // is gone, passing on the signals arriving on sigs.
-func runAgent(c Config, agent chan<- agentJob, sigs <-chan os.Signal) report {
+func runAgent(c Config, rules *landlock.Ruleset, agent chan<- agentJob, sigs <-chan os.Signal) report {
 	done := make(chan started, 1)
-	agent <- agentJob{c: c, done: done}
+	agent <- agentJob{c: c, rules: rules, done: done}
 	s := <-done
+	rules.Close()
 	if s.err != nil {
 		code := 125
 		switch {
@@ -379,39 +399,44 @@ func terminalSignal(s os.Signal) bool {
 	return false
 }
 
-// buildRoot assembles the new root on a tmpfs and pivots into it.
-func buildRoot(mounts []Mount) error {
+// buildRoot assembles the new root on a tmpfs and pivots into it, and
+// adds to rules the Landlock rules of the paths its binds show (see
+// inodeRules).
+//
+// Init never holds more than a few descriptors at once: a source is
+// opened when its bind is placed and closed right after. Growing the
+// descriptor table of a process with several threads waits for an RCU
+// grace period, 4 to 20 ms each time here, and a thousand binds held
+// open grew it five times. Sources under /tmp, which the staged root
+// covers, are reached through a descriptor of the host's /tmp opened
+// before it (hostPaths).
+func buildRoot(mounts []Mount, policy landlock.Policy, rules *landlock.Ruleset) (err error) {
 	// Init made the mounts private before the Config came.
 	ms := ordered(mounts)
-	// Open every source first, once: the rules built below refer to what
-	// was opened here, never to a path looked up again.
-	src := make([]int, len(ms))
+	exists := make([]bool, len(ms))
 	overlays := make([]*overlayFds, len(ms))
+	encloses := enclosingBinds(ms)
 	devNull := -1
+	var host hostPaths
 	defer func() {
 		for _, o := range overlays {
 			o.close()
 		}
-		for _, fd := range src {
-			if fd > 0 {
-				unix.Close(fd)
-			}
-		}
 		if devNull > 0 {
 			unix.Close(devNull)
 		}
+		host.close()
 	}()
+	if err := host.openTmp(); err != nil {
+		return err
+	}
 	for i, m := range ms {
 		switch m.Kind {
 		case ReadOnly, ReadWrite, Terminal:
-			fd, err := openNoSymlinks(m.source())
-			if err != nil {
-				if m.Optional && (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR)) {
-					continue
-				}
-				return err
-			}
-			src[i] = fd
+			// Looked at only where it decides what is placed
+			// (coveredBinds); any other is opened when placed, and
+			// skipped then if optional and missing.
+			exists[i] = !encloses[i] || host.exists(m)
 		case Mask:
 			if devNull < 0 {
 				fd, err := openNoSymlinks("/dev/null")
@@ -437,18 +462,15 @@ func buildRoot(mounts []Mount) error {
 			}
 		}
 	}
-	opened := make([]bool, len(ms))
-	for i, fd := range src {
-		opened[i] = fd > 0
-	}
-	for i, skip := range coveredBinds(ms, opened) {
+	byInode := inodeRules(ms)
+	for i, skip := range coveredBinds(ms, exists) {
 		if skip {
-			unix.Close(src[i])
-			src[i] = 0
+			exists[i] = false
 		}
 	}
+	var joined map[string][]member
+	ms, exists, overlays, joined = joinSiblings(ms, exists, overlays, &host, policy)
 	// The new root is a tmpfs over /tmp, in this mount namespace only.
-	const stage = "/tmp"
 	if err := unix.Mount("tmpfs", stage, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
 		return fmt.Errorf("mounting the new root: %w", err)
 	}
@@ -462,8 +484,32 @@ func buildRoot(mounts []Mount) error {
 			}
 			continue
 		}
-		if err := place(stage, m, src[i], devNull, dirs); err != nil {
-			return fmt.Errorf("%s %s: %w", m.Kind, m.Path, err)
+		if m.Kind != ReadOnly && m.Kind != ReadWrite && m.Kind != Terminal {
+			if err := place(stage, m, 0, devNull, dirs); err != nil {
+				return fmt.Errorf("%s %s: %w", m.Kind, m.Path, err)
+			}
+			continue
+		}
+		if !exists[i] {
+			continue // optional and missing, or shown by another bind
+		}
+		fd, oerr := host.open(m.source())
+		if oerr != nil {
+			if optionalMissing(m, oerr) {
+				continue
+			}
+			return oerr
+		}
+		perr := place(stage, m, fd, devNull, dirs)
+		if perr == nil && byInode[m.Path] {
+			perr = rules.AddOpened(m.Path, fd)
+		}
+		if perr == nil && joined[m.Path] != nil {
+			perr = memberRules(rules, fd, joined[m.Path], byInode)
+		}
+		unix.Close(fd)
+		if perr != nil {
+			return fmt.Errorf("%s %s: %w", m.Kind, m.Path, perr)
 		}
 	}
 	dirs.close()
@@ -493,6 +539,145 @@ func buildRoot(mounts []Mount) error {
 		return fmt.Errorf("making the new root read-only: %w", err)
 	}
 	return nil
+}
+
+// stage is where the new root is assembled: a tmpfs over /tmp, in init's
+// mount namespace only.
+const stage = "/tmp"
+
+// hostPaths opens the host's paths while the new root is assembled,
+// never following a symlink. A path under /tmp is opened relative to
+// tmp, a descriptor of the host's /tmp opened before the staged root
+// covered it: a lookup that starts at that directory sees what lies in
+// it, not the tmpfs mounted over it.
+type hostPaths struct {
+	tmp    int
+	tmpDir string // where /tmp leads (itself, unless it is a symlink)
+}
+
+// openTmp opens the host's /tmp, where the staged root is mounted.
+func (h *hostPaths) openTmp() error {
+	dir, err := filepath.EvalSymlinks(stage)
+	if err != nil {
+		return fmt.Errorf("the staged root's place: %w", err)
+	}
+	h.tmpDir = dir
+	h.tmp, err = openNoSymlinks(dir)
+	return err
+}
+
+// open opens path with O_PATH, refusing any symlink on the way.
+func (h *hostPaths) open(path string) (int, error) {
+	rel, under := h.underTmp(path)
+	if !under {
+		return openNoSymlinks(path)
+	}
+	fd, err := unix.Openat2(h.tmp, rel, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_BENEATH,
+	})
+	if errors.Is(err, unix.ELOOP) {
+		return -1, fmt.Errorf("%s: a symlink appeared on its path after it was checked (refusing to follow it)", path)
+	}
+	if err != nil {
+		return -1, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	return fd, nil
+}
+
+// underTmp says whether path lies in /tmp (or is it), and its path
+// relative to /tmp ("." for /tmp).
+func (h *hostPaths) underTmp(path string) (string, bool) {
+	if path == h.tmpDir {
+		return ".", true
+	}
+	rel, ok := strings.CutPrefix(path, h.tmpDir+"/")
+	return rel, ok && h.tmpDir != "/"
+}
+
+// exists says whether a bind's source is there to be placed; only an
+// optional source may be absent (a required one that is not there fails
+// when it is opened, with the reason).
+func (h *hostPaths) exists(m Mount) bool {
+	if !m.Optional {
+		return true
+	}
+	var st unix.Stat_t
+	var err error
+	if rel, under := h.underTmp(m.source()); under {
+		err = unix.Fstatat(h.tmp, rel, &st, unix.AT_SYMLINK_NOFOLLOW)
+	} else {
+		err = unix.Fstatat(unix.AT_FDCWD, m.source(), &st, unix.AT_SYMLINK_NOFOLLOW)
+	}
+	return !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR)
+}
+
+func (h *hostPaths) close() {
+	if h.tmp > 0 {
+		unix.Close(h.tmp)
+	}
+}
+
+// optionalMissing says whether err, opening m's source, means an optional
+// source that is not there.
+func optionalMissing(m Mount, err error) bool {
+	return m.Optional && (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR))
+}
+
+// enclosingBinds says which binds (of ms, ordered) have another bind
+// below their path: whether their source exists decides whether those
+// are covered (coveredBinds).
+func enclosingBinds(ms []Mount) []bool {
+	out := make([]bool, len(ms))
+	at := map[string]int{}
+	for i, m := range ms {
+		if m.Kind == ReadOnly || m.Kind == ReadWrite {
+			at[m.Path] = i
+		}
+	}
+	for _, m := range ms {
+		if m.Kind != ReadOnly && m.Kind != ReadWrite {
+			continue
+		}
+		for p := parentDir(m.Path); p != "/"; p = parentDir(p) {
+			if i, ok := at[p]; ok {
+				out[i] = true
+			}
+		}
+	}
+	return out
+}
+
+// inodeRules returns the paths at which the view shows the very inode a
+// bind's source descriptor opened: paths where every mount is a bind
+// (read-only or read-write) of one host path. The agent's Landlock rules
+// of those paths go on the descriptors (landlock.Ruleset.AddOpened), so
+// that a thousand granted paths are not looked up again. A path that
+// also has a mask, a tmpfs or any other mount, or binds of two host
+// paths, is left out: its rule looks the path up in the view.
+func inodeRules(ms []Mount) map[string]bool {
+	type at struct {
+		source string
+		ok     bool
+	}
+	paths := map[string]at{}
+	for _, m := range ms {
+		isBind := m.Kind == ReadOnly || m.Kind == ReadWrite
+		a, seen := paths[m.Path]
+		switch {
+		case !seen:
+			paths[m.Path] = at{m.source(), isBind}
+		case !isBind || a.source != m.source():
+			paths[m.Path] = at{ok: false}
+		}
+	}
+	out := make(map[string]bool, len(paths))
+	for p, a := range paths {
+		if a.ok {
+			out[p] = true
+		}
+	}
+	return out
 }
 
 // errRestricted marks a set-up failure that means the user namespace gives

@@ -3,13 +3,17 @@
 package view
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/safefs"
 )
 
@@ -112,10 +116,6 @@ func bindAt(srcFd, targetFd int, ro, nodev bool) error {
 	return nil
 }
 
-// isDevPath says whether a view path lies in /dev, where binds are device
-// nodes (/dev/null, /dev/tty...) that must stay usable.
-func isDevPath(p string) bool { return p == "/dev" || strings.HasPrefix(p, "/dev/") }
-
 // mountAt mounts a new filesystem of type fstype on the target descriptor.
 func mountAt(fstype string, targetFd int, flags uintptr, data string) error {
 	return unix.Mount(fstype, fdPath(targetFd), fstype, flags, data)
@@ -125,4 +125,201 @@ func mountAt(fstype string, targetFd int, flags uintptr, data string) error {
 func remountReadOnly(targetFd int) error {
 	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
 	return unix.MountSetattr(targetFd, "", unix.AT_EMPTY_PATH, &attr)
+}
+
+// joinSiblings replaces each group of sibling read-only binds that are
+// the entries of their host directory (siblingGroups, sharedParent) by
+// one read-only bind of that directory: a thousand granted directories
+// in one parent cost one bind instead of a thousand. The view shows the
+// same tree (the directory's entries are the granted ones, none a
+// symlink), with one difference: an entry the host creates in the
+// directory during the run appears there too, by name only, as the
+// agent's Landlock rules stay those of the granted paths (memberRules).
+// So a directory that a Landlock rule of rules reaches (one on it or
+// above it) is never joined.
+//
+// exists and overlays are aligned with ms (exists: the bind is to be
+// placed); the returned slices are too, still parents first. joined maps
+// each new bind's path to the members it shows.
+func joinSiblings(ms []Mount, exists []bool, overlays []*overlayFds, host *hostPaths, rules landlock.Policy) (
+	[]Mount, []bool, []*overlayFds, map[string][]member) {
+	var joined map[string][]member
+	for _, g := range siblingGroups(ms, exists) {
+		if rules.Reaches(g.dir) {
+			// A rule above the directory (the private /tmp, a home
+			// made a scratch tmpfs) would reach what the host adds to
+			// it during the run: only separate binds keep that out.
+			continue
+		}
+		dirs, ok := sharedParent(g, ms, host)
+		if !ok {
+			continue
+		}
+		if joined == nil {
+			joined = map[string][]member{}
+		}
+		for _, i := range g.members {
+			exists[i] = false
+			if dir, there := dirs[baseOf(ms[i].Path)]; there {
+				joined[g.dir] = append(joined[g.dir], member{ms[i].Path, dir})
+			}
+		}
+		ms = append(ms, Mount{Kind: ReadOnly, Path: g.dir})
+		exists = append(exists, true)
+		overlays = append(overlays, nil)
+	}
+	if joined == nil {
+		return ms, exists, overlays, nil
+	}
+	// Parents first again (a stable order by depth, as ordered).
+	idx := make([]int, len(ms))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return depth(ms[idx[a]].Path) < depth(ms[idx[b]].Path) })
+	ms2 := make([]Mount, len(ms))
+	exists2 := make([]bool, len(ms))
+	ov2 := make([]*overlayFds, len(ms))
+	for k, i := range idx {
+		ms2[k], exists2[k], ov2[k] = ms[i], exists[i], overlays[i]
+	}
+	return ms2, exists2, ov2, joined
+}
+
+// sharedParent opens g's directory and reads its entries: it reports
+// whether each is one of g's members and none a symlink (an optional
+// member that is not there is not there either way), and which of them
+// are directories. Anything else (an entry that is not a member, a
+// directory that cannot be read) keeps the separate binds. A member
+// that is a mount point needs no look: the directory's bind is
+// recursive, as each member's would be.
+func sharedParent(g siblingGroup, ms []Mount, host *hostPaths) (dirs map[string]bool, ok bool) {
+	dfd, err := host.open(g.dir)
+	if err != nil {
+		return nil, false
+	}
+	defer unix.Close(dfd)
+	rd, err := unix.Openat(dfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer unix.Close(rd)
+	want := make(map[string]bool, len(g.members))
+	for _, i := range g.members {
+		want[baseOf(ms[i].Path)] = true
+	}
+	dirs = make(map[string]bool, len(g.members))
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := unix.Getdents(rd, buf)
+		if err != nil {
+			return nil, false
+		}
+		if n <= 0 {
+			break
+		}
+		for off := 0; off < n; {
+			ent, reclen, good := dirent(buf[off:n])
+			if !good {
+				return nil, false
+			}
+			off += reclen
+			if ent.name == "." || ent.name == ".." {
+				continue
+			}
+			if !want[ent.name] {
+				return nil, false
+			}
+			typ := ent.typ
+			if typ == unix.DT_UNKNOWN {
+				var st unix.Stat_t
+				if err := unix.Fstatat(dfd, ent.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+					return nil, false
+				}
+				switch st.Mode & unix.S_IFMT {
+				case unix.S_IFLNK:
+					typ = unix.DT_LNK
+				case unix.S_IFDIR:
+					typ = unix.DT_DIR
+				}
+			}
+			if typ == unix.DT_LNK {
+				return nil, false
+			}
+			dirs[ent.name] = typ == unix.DT_DIR
+		}
+	}
+	return dirs, true
+}
+
+// member is a path a joined bind shows (joinSiblings), and whether it
+// was a directory when its parent was read.
+type member struct {
+	path string
+	dir  bool
+}
+
+// memberRules adds the Landlock rules of the paths a joined bind shows
+// (joinSiblings), each on a descriptor of the entry in the bound
+// directory (dirFd, the bind's source), opened without following a
+// symlink: the inode the bind shows there. An entry that is no longer
+// what its parent's reading found (a symlink, or gone) gets no rule:
+// nothing is granted through what took its place. Paths with another
+// mount of their own (a mask) are left to the lookup in the view
+// (byInode).
+func memberRules(rules *landlock.Ruleset, dirFd int, members []member, byInode map[string]bool) error {
+	for _, m := range members {
+		if !byInode[m.path] {
+			continue
+		}
+		flags := unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC
+		if m.dir {
+			flags |= unix.O_DIRECTORY
+		}
+		fd, err := unix.Openat(dirFd, baseOf(m.path), flags, 0)
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+			rules.Skip(m.path)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", m.path, err)
+		}
+		if m.dir {
+			// O_DIRECTORY|O_NOFOLLOW opened a directory, no link.
+			err = rules.AddOpenedDir(m.path, fd)
+		} else {
+			// O_PATH|O_NOFOLLOW opens a symlink itself: AddOpened
+			// looks, and grants nothing on one.
+			err = rules.AddOpened(m.path, fd)
+		}
+		unix.Close(fd)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// direntry is what sharedParent needs of a linux_dirent64.
+type direntry struct {
+	typ  uint8
+	name string
+}
+
+// dirent decodes the linux_dirent64 at the start of b: inode (8 bytes),
+// offset (8), record length (2), type (1), then the name, NUL-terminated.
+func dirent(b []byte) (direntry, int, bool) {
+	const head = 19
+	if len(b) < head {
+		return direntry{}, 0, false
+	}
+	reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+	if reclen < head || reclen > len(b) {
+		return direntry{}, 0, false
+	}
+	name := b[head:reclen]
+	if i := bytes.IndexByte(name, 0); i >= 0 {
+		name = name[:i]
+	}
+	return direntry{typ: b[18], name: string(name)}, reclen, true
 }
