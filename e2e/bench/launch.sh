@@ -175,6 +175,11 @@ for line in open(path):
         name, cmd = line.split("|", 1)
         tables[cur].append((name, shlex.split(cmd)))
 
+# Descriptors inherited from whatever started this script are closed: a
+# child's descriptor table is sized by its parent's highest open one, and
+# agents that start agent-sandbox (node, python) hold only a few. Runs
+# that inherit a large table hide what growing a small one costs.
+os.closerange(3, os.sysconf("SC_OPEN_MAX"))
 devnull = os.open(os.devnull, os.O_RDWR)
 
 # CPU time: wait4's rusage misses what a sandbox's inner processes use when

@@ -188,16 +188,17 @@ func createRuleset(p Policy, e Enforcement) (*Ruleset, error) {
 // O_PATH|O_NOFOLLOW open) grants nothing, and the path is not looked up
 // later either. [Ruleset.AddRest] skips the paths added here.
 func (r *Ruleset) AddOpened(path string, fd int) error {
-	return r.addOpened(path, fd, false)
+	return r.addOpened(path, fd, false, false)
 }
 
-// AddOpenedDir is AddOpened for a descriptor known to be of a directory
-// (opened with O_DIRECTORY), which it does not look at again.
-func (r *Ruleset) AddOpenedDir(path string, fd int) error {
-	return r.addOpened(path, fd, true)
+// AddOpenedKnown is AddOpened for a descriptor the caller knows to be of
+// a directory (dir) or of a file, never of a symlink, which it does not
+// look at again.
+func (r *Ruleset) AddOpenedKnown(path string, fd int, dir bool) error {
+	return r.addOpened(path, fd, true, dir)
 }
 
-func (r *Ruleset) addOpened(path string, fd int, dir bool) error {
+func (r *Ruleset) addOpened(path string, fd int, known, dir bool) error {
 	if r.at == nil {
 		r.at = map[string][]int{}
 		for i, l := range r.p.lists() {
@@ -212,10 +213,15 @@ func (r *Ruleset) addOpened(path string, fd int, dir bool) error {
 	}
 	r.done[path] = true
 	var st unix.Stat_t
-	if dir {
+	switch {
+	case known && dir:
 		st.Mode = unix.S_IFDIR
-	} else if err := unix.Fstat(fd, &st); err != nil {
-		return fmt.Errorf("landlock policy: path %s: stat: %w", path, err)
+	case known:
+		st.Mode = unix.S_IFREG
+	default:
+		if err := unix.Fstat(fd, &st); err != nil {
+			return fmt.Errorf("landlock policy: path %s: stat: %w", path, err)
+		}
 	}
 	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
 		return nil

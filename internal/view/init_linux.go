@@ -475,7 +475,7 @@ func buildRoot(mounts []Mount, policy landlock.Policy, rules *landlock.Ruleset) 
 		return fmt.Errorf("mounting the new root: %w", err)
 	}
 	dirs := &stagedDirs{}
-	defer dirs.close()
+	defer dirs.release()
 	for i, m := range ms {
 		dirs.at(m.Path)
 		if m.Kind == Overlay {
@@ -500,9 +500,18 @@ func buildRoot(mounts []Mount, policy landlock.Policy, rules *landlock.Ruleset) 
 			}
 			return oerr
 		}
-		perr := place(stage, m, fd, devNull, dirs)
-		if perr == nil && byInode[m.Path] {
-			perr = rules.AddOpened(m.Path, fd)
+		var perr error
+		if m.Kind == Terminal {
+			perr = place(stage, m, fd, devNull, dirs)
+		} else {
+			var dir bool
+			if dir, perr = isDirFd(fd); perr == nil {
+				perr = placeBind(stage, m, fd, dir, dirs)
+			}
+			if perr == nil && byInode[m.Path] {
+				// A source opened refusing symlinks is none.
+				perr = rules.AddOpenedKnown(m.Path, fd, dir)
+			}
 		}
 		if perr == nil && joined[m.Path] != nil {
 			perr = memberRules(rules, fd, joined[m.Path], byInode)
@@ -512,7 +521,7 @@ func buildRoot(mounts []Mount, policy landlock.Policy, rules *landlock.Ruleset) 
 			return fmt.Errorf("%s %s: %w", m.Kind, m.Path, perr)
 		}
 	}
-	dirs.close()
+	dirs.release()
 	// Directories init created on a writable tmpfs only to hold the mount
 	// points below them (a workdir or home under /tmp) are read-only, as
 	// the root's skeleton is: writes there would vanish with the run.
@@ -748,12 +757,7 @@ func place(stage string, m Mount, srcFd, devNull int, dirs *stagedDirs) error {
 		if err != nil {
 			return err
 		}
-		t, err := makeTarget(dirs, stage, m.Path, dir)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(t)
-		return bindAt(srcFd, t, m.Kind == ReadOnly, !isDevPath(m.Path))
+		return placeBind(stage, m, srcFd, dir, dirs)
 	case Terminal:
 		if srcFd <= 0 {
 			return nil
@@ -816,6 +820,17 @@ func place(stage string, m Mount, srcFd, devNull int, dirs *stagedDirs) error {
 		return unix.Symlinkat(m.Target, parent, baseOf(m.Path))
 	}
 	return fmt.Errorf("unknown mount kind %q", m.Kind)
+}
+
+// placeBind binds the source open at srcFd (a directory when dir) at
+// m.Path in the staged root.
+func placeBind(stage string, m Mount, srcFd int, dir bool, dirs *stagedDirs) error {
+	t, err := makeTarget(dirs, stage, m.Path, dir)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(t)
+	return bindAt(srcFd, t, m.Kind == ReadOnly, !isDevPath(m.Path))
 }
 
 func parentOf(p string) string {

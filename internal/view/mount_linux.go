@@ -48,6 +48,9 @@ type stagedDirs struct {
 	depth int
 	ready bool
 	cache safefs.DirCache
+	// root is an O_PATH descriptor of the staged root, kept across
+	// depths: no mount lands on the root itself.
+	root int
 }
 
 // at readies the cache for placing a mount at path.
@@ -63,6 +66,15 @@ func (c *stagedDirs) close() {
 	c.ready = false
 }
 
+// release closes the root's descriptor too, when the placing is done.
+func (c *stagedDirs) release() {
+	c.close()
+	if c.root > 0 {
+		unix.Close(c.root)
+		c.root = 0
+	}
+}
+
 // makeTarget creates path below root (a directory, or an empty file when
 // dir is false) unless it exists, without following symlinks, and returns
 // an O_PATH descriptor of it. Missing parents are created as directories.
@@ -73,11 +85,21 @@ func makeTarget(cache *stagedDirs, root, path string, dir bool) (int, error) {
 	if cache != nil && cache.ready {
 		w.Cache = &cache.cache
 	}
-	rootFd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return -1, err
+	var rootFd int
+	if cache != nil && cache.root > 0 {
+		rootFd = cache.root
+	} else {
+		fd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return -1, err
+		}
+		if cache != nil {
+			cache.root = fd
+		} else {
+			defer unix.Close(fd)
+		}
+		rootFd = fd
 	}
-	defer unix.Close(rootFd)
 	kind := safefs.File
 	if dir {
 		kind = safefs.Dir
@@ -286,7 +308,7 @@ func memberRules(rules *landlock.Ruleset, dirFd int, members []member, byInode m
 		}
 		if m.dir {
 			// O_DIRECTORY|O_NOFOLLOW opened a directory, no link.
-			err = rules.AddOpenedDir(m.path, fd)
+			err = rules.AddOpenedKnown(m.path, fd, true)
 		} else {
 			// O_PATH|O_NOFOLLOW opens a symlink itself: AddOpened
 			// looks, and grants nothing on one.

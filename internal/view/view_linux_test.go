@@ -327,7 +327,7 @@ func TestMakeTargetCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &stagedDirs{}
-	defer c.close()
+	defer c.release()
 	for _, tc := range []struct {
 		path string
 		dir  bool
