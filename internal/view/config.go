@@ -307,9 +307,9 @@ type siblingGroup struct {
 // read-only binds that could be one bind of their common parent: each is
 // an optional bind of its own host path (a grant: one that is not there
 // is not in the view either way), neither pinned nor guarded, outside
-// /dev;
-// no mount lies at the parent; and every other mount below the parent is
-// a mask (which hides only what exists) or lies in one of them. Only
+// /dev; no mount lies at the parent; and every other mount below the
+// parent is a mask (which hides only what exists) or lies in one of
+// them. Only
 // groups of at least minSiblings are returned. Whether the parent holds
 // anything besides them can only be answered by the directory itself,
 // which init reads (sharedParent): a group is a candidate, not a decision.
