@@ -3,16 +3,32 @@
 package landlock
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // confinedOutput runs argv from a thread confined by ConfineThread.
 func confinedOutput(t *testing.T, sc Seccomp, argv ...string) (string, error) {
 	t.Helper()
 	p := systemPolicy(t)
+	return onConfinedThread(func() error {
+		_, err := ConfineThread(p, sc)
+		return err
+	}, func() (string, error) {
+		out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+		return string(out), err
+	})
+}
+
+// onConfinedThread runs f on a thread of its own once confine has
+// confined that thread; the thread ends with it.
+func onConfinedThread(confine func() error, f func() (string, error)) (string, error) {
 	type res struct {
 		out string
 		err error
@@ -20,12 +36,12 @@ func confinedOutput(t *testing.T, sc Seccomp, argv ...string) (string, error) {
 	ch := make(chan res, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		if _, err := ConfineThread(p, sc); err != nil {
+		if err := confine(); err != nil {
 			ch <- res{err: err}
 			return
 		}
-		out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
-		ch <- res{string(out), err}
+		out, err := f()
+		ch <- res{out, err}
 	}()
 	r := <-ch
 	return r.out, r.err
@@ -68,5 +84,79 @@ a, b = socket.socketpair(); print("socketpair ok")
 				t.Errorf("%+v: output lacks %q:\n%s", tc.sc, w, out)
 			}
 		}
+	}
+}
+
+// TestRulesetOnDescriptors: a rule added on a descriptor grants what the
+// inode holds, whatever path names it; one added on a symlink's own
+// descriptor grants nothing, and neither does a skipped path, which
+// AddRest does not look up (it would follow the link).
+func TestRulesetOnDescriptors(t *testing.T) {
+	if _, err := ABI(); err != nil {
+		t.Skipf("needs Landlock: %v", err)
+	}
+	dir := t.TempDir()
+	for _, d := range []string{"granted", "target", "skipped-target"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, d, "f"), []byte(d+"-content\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(dir, "link")
+	skipped := filepath.Join(dir, "skipped")
+	for l, target := range map[string]string{link: "target", skipped: "skipped-target"} {
+		if err := os.Symlink(target, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := systemPolicy(t)
+	// The policy names a path that is not the one opened: the rule goes
+	// on the descriptor given for it.
+	named := filepath.Join(dir, "named")
+	p.ReadOnly = []string{named, link, skipped}
+	r, err := NewRuleset(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	open := func(path string, flags int) int {
+		fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC|flags, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unix.Close(fd) })
+		return fd
+	}
+	if err := r.AddOpenedKnown(named, open(filepath.Join(dir, "granted"), 0), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.AddOpened(link, open(link, unix.O_NOFOLLOW)); err != nil {
+		t.Fatal(err)
+	}
+	r.Skip(skipped)
+	if err := r.AddRest(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := onConfinedThread(func() error {
+		_, err := r.ConfineThread(Seccomp{})
+		return err
+	}, func() (string, error) {
+		var b strings.Builder
+		for _, f := range []string{"granted/f", "target/f", "skipped-target/f"} {
+			out, _ := exec.Command("/bin/cat", filepath.Join(dir, f)).CombinedOutput()
+			b.Write(out)
+		}
+		return b.String(), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "granted-content") {
+		t.Errorf("the rule on the descriptor did not grant its inode: %s", out)
+	}
+	if strings.Contains(out, "target-content") {
+		t.Errorf("a symlink's descriptor, or a skipped link, granted its target: %s", out)
 	}
 }

@@ -182,9 +182,8 @@ func joinSiblings(ms []Mount, exists []bool, overlays []*overlayFds, host *hostP
 		}
 		for _, i := range g.members {
 			exists[i] = false
-			if dir, there := dirs[baseOf(ms[i].Path)]; there {
-				joined[g.dir] = append(joined[g.dir], member{ms[i].Path, dir})
-			}
+			dir, there := dirs[baseOf(ms[i].Path)]
+			joined[g.dir] = append(joined[g.dir], member{ms[i].Path, dir, !there})
 		}
 		ms = append(ms, Mount{Kind: ReadOnly, Path: g.dir})
 		exists = append(exists, true)
@@ -274,24 +273,29 @@ func sharedParent(g siblingGroup, ms []Mount, host *hostPaths) (dirs map[string]
 	return dirs, true
 }
 
-// member is a path a joined bind shows (joinSiblings), and whether it
-// was a directory when its parent was read.
+// member is a path a joined bind stands for (joinSiblings), and whether
+// it was a directory, or absent, when its parent was read.
 type member struct {
-	path string
-	dir  bool
+	path   string
+	dir    bool
+	absent bool
 }
 
 // memberRules adds the Landlock rules of the paths a joined bind shows
 // (joinSiblings), each on a descriptor of the entry in the bound
 // directory (dirFd, the bind's source), opened without following a
-// symlink: the inode the bind shows there. An entry that is no longer
-// what its parent's reading found (a symlink, or gone) gets no rule:
-// nothing is granted through what took its place. Paths with another
-// mount of their own (a mask) are left to the lookup in the view
+// symlink: the inode the bind shows there. An entry that is not what
+// its parent's reading found (absent then, a symlink or gone now) gets
+// no rule: nothing is granted through what took its place. Paths with
+// another mount of their own (a mask) are left to the lookup in the view
 // (byInode).
 func memberRules(rules *landlock.Ruleset, dirFd int, members []member, byInode map[string]bool) error {
 	for _, m := range members {
 		if !byInode[m.path] {
+			continue
+		}
+		if m.absent {
+			rules.Skip(m.path)
 			continue
 		}
 		flags := unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC
