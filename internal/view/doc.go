@@ -24,15 +24,18 @@
 //     Config on a pipe (in the encoding of [Config.Encode]); init is not
 //     dumpable from then on. A second pipe carries back how the agent
 //     ended.
-//  2. The sandbox init ([Init], PID 1 in the new PID namespace) opens every
-//     source path once, refusing symlinks on the way (openat2
-//     RESOLVE_NO_SYMLINKS), builds the new root from those descriptors,
-//     pivots into it, brings loopback up, joins a fresh session keyring,
-//     sets resource limits and marks every inherited descriptor above 2
-//     close-on-exec.
+//  2. The sandbox init ([Init], PID 1 in the new PID namespace) builds the
+//     new root, opening each source path once, when its bind is placed,
+//     refusing symlinks on the way (openat2 RESOLVE_NO_SYMLINKS), and
+//     adding the agent's Landlock rule of the bind on that descriptor
+//     ([landlock.Ruleset]); read grants that are all of one directory's
+//     entries become one bind of it. It pivots into the root, brings
+//     loopback up, joins a fresh session keyring, sets resource limits
+//     and marks every inherited descriptor above 2 close-on-exec.
 //  3. On a locked thread it drops every capability, sets no_new_privs,
 //     enforces the Landlock ruleset and the seccomp filter
-//     ([landlock.ConfineThread]) and forks the agent from that thread.
+//     ([landlock.Ruleset.ConfineThread]) and forks the agent from that
+//     thread.
 //  4. It forwards signals to the agent, reaps orphans, and when the agent
 //     exits kills everything left in the namespace and reports the agent's
 //     wait status to the parent ([Process.Ended] returns then; init's own
