@@ -22,7 +22,7 @@ func TestManyGrants(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the real binary; skipped with -short")
 	}
-	grants := func(d *daily, dir string, names []string) []string {
+	grants := func(dir string, names []string) []string {
 		var args []string
 		for _, n := range names {
 			args = append(args, "--read", filepath.Join(dir, n))
@@ -53,7 +53,7 @@ i=0; while [ ! -e %[1]s/late ] && [ $i -lt 40 ]; do sleep 0.05; i=$((i+1)); done
 cat %[1]s/late 2>&1
 true`, dir)
 		cmd := exec.Command(d.bin, append(append([]string{"--sandbox-backend", "landlock", "--offline"},
-			grants(d, dir, names)...), "shell", "-c", script)...)
+			grants(dir, names)...), "shell", "-c", script)...)
 		cmd.Dir = d.work
 		cmd.Env = withCover([]string{"HOME=" + d.home, "PATH=" + d.path, "LANG=C.UTF-8", "SHELL=/bin/sh"})
 		var stderr strings.Builder
@@ -156,7 +156,7 @@ ls %[1]s | wc -l
 cat %[1]s/secret/f 2>&1
 echo "member-mounts=$(awk '$5 ~ "^%[1]s/" {print $5}' /proc/self/mountinfo | sort -u | wc -l)"
 true`, dir)
-		out, code := d.run(true, script, grants(d, dir, names)...)
+		out, code := d.run(true, script, grants(dir, names)...)
 		if code != 0 || !strings.Contains(out, "in-g0019") || !strings.Contains(out, "member-mounts=20") {
 			t.Errorf("the 20 grants beside an ungranted sibling are not 20 binds (exit %d): %s", code, out)
 		}

@@ -355,9 +355,3 @@ func (c Checker) Lstat(p string) (exists, socket bool) {
 	fi, err := os.Lstat(p)
 	return err == nil, err == nil && fi.Mode()&fs.ModeSocket != 0
 }
-
-// Exists reports whether p exists (without following a final symlink loop).
-func Exists(p string) bool {
-	_, err := os.Lstat(p)
-	return err == nil
-}

@@ -59,7 +59,7 @@ func (r *resolver) lstat(p string) node {
 	if n, ok := r.seen[p]; ok {
 		return n
 	}
-	dir, _ := splitLast(p)
+	dir := filepath.Dir(p)
 	d := r.dir(dir)
 	if d.listed {
 		n := node{missing: true}
@@ -79,7 +79,7 @@ func (r *resolver) lstat(p string) node {
 			return n
 		}
 	}
-	n := r.lstatNow(p)
+	n := lstatNode(p)
 	if !n.missing {
 		d.found = true
 	}
@@ -87,15 +87,15 @@ func (r *resolver) lstat(p string) node {
 	return n
 }
 
-// lstatNow is the node of p from lstat (and readlink).
-func (r *resolver) lstatNow(p string) node {
+// lstatNode is the node of p from lstat (and readlink).
+func lstatNode(p string) node {
 	var n node
 	fi, err := os.Lstat(p)
 	switch {
 	case err != nil:
 		n.missing = true
 	case fi.Mode()&fs.ModeSymlink != 0:
-		n = r.link(p)
+		n = linkNode(p)
 	default:
 		n.dir = fi.IsDir()
 		n.socket = fi.Mode()&fs.ModeSocket != 0
@@ -103,8 +103,8 @@ func (r *resolver) lstatNow(p string) node {
 	return n
 }
 
-// link is the node of the symlink p.
-func (r *resolver) link(p string) node {
+// linkNode is the node of the symlink p.
+func linkNode(p string) node {
 	t, err := os.Readlink(p)
 	if err != nil {
 		return node{missing: true}
@@ -150,7 +150,7 @@ func (r *resolver) list(dir string) bool {
 		var n node
 		switch t := e.Type(); {
 		case t&fs.ModeSymlink != 0:
-			n = r.link(p)
+			n = linkNode(p)
 		default:
 			n.dir = t.IsDir()
 			n.socket = t&fs.ModeSocket != 0
@@ -248,14 +248,4 @@ func joinName(dir, name string) string {
 		return "/" + name
 	}
 	return dir + "/" + name
-}
-
-// splitLast splits the absolute, clean path p into its directory and its
-// last component ("/" and "a" for "/a").
-func splitLast(p string) (dir, name string) {
-	i := strings.LastIndexByte(p, '/')
-	if i <= 0 {
-		return "/", p[i+1:]
-	}
-	return p[:i], p[i+1:]
 }

@@ -234,6 +234,9 @@ func (r *Ruleset) addOpened(path string, fd int, known, dir bool) error {
 	return nil
 }
 
+// Reaches is [Policy.Reaches] of the ruleset's policy.
+func (r *Ruleset) Reaches(dir string) bool { return r.p.Reaches(dir) }
+
 // Skip marks path as handled with no rule: AddRest does not look it up.
 // The view's init skips a granted entry it found replaced by a symlink
 // (a lookup would follow it, and grant the target).

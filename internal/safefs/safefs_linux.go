@@ -35,9 +35,20 @@ func Open(path string, flags int, mode uint32) (*os.File, error) {
 
 // OpenFd is Open returning the raw descriptor.
 func OpenFd(path string, flags int, mode uint32) (int, error) {
-	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
+	return openat2(unix.AT_FDCWD, path, path, flags, mode, 0)
+}
+
+// OpenBeneathFd is OpenFd of rel (a relative path; "." for dir itself)
+// below the directory open at dir, never leaving it (RESOLVE_BENEATH);
+// path names it in errors.
+func OpenBeneathFd(dir int, rel, path string, flags int, mode uint32) (int, error) {
+	return openat2(dir, rel, path, flags, mode, unix.RESOLVE_BENEATH)
+}
+
+func openat2(dir int, name, path string, flags int, mode uint32, resolve uint64) (int, error) {
+	fd, err := unix.Openat2(dir, name, &unix.OpenHow{
 		Flags: uint64(flags | unix.O_CLOEXEC), Mode: uint64(mode),
-		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+		Resolve: resolve | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 	})
 	if errors.Is(err, unix.ELOOP) {
 		return -1, &os.PathError{Op: "open", Path: path, Err: fmt.Errorf("a component %w", ErrSymlink)}

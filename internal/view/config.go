@@ -368,3 +368,59 @@ func siblingGroups(ms []Mount, placed []bool) []siblingGroup {
 	}
 	return out
 }
+
+// enclosingBinds says which binds (of ms, ordered) have another bind
+// below their path: whether their source exists decides whether those
+// are covered (coveredBinds).
+func enclosingBinds(ms []Mount) []bool {
+	out := make([]bool, len(ms))
+	at := map[string]int{}
+	for i, m := range ms {
+		if m.Kind == ReadOnly || m.Kind == ReadWrite {
+			at[m.Path] = i
+		}
+	}
+	for _, m := range ms {
+		if m.Kind != ReadOnly && m.Kind != ReadWrite {
+			continue
+		}
+		for p := parentDir(m.Path); p != "/"; p = parentDir(p) {
+			if i, ok := at[p]; ok {
+				out[i] = true
+			}
+		}
+	}
+	return out
+}
+
+// inodeRules returns the paths at which the view shows the very inode a
+// bind's source descriptor opened: paths where every mount is a bind
+// (read-only or read-write) of one host path. The agent's Landlock rules
+// of those paths go on the descriptors (landlock.Ruleset.AddOpened), so
+// that a thousand granted paths are not looked up again. A path that
+// also has a mask, a tmpfs or any other mount, or binds of two host
+// paths, is left out: its rule looks the path up in the view.
+func inodeRules(ms []Mount) map[string]bool {
+	type at struct {
+		source string
+		ok     bool
+	}
+	paths := map[string]at{}
+	for _, m := range ms {
+		isBind := m.Kind == ReadOnly || m.Kind == ReadWrite
+		a, seen := paths[m.Path]
+		switch {
+		case !seen:
+			paths[m.Path] = at{m.source(), isBind}
+		case !isBind || a.source != m.source():
+			paths[m.Path] = at{ok: false}
+		}
+	}
+	out := make(map[string]bool, len(paths))
+	for p, a := range paths {
+		if a.ok {
+			out[p] = true
+		}
+	}
+	return out
+}

@@ -94,3 +94,32 @@ func TestSiblingGroups(t *testing.T) {
 		t.Fatalf("groups = %v, want %v", got, want)
 	}
 }
+
+// TestInodeRules: only a path where every mount is a bind of one host
+// path has its Landlock rule put on the bind's source descriptor.
+func TestInodeRules(t *testing.T) {
+	ms := ordered([]Mount{
+		{Kind: ReadOnly, Path: "/a"},
+		{Kind: ReadWrite, Path: "/a"},                  // the same host path again: still one inode
+		{Kind: ReadOnly, Path: "/b"},                   //
+		{Kind: Mask, Path: "/b"},                       // a mask on top: the path shows /dev/null
+		{Kind: ReadOnly, Path: "/c", Source: "/x"},     //
+		{Kind: ReadOnly, Path: "/c", Source: "/y"},     // two host paths at one place
+		{Kind: ReadOnly, Path: "/d", Source: "/nix/d"}, // another host path, alone: its inode
+		{Kind: Tmpfs, Path: "/e"},                      //
+		{Kind: Terminal, Path: "/dev/pts/3"},           // not a bind of a tree
+	})
+	got := inodeRules(ms)
+	want := map[string]bool{"/a": true, "/d": true}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("inodeRules = %v, want %v", got, want)
+	}
+	enc := enclosingBinds(ordered([]Mount{
+		{Kind: ReadOnly, Path: "/etc"}, {Kind: ReadOnly, Path: "/etc/hosts"},
+		{Kind: Tmpfs, Path: "/tmp"}, {Kind: ReadOnly, Path: "/tmp/w"},
+		{Kind: ReadWrite, Path: "/home/u/p"}, {Kind: ReadOnly, Path: "/home/u/p/.git/config"},
+	}))
+	if want := []bool{true, false, false, false, true, false}; !reflect.DeepEqual(enc, want) {
+		t.Fatalf("enclosingBinds = %v, want %v", enc, want)
+	}
+}

@@ -177,7 +177,7 @@ func setUp(c Config) (*landlock.Ruleset, error) {
 			rules.Close()
 		}
 	}()
-	if err := buildRoot(c.Mounts, c.Landlock, rules); err != nil {
+	if err := buildRoot(c.Mounts, rules); err != nil {
 		return nil, fmt.Errorf("building the sandbox's filesystem view: %w", err)
 	}
 	if err := rules.AddRest(); err != nil {
@@ -410,7 +410,7 @@ func terminalSignal(s os.Signal) bool {
 // open grew it five times. Sources under /tmp, which the staged root
 // covers, are reached through a descriptor of the host's /tmp opened
 // before it (hostPaths).
-func buildRoot(mounts []Mount, policy landlock.Policy, rules *landlock.Ruleset) (err error) {
+func buildRoot(mounts []Mount, rules *landlock.Ruleset) (err error) {
 	// Init made the mounts private before the Config came.
 	ms := ordered(mounts)
 	exists := make([]bool, len(ms))
@@ -469,7 +469,7 @@ func buildRoot(mounts []Mount, policy landlock.Policy, rules *landlock.Ruleset) 
 		}
 	}
 	var joined map[string][]member
-	ms, exists, overlays, joined = joinSiblings(ms, exists, overlays, &host, policy)
+	ms, exists, overlays, joined = joinSiblings(ms, exists, overlays, &host, rules)
 	// The new root is a tmpfs over /tmp, in this mount namespace only.
 	if err := unix.Mount("tmpfs", stage, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
 		return fmt.Errorf("mounting the new root: %w", err)
@@ -581,17 +581,7 @@ func (h *hostPaths) open(path string) (int, error) {
 	if !under {
 		return openNoSymlinks(path)
 	}
-	fd, err := unix.Openat2(h.tmp, rel, &unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_BENEATH,
-	})
-	if errors.Is(err, unix.ELOOP) {
-		return -1, fmt.Errorf("%s: a symlink appeared on its path after it was checked (refusing to follow it)", path)
-	}
-	if err != nil {
-		return -1, &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	return fd, nil
+	return swapped(path)(safefs.OpenBeneathFd(h.tmp, rel, path, unix.O_PATH, 0))
 }
 
 // underTmp says whether path lies in /tmp (or is it), and its path
@@ -631,62 +621,6 @@ func (h *hostPaths) close() {
 // source that is not there.
 func optionalMissing(m Mount, err error) bool {
 	return m.Optional && (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR))
-}
-
-// enclosingBinds says which binds (of ms, ordered) have another bind
-// below their path: whether their source exists decides whether those
-// are covered (coveredBinds).
-func enclosingBinds(ms []Mount) []bool {
-	out := make([]bool, len(ms))
-	at := map[string]int{}
-	for i, m := range ms {
-		if m.Kind == ReadOnly || m.Kind == ReadWrite {
-			at[m.Path] = i
-		}
-	}
-	for _, m := range ms {
-		if m.Kind != ReadOnly && m.Kind != ReadWrite {
-			continue
-		}
-		for p := parentDir(m.Path); p != "/"; p = parentDir(p) {
-			if i, ok := at[p]; ok {
-				out[i] = true
-			}
-		}
-	}
-	return out
-}
-
-// inodeRules returns the paths at which the view shows the very inode a
-// bind's source descriptor opened: paths where every mount is a bind
-// (read-only or read-write) of one host path. The agent's Landlock rules
-// of those paths go on the descriptors (landlock.Ruleset.AddOpened), so
-// that a thousand granted paths are not looked up again. A path that
-// also has a mask, a tmpfs or any other mount, or binds of two host
-// paths, is left out: its rule looks the path up in the view.
-func inodeRules(ms []Mount) map[string]bool {
-	type at struct {
-		source string
-		ok     bool
-	}
-	paths := map[string]at{}
-	for _, m := range ms {
-		isBind := m.Kind == ReadOnly || m.Kind == ReadWrite
-		a, seen := paths[m.Path]
-		switch {
-		case !seen:
-			paths[m.Path] = at{m.source(), isBind}
-		case !isBind || a.source != m.source():
-			paths[m.Path] = at{ok: false}
-		}
-	}
-	out := make(map[string]bool, len(paths))
-	for p, a := range paths {
-		if a.ok {
-			out[p] = true
-		}
-	}
-	return out
 }
 
 // errRestricted marks a set-up failure that means the user namespace gives

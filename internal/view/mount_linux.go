@@ -21,11 +21,18 @@ import (
 // a canonical path that resolves through a symlink was changed after it
 // was checked.
 func openNoSymlinks(path string) (int, error) {
-	fd, err := safefs.OpenFd(path, unix.O_PATH, 0)
-	if errors.Is(err, safefs.ErrSymlink) {
-		return -1, fmt.Errorf("%s: a symlink appeared on its path after it was checked (refusing to follow it)", path)
+	return swapped(path)(safefs.OpenFd(path, unix.O_PATH, 0))
+}
+
+// swapped says, of a symlink refused on path's way, that it appeared
+// after path was checked.
+func swapped(path string) func(int, error) (int, error) {
+	return func(fd int, err error) (int, error) {
+		if errors.Is(err, safefs.ErrSymlink) {
+			return -1, fmt.Errorf("%s: a symlink appeared on its path after it was checked (refusing to follow it)", path)
+		}
+		return fd, err
 	}
-	return fd, err
 }
 
 func fdPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
@@ -163,7 +170,7 @@ func remountReadOnly(targetFd int) error {
 // exists and overlays are aligned with ms (exists: the bind is to be
 // placed); the returned slices are too, still parents first. joined maps
 // each new bind's path to the members it shows.
-func joinSiblings(ms []Mount, exists []bool, overlays []*overlayFds, host *hostPaths, rules landlock.Policy) (
+func joinSiblings(ms []Mount, exists []bool, overlays []*overlayFds, host *hostPaths, rules *landlock.Ruleset) (
 	[]Mount, []bool, []*overlayFds, map[string][]member) {
 	var joined map[string][]member
 	for _, g := range siblingGroups(ms, exists) {

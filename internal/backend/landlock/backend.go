@@ -223,16 +223,8 @@ func (p *Prepared) Describe() backend.Description {
 	default:
 		comments = append(comments, "engine: namespace view (new user, mount, PID, IPC, UTS namespaces; network namespace unless the network is open), then Landlock, seccomp, no_new_privs")
 	}
-	if len(p.Spec.Sockets) > 0 {
-		socket := map[string]bool{}
-		for _, s := range p.Spec.Sockets {
-			socket[s] = true
-		}
-		for _, g := range append(append(append([]string{}, p.Spec.Read...), p.Spec.Allow...), p.Spec.Write...) {
-			if socket[g] {
-				comments = append(comments, fmt.Sprintf("unix socket reachable (granted by path): %s", g))
-			}
-		}
+	for _, g := range p.Spec.Sockets {
+		comments = append(comments, fmt.Sprintf("unix socket reachable (granted by path): %s", g))
 	}
 	for _, t := range p.Spec.Toolchains {
 		comments = append(comments, fmt.Sprintf("toolchain %s: read and execute (%s)", t.Path, t.Why))
