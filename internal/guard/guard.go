@@ -208,7 +208,7 @@ func (g *Guard) End(stderr io.Writer, interrupted <-chan struct{}, release func(
 		g.note(f.Path, f.Text)
 	}
 	if next.complete {
-		saveTree(g.opts.TreeFile, during, next)
+		saveTree(g.opts.TreeFile, g.pre.previous(), next)
 	}
 	if ws := g.Windows(); len(ws) > 0 {
 		sorted := append([]time.Duration(nil), ws...)

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -209,15 +210,15 @@ func loadTree(path string) *tree {
 }
 
 // saveTree writes t for the next run (mode 0600, replaced atomically);
-// failing is harmless (the next run reads every directory). When nothing
-// was read anew, neither during the run (from, the tree the prewalk made
-// from the saved one) nor after it (t), the saved tree is still right and
-// is only marked used.
-func saveTree(path string, from, t *tree) {
+// failing is harmless (the next run reads every directory). When t
+// teaches the next run nothing that saved (the tree on disk, nil for
+// none) does not already say, the file is only marked used: see
+// [tree.improves].
+func saveTree(path string, saved, t *tree) {
 	if path == "" || t == nil {
 		return
 	}
-	if from != nil && from.fresh == 0 && t.fresh == 0 {
+	if saved != nil && !t.improves(saved) {
 		now := time.Now()
 		if os.Chtimes(path, now, now) == nil {
 			return
@@ -243,13 +244,48 @@ func saveTree(path string, from, t *tree) {
 // treeMaxAge is how long a workdir's tree is kept after its last run.
 const treeMaxAge = 30 * 24 * time.Hour
 
+// improves says whether saving t in place of saved spares the next run
+// work: t records a directory saved does not, or no longer has one saved
+// records, or records one with another inode or other entries, or trusts
+// one saved does not, or more than maxStaleDirs directories changed only
+// their ctime. A few of those do not make the save worth it (writing and
+// syncing the file costs more than reading them again): an entry created
+// and removed again leaves the same entries, as the placeholders of the
+// protected names do in the workdir on every run, and the next run reads
+// that directory again, its record holding the old ctime.
+func (t *tree) improves(saved *tree) bool {
+	if len(t.Dirs) != len(saved.Dirs) {
+		return true
+	}
+	stale := 0
+	for dir, td := range t.Dirs {
+		sd, ok := saved.Dirs[dir]
+		if !ok || sd.Ino != td.Ino || td.Trusted && !sd.Trusted || !slices.Equal(sd.Ents, td.Ents) {
+			return true
+		}
+		if !sd.Ctime.Equal(td.Ctime) {
+			if stale++; stale > maxStaleDirs {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// maxStaleDirs is how many directories whose record has an old ctime a
+// saved tree may hold before it is written again (see [tree.improves]).
+// A variable for the tests.
+var maxStaleDirs = 16
+
 // prewalk reads the tree in the background; wait returns it (nil when the
 // walk stopped at a bound or was cancelled: the scan then walks in full).
+// saved is the tree the previous run left, as read from its file.
 type prewalk struct {
 	done   chan struct{}
 	cancel chan struct{}
 	once   sync.Once
 	t      *tree
+	saved  *tree
 }
 
 // startPrewalk starts reading workdir's tree, from the one a previous run
@@ -262,7 +298,8 @@ func startPrewalk(workdir, treeFile string) *prewalk {
 	p := &prewalk{done: make(chan struct{}), cancel: make(chan struct{})}
 	go func() {
 		defer close(p.done)
-		p.t = readTree(workdir, p.cancel, loadTree(treeFile))
+		p.saved = loadTree(treeFile)
+		p.t = readTree(workdir, p.cancel, p.saved)
 	}()
 	return p
 }
@@ -283,4 +320,14 @@ func (p *prewalk) wait(interrupted <-chan struct{}) *tree {
 		return nil
 	}
 	return p.t
+}
+
+// previous is the tree the previous run left (nil for none, or without a
+// prewalk), once the walk is over.
+func (p *prewalk) previous() *tree {
+	if p == nil {
+		return nil
+	}
+	<-p.done
+	return p.saved
 }

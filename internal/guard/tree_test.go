@@ -125,29 +125,55 @@ func TestTreeFile(t *testing.T) {
 	}
 	write(t, filepath.Join(root, "d07", "new"), "x")
 	dirReads.Store(0)
-	tr := startPrewalk(root, file).wait(nil)
+	pre := startPrewalk(root, file)
+	tr := pre.wait(nil)
 	if tr == nil || len(tr.Dirs) != 41 {
 		t.Fatalf("the prewalk from the saved tree gave %v", tr)
 	}
 	if n := dirReads.Load(); n != 1 {
 		t.Errorf("the prewalk read %d directories, want 1 (d07)", n)
 	}
-	// Nothing read anew, during the run or after it: the saved tree is
-	// only marked used (same file, newer time), not written again.
+	// d07 changed its ctime only (its recorded entries are the
+	// directories and the scanned names): one directory to read again
+	// is not worth writing the file, which is only marked used (same
+	// file, newer time), and the next run reads d07 again.
 	time.Sleep(50 * time.Millisecond) // d07's change is old enough to trust
 	_, next = scanJoin(root, time.Now(), tr)
-	saveTree(file, tr, next)
-	past := time.Now().Add(-time.Hour)
-	if err := os.Chtimes(file, past, past); err != nil {
-		t.Fatal(err)
+	rerun := func(what string, wantWritten bool, wantReads int64) {
+		t.Helper()
+		st0, _ := os.Stat(file)
+		past := time.Now().Add(-time.Hour)
+		if err := os.Chtimes(file, past, past); err != nil {
+			t.Fatal(err)
+		}
+		saveTree(file, pre.previous(), next)
+		if st1, err := os.Stat(file); err != nil || !st1.ModTime().After(past) {
+			t.Errorf("%s: the tree file was not marked used: %v", what, err)
+		} else if written := !os.SameFile(st0, st1); written != wantWritten {
+			t.Errorf("%s: the tree file written: %v, want %v", what, written, wantWritten)
+		}
+		dirReads.Store(0)
+		pre = startPrewalk(root, file)
+		tr = pre.wait(nil)
+		if n := dirReads.Load(); n != wantReads {
+			t.Errorf("%s: the next prewalk read %d directories, want %d", what, n, wantReads)
+		}
+		_, next = scanJoin(root, time.Now(), tr)
 	}
-	st0, _ := os.Stat(file)
-	during := startPrewalk(root, file).wait(nil)
-	_, next = scanJoin(root, time.Now(), during)
-	saveTree(file, during, next)
-	if st1, err := os.Stat(file); err != nil || !os.SameFile(st0, st1) || !st1.ModTime().After(past) || during.fresh != 0 || next.fresh != 0 {
-		t.Errorf("an unchanged tree was written again, or not marked used (fresh %d, %d): %v", during.fresh, next.fresh, err)
-	}
+	rerun("one directory changed its ctime", false, 1)
+	// More than maxStaleDirs such directories: the file is written, and
+	// the run after reads nothing again (the unchanged tree is then only
+	// marked used).
+	defer func(n int) { maxStaleDirs = n }(maxStaleDirs)
+	maxStaleDirs = 0
+	rerun("maxStaleDirs exceeded", true, 0)
+	rerun("nothing changed", false, 0)
+	// A new directory is a new record: written whatever maxStaleDirs.
+	maxStaleDirs = 16
+	write(t, filepath.Join(root, "d40", "f"), "x")
+	time.Sleep(50 * time.Millisecond)
+	_, next = scanJoin(root, time.Now(), tr)
+	rerun("a new directory", true, 0)
 	// Another workdir's tree unused for longer than treeMaxAge goes when
 	// a tree is saved; a recent one stays.
 	stale, recent := filepath.Join(filepath.Dir(file), "stale.tree"), filepath.Join(filepath.Dir(file), "recent.tree")

@@ -4,6 +4,9 @@ import (
 	"io/fs"
 	"path/filepath"
 	"sort"
+	"sync"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 )
 
 // maxRootOnlyWalk bounds the entries rootOnly visits.
@@ -56,4 +59,32 @@ func rootOnly(dir string, skip []string) []string {
 	})
 	sort.Strings(out)
 	return out
+}
+
+// etcRootOnly is rootOnly of /etc, computed once per process and in the
+// background from the moment a root caller's view is known to come
+// ([startEtcRootOnly]), so that the walk overlaps the run's planning.
+var etcRootOnly struct {
+	once sync.Once
+	done chan struct{}
+	list []string
+}
+
+// startEtcRootOnly starts the walk of /etc in the background (once).
+func startEtcRootOnly() {
+	etcRootOnly.once.Do(func() {
+		etcRootOnly.done = make(chan struct{})
+		launch.Background(func() {
+			etcRootOnly.list = rootOnly("/etc", etcSecrets)
+			close(etcRootOnly.done)
+		})
+	})
+}
+
+// etcRootOnlyList is rootOnly("/etc", etcSecrets), waiting for the walk
+// [startEtcRootOnly] started (starting it when nothing did).
+func etcRootOnlyList() []string {
+	startEtcRootOnly()
+	<-etcRootOnly.done
+	return etcRootOnly.list
 }

@@ -99,7 +99,7 @@ func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string, la
 	if os.Geteuid() == 0 {
 		// A root caller's agent is uid 0 inside (without capabilities):
 		// what an ordinary user could not read in /etc is hidden too.
-		for _, path := range rootOnly("/etc", etcSecrets) {
+		for _, path := range etcRootOnlyList() {
 			c.Mounts = append(c.Mounts, view.Mount{Kind: view.Mask, Path: path, Guarded: true})
 		}
 	}
@@ -435,7 +435,12 @@ func Prestart(mode posture.NetMode, stdio launch.Stdio) *Early {
 func spawnView(mode posture.NetMode, stdio launch.Stdio, expected bool) *Early {
 	e := &Early{mode: mode, done: make(chan struct{})}
 	vm := viewNetworkMode(Net{Mode: mode})
-	go func() {
+	if os.Geteuid() == 0 {
+		// A root caller's view masks what only root reads in /etc:
+		// the walk runs beside the planning too.
+		startEtcRootOnly()
+	}
+	launch.Background(func() {
 		defer close(e.done)
 		if expected {
 			if ok, _ := view.Expected(); !ok {
@@ -448,7 +453,7 @@ func spawnView(mode posture.NetMode, stdio launch.Stdio, expected bool) *Early {
 		// its thread takes the thread with it; this one never locks).
 		cmd := &exec.Cmd{Stdin: stdio.In, Stdout: stdio.Out, Stderr: stdio.Err}
 		e.pending, e.err = view.Spawn(cmd, vm)
-	}()
+	})
 	return e
 }
 
