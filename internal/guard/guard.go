@@ -188,6 +188,9 @@ func (g *Guard) End(stderr io.Writer, interrupted <-chan struct{}, release func(
 	if g.w != nil {
 		g.w.stop()
 	}
+	// The reading of the tree, if still going, stops now: the scan
+	// starts from the previous run's tree instead (prewalk.finish).
+	g.pre.stop()
 	for _, st := range g.states {
 		g.audit(st, true)
 	}
@@ -202,7 +205,7 @@ func (g *Guard) End(stderr io.Writer, interrupted <-chan struct{}, release func(
 	for _, p := range placeholders {
 		skip[p] = true
 	}
-	during := g.pre.wait(interrupted)
+	during := g.pre.finish(interrupted)
 	findings, next := scan(g.opts.Workdir, g.started, skip, g.before, interrupted, during)
 	for _, f := range findings {
 		g.note(f.Path, f.Text)

@@ -34,8 +34,9 @@ const (
 // before the run (recentBefore), not reported while still as it was. The
 // scan is bounded (scanMaxEntries, scanMaxTime) and stops when interrupted
 // is closed; either way it says what it did not check. t, when not nil, is
-// the tree read during the run (prewalk): the directories unchanged since
-// are not read again. It returns the tree as it found it, for the next run
+// the tree read during the run (prewalk), or the one the previous run left
+// when the run ended before that reading did (prewalk.finish): the
+// directories unchanged since are not read again. It returns the tree as it found it, for the next run
 // (complete only when the scan was).
 func scan(workdir string, started time.Time, skip map[string]bool, before map[string]fingerprint, interrupted <-chan struct{}, t *tree) ([]Finding, *tree) {
 	since := scanSince(started)

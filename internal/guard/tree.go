@@ -143,6 +143,12 @@ func readTree(workdir string, cancel <-chan struct{}, prev *tree) *tree {
 	b := newBudget(cancel)
 	var walk func(dir string) bool
 	walk = func(dir string) bool {
+		// Stopped at once when asked (prewalk.finish: the run is
+		// over), not only every 1,024 entries: a tree taken as recorded
+		// has few entries per directory.
+		if b.cancelled() {
+			return false
+		}
 		ents, err := prev.list(dir, t)
 		if err != nil {
 			return true // the scan reads it again and says why
@@ -171,6 +177,16 @@ type budget struct {
 
 func newBudget(stop <-chan struct{}) *budget {
 	return &budget{deadline: time.Now().Add(scanMaxTime), stop: stop}
+}
+
+// cancelled reports whether the walk was told to stop.
+func (b *budget) cancelled() bool {
+	select {
+	case <-b.stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // spend counts one entry; it returns why the walk must stop, or "".
@@ -304,22 +320,37 @@ func startPrewalk(workdir, treeFile string) *prewalk {
 	return p
 }
 
-// wait waits for the walk, or cancels it when interrupted is closed first.
-func (p *prewalk) wait(interrupted <-chan struct{}) *tree {
+// stop tells the walk to stop, if it is still going (the run is over:
+// its reading would now compete with the audit and do the scan's work
+// ahead of it).
+func (p *prewalk) stop() {
+	if p != nil {
+		p.once.Do(func() { close(p.cancel) })
+	}
+}
+
+// finish stops the walk and returns the tree the scan after the run
+// starts from: the one read during the run when that reading was
+// complete; otherwise (a short run, or a bound reached) the one the
+// previous run left, from which the scan does in one pass what the
+// reading would have done ahead of it. Either only spares reading the
+// directories whose inode and ctime are as recorded. nil when there is
+// neither, or when interrupted is closed.
+func (p *prewalk) finish(interrupted <-chan struct{}) *tree {
 	if p == nil {
 		return nil
 	}
+	p.stop()
+	<-p.done
 	select {
-	case <-p.done:
 	case <-interrupted:
-		p.once.Do(func() { close(p.cancel) })
-		<-p.done
 		return nil
+	default:
 	}
-	if p.t == nil || !p.t.complete {
-		return nil
+	if p.t != nil && p.t.complete {
+		return p.t
 	}
-	return p.t
+	return p.saved
 }
 
 // previous is the tree the previous run left (nil for none, or without a

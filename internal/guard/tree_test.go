@@ -126,7 +126,7 @@ func TestTreeFile(t *testing.T) {
 	write(t, filepath.Join(root, "d07", "new"), "x")
 	dirReads.Store(0)
 	pre := startPrewalk(root, file)
-	tr := pre.wait(nil)
+	tr := walked(pre)
 	if tr == nil || len(tr.Dirs) != 41 {
 		t.Fatalf("the prewalk from the saved tree gave %v", tr)
 	}
@@ -154,7 +154,7 @@ func TestTreeFile(t *testing.T) {
 		}
 		dirReads.Store(0)
 		pre = startPrewalk(root, file)
-		tr = pre.wait(nil)
+		tr = walked(pre)
 		if n := dirReads.Load(); n != wantReads {
 			t.Errorf("%s: the next prewalk read %d directories, want %d", what, n, wantReads)
 		}
@@ -210,23 +210,63 @@ func appendTo(t *testing.T, p, s string) {
 	}
 }
 
-// TestPrewalkWait: a finished prewalk gives its tree; an incomplete one
-// (a bound, or cancelled by the interruption) or none gives nil, and the
-// scan then walks in full.
-func TestPrewalkWait(t *testing.T) {
+// walked waits for the prewalk p to end and returns its tree (nil when
+// incomplete).
+func walked(p *prewalk) *tree {
+	<-p.done
+	if p.t == nil || !p.t.complete {
+		return nil
+	}
+	return p.t
+}
+
+// TestPrewalkFinish: a finished prewalk gives its tree; one still going
+// when the run ends (a short run) is stopped, and the scan starts from the
+// tree the previous run left, as it does after an incomplete one (a
+// bound); without either, or when interrupted, nil: the scan walks in
+// full.
+func TestPrewalkFinish(t *testing.T) {
 	root := t.TempDir()
 	write(t, filepath.Join(root, "a", "f"), "x")
-	if tr := startPrewalk(root, "").wait(nil); tr == nil || !tr.complete || len(tr.Dirs) != 2 {
+	p := startPrewalk(root, "")
+	<-p.done
+	if tr := p.finish(nil); tr == nil || !tr.complete || len(tr.Dirs) != 2 {
 		t.Fatalf("a finished prewalk gave %+v", tr)
 	}
 	done := make(chan struct{})
 	close(done)
-	if tr := (&prewalk{done: done, cancel: make(chan struct{}), t: &tree{}}).wait(nil); tr != nil {
+	if tr := (&prewalk{done: done, cancel: make(chan struct{}), t: &tree{}}).finish(nil); tr != nil {
 		t.Errorf("an incomplete tree was used: %+v", tr)
 	}
 	var none *prewalk
-	if none.wait(nil) != nil {
+	if none.finish(nil) != nil {
 		t.Error("no prewalk gave a tree")
+	}
+	// A walk told to stop stops at the next directory, not only every
+	// 1,024 entries (a tree taken as recorded has few per directory).
+	stop := make(chan struct{})
+	close(stop)
+	if tr := readTree(root, stop, nil); tr.complete || len(tr.Dirs) != 0 {
+		t.Errorf("a walk told to stop read %d directories (complete %v)", len(tr.Dirs), tr.complete)
+	}
+	// A reading still going: it ends only when told to stop.
+	going := func() *prewalk {
+		p := &prewalk{done: make(chan struct{}), cancel: make(chan struct{}), saved: &tree{Dirs: map[string]treeDir{root: {}}}}
+		go func() {
+			<-p.cancel
+			p.t = &tree{Dirs: map[string]treeDir{}}
+			close(p.done)
+		}()
+		return p
+	}
+	p = going()
+	if tr := p.finish(nil); tr != p.saved {
+		t.Errorf("a reading still going gave %+v, want the previous run's tree", tr)
+	}
+	interrupted := make(chan struct{})
+	close(interrupted)
+	if tr := going().finish(interrupted); tr != nil {
+		t.Errorf("an interrupted end gave %+v", tr)
 	}
 }
 
