@@ -293,9 +293,9 @@ func (t *tree) improves(saved *tree) bool {
 // A variable for the tests.
 var maxStaleDirs = 16
 
-// prewalk reads the tree in the background; wait returns it (nil when the
-// walk stopped at a bound or was cancelled: the scan then walks in full).
-// saved is the tree the previous run left, as read from its file.
+// prewalk reads the tree in the background; finish stops it and returns
+// the tree the scan starts from. saved is the tree the previous run left,
+// as read from its file.
 type prewalk struct {
 	done   chan struct{}
 	cancel chan struct{}
