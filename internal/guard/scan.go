@@ -36,8 +36,8 @@ const (
 // is closed; either way it says what it did not check. t, when not nil, is
 // the tree read during the run (prewalk), or the one the previous run left
 // when the run ended before that reading did (prewalk.finish): the
-// directories unchanged since are not read again. It returns the tree as it found it, for the next run
-// (complete only when the scan was).
+// directories unchanged since are not read again. It returns the tree as
+// it found it, for the next run (complete only when the scan was).
 func scan(workdir string, started time.Time, skip map[string]bool, before map[string]fingerprint, interrupted <-chan struct{}, t *tree) ([]Finding, *tree) {
 	since := scanSince(started)
 	planted := func(paths []string) []string {
