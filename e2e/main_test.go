@@ -118,6 +118,30 @@ func buildAgentSandbox(t *testing.T) string {
 	return builtBin
 }
 
+// homeTempDir makes a directory (mode 0755, symlinks resolved) in the
+// caller's home, outside /tmp and /var/tmp, whose private tmpfs in the
+// view would change what a grant there means; it is removed after the
+// test.
+func homeTempDir(t *testing.T, prefix string) string {
+	t.Helper()
+	userHome, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatalf("this test's files lie in the caller's home, outside /tmp and /var/tmp: %v", err)
+	}
+	dir, err := os.MkdirTemp(userHome, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if dir, err = filepath.EvalSymlinks(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // withCover adds GOCOVERDIR to an explicit environment when the binary
 // writes coverage data (without it a -cover binary warns on every run).
 func withCover(env []string) []string {

@@ -46,18 +46,7 @@ func TestReadmeClaims(t *testing.T) {
 
 	// In the caller's home, outside /tmp and /var/tmp, whose private
 	// tmpfs in the view would make ~ writable.
-	userHome, err := os.UserHomeDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := os.MkdirTemp(userHome, ".agent-sandbox-e2e-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(root) })
-	if err := os.Chmod(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	root := homeTempDir(t, ".agent-sandbox-e2e-")
 	home, work := filepath.Join(root, "home"), filepath.Join(root, "work")
 	write(t, filepath.Join(home, ".ssh", "id_ed25519"), "SECRET-SSH-KEY\n")
 	if err := os.MkdirAll(work, 0o755); err != nil {

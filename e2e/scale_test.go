@@ -111,19 +111,11 @@ true`, dir)
 		// Outside /tmp: the view's private /tmp has a Landlock rule of
 		// its own, which would reach what the host adds to a joined
 		// directory below it (the next row).
-		base, err := os.UserHomeDir()
-		if err != nil || strings.HasPrefix(base, "/tmp/") {
+		if base, err := os.UserHomeDir(); err != nil || strings.HasPrefix(base, "/tmp/") {
 			t.Skipf("needs a home directory outside /tmp (HOME=%q)", base)
 		}
 		d := newDaily(t)
-		dir, err := os.MkdirTemp(base, ".agent-sandbox-e2e-grants-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.RemoveAll(dir) })
-		if dir, err = filepath.EvalSymlinks(dir); err != nil {
-			t.Fatal(err)
-		}
+		dir := homeTempDir(t, ".agent-sandbox-e2e-grants-")
 		got := runLate(t, d, dir, entries(d, dir, 1000))
 		if !strings.Contains(got, "member-mounts=0") || !strings.Contains(got, "parent-mounts=1") {
 			t.Errorf("the 1,000 grants are not one bind of their directory: %s", got)

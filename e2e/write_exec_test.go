@@ -18,21 +18,8 @@ import (
 // executable, which would hide the difference.
 func TestWriteGrantExec(t *testing.T) {
 	skipWithoutLandlock(t)
-	userHome, err := os.UserHomeDir()
-	if err != nil {
-		t.Fatalf("the grants of this test lie in the caller's home, outside /tmp and /var/tmp: %v", err)
-	}
-	root, err := os.MkdirTemp(userHome, ".agent-sandbox-e2e-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(root) })
-	if root, err = filepath.EvalSymlinks(root); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	// The grants lie in the caller's home, outside /tmp and /var/tmp.
+	root := homeTempDir(t, ".agent-sandbox-e2e-")
 	bin := buildAgentSandbox(t)
 	home, work := filepath.Join(root, "home"), filepath.Join(root, "work")
 	script := func(p, name string) {

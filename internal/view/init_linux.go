@@ -680,18 +680,10 @@ func readOnlySelfBind(path string) error {
 	return unix.MoveMount(tree, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
 }
 
-// place puts one mount into the staged root.
+// place puts one mount other than a bind into the staged root (buildRoot
+// places the binds with placeBind, adding their rules as it goes).
 func place(stage string, m Mount, srcFd, devNull int, dirs *stagedDirs) error {
 	switch m.Kind {
-	case ReadOnly, ReadWrite:
-		if srcFd <= 0 {
-			return nil // optional and missing
-		}
-		dir, err := isDirFd(srcFd)
-		if err != nil {
-			return err
-		}
-		return placeBind(stage, m, srcFd, dir, dirs)
 	case Terminal:
 		if srcFd <= 0 {
 			return nil
