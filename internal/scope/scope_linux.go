@@ -1,0 +1,170 @@
+package scope
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Find looks for the caller's user manager with the memory controller
+// delegated to it: cgroup v2 mounted at [CgroupRoot], user@UID.service's
+// cgroup there listing "memory", busctl on PATH and the user bus
+// ($DBUS_SESSION_BUS_ADDRESS, else $XDG_RUNTIME_DIR/bus). It only looks
+// (no D-Bus call); the error says what is missing, as a phrase that can
+// follow "no memory limit: ".
+func Find(getenv func(string) string) (*Manager, error) {
+	return find(getenv, CgroupRoot, os.Getuid())
+}
+
+func find(getenv func(string) string, root string, uid int) (*Manager, error) {
+	if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err != nil {
+		return nil, fmt.Errorf("cgroup v2 is not mounted at %s (this host uses cgroup v1 or a hybrid layout, whose memory controller no user manager is given)", root)
+	}
+	m := &Manager{root: root, cgroup: managerCgroup(uid)}
+	ctl, err := os.ReadFile(filepath.Join(root, m.cgroup, "cgroup.controllers"))
+	if err != nil {
+		return nil, fmt.Errorf("no systemd user manager runs for uid %d (no %s%s)", uid, root, m.cgroup)
+	}
+	m.memory, m.pids = hasController(string(ctl), "memory"), hasController(string(ctl), "pids")
+	if !m.memory {
+		return nil, fmt.Errorf("the memory controller is not delegated to your systemd user manager (%s%s/cgroup.controllers lists %q; Delegate= of user@.service)", root, m.cgroup, strings.TrimSpace(string(ctl)))
+	}
+	m.runtime = getenv("XDG_RUNTIME_DIR")
+	if m.runtime == "" {
+		m.runtime = fmt.Sprintf("/run/user/%d", uid)
+	}
+	if getenv("DBUS_SESSION_BUS_ADDRESS") == "" {
+		if fi, err := os.Stat(filepath.Join(m.runtime, "bus")); err != nil || fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("no user bus to reach your systemd user manager ($DBUS_SESSION_BUS_ADDRESS is unset and %s is not a socket)", filepath.Join(m.runtime, "bus"))
+		}
+	}
+	// LookPath consults the PATH of this process; getenv is the same
+	// environment in every caller.
+	if m.busctl, err = exec.LookPath("busctl"); err != nil {
+		return nil, errors.New("busctl (systemd's D-Bus client) is not on PATH")
+	}
+	if m.busctl, err = filepath.Abs(m.busctl); err != nil {
+		return nil, err
+	}
+	m.env = os.Environ()
+	if getenv("XDG_RUNTIME_DIR") == "" {
+		m.env = append(m.env, "XDG_RUNTIME_DIR="+m.runtime)
+	}
+	return m, nil
+}
+
+// Delegated checks what nono's --memory needs (nono creates its cgroup
+// itself, in the delegated subtree it runs in): cgroup v2 at
+// [CgroupRoot], and this process's cgroup under its user manager,
+// user@UID.service (a terminal of a desktop session; a login over ssh
+// runs in session-N.scope, outside it). The error says which is missing.
+func Delegated() error {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return err
+	}
+	return delegated(CgroupRoot, string(b), os.Getuid())
+}
+
+func delegated(root, procCgroup string, uid int) error {
+	if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err != nil {
+		return fmt.Errorf("cgroup v2 is not mounted at %s (this host uses cgroup v1 or a hybrid layout)", root)
+	}
+	path := unifiedPath(procCgroup)
+	manager := fmt.Sprintf("/user@%d.service", uid)
+	if !strings.Contains(path+"/", manager+"/") {
+		return fmt.Errorf("this process's cgroup %s does not lie under your systemd user manager (user@%d.service), whose subtree nono's --memory needs (a login over ssh runs outside it; a terminal of a desktop session runs inside)", path, uid)
+	}
+	return nil
+}
+
+// Attach creates the scope unit holding pid with limits l (TasksMax only
+// where [Manager.Tasks]), waits until pid is in it, and reads the limits
+// back from its cgroup. pid must not have started anything yet: only pid
+// itself is moved, and what it starts afterwards is born in the scope.
+// On an error pid may still have been moved (into a scope with the limits,
+// or one without): the caller ends it.
+func (m *Manager) Attach(pid int, unit, description string, l Limits) (*Scope, error) {
+	if !m.pids {
+		l.TasksMax = 0
+	}
+	// memory.max holds whole pages.
+	page := int64(os.Getpagesize())
+	l.MemoryMax -= l.MemoryMax % page
+	msg := m.call(CallArgs(unit, description, pid, l, true))
+	if msg != "" && oomPolicyUnknown(msg) {
+		msg = m.call(CallArgs(unit, description, pid, l, false))
+	}
+	if msg != "" {
+		return nil, fmt.Errorf("your systemd user manager did not create the scope %s (%s): %s", unit, m.busctl, msg)
+	}
+	return m.settle(fmt.Sprintf("/proc/%d/cgroup", pid), pid, unit, l)
+}
+
+// call runs busctl with args; "" when it succeeded, else its message.
+func (m *Manager) call(args []string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, m.busctl, args...)
+	cmd.Env = m.env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			return msg
+		}
+		return err.Error()
+	}
+	return ""
+}
+
+// settleTimeout bounds the wait for the manager to move the process.
+var settleTimeout = 10 * time.Second
+
+// settle waits until the process pid (whose /proc cgroup file is procFile)
+// is in the scope unit, and checks that its cgroup holds the limits l.
+func (m *Manager) settle(procFile string, pid int, unit string, l Limits) (*Scope, error) {
+	// The call returns once the scope's start job is queued; the
+	// manager moves pid when the job runs, at once.
+	var path string
+	for delay, waited := 50*time.Microsecond, time.Duration(0); ; {
+		b, err := os.ReadFile(procFile)
+		if err != nil {
+			return nil, fmt.Errorf("the scope %s: the process %d is gone: %v", unit, pid, err)
+		}
+		path = unifiedPath(string(b))
+		if strings.HasSuffix(path, "/"+unit) {
+			break
+		}
+		if waited > settleTimeout {
+			return nil, fmt.Errorf("your systemd user manager created the scope %s, but the process %d is still in %s after %v", unit, pid, path, waited)
+		}
+		time.Sleep(delay)
+		waited += delay
+		delay = min(2*delay, 5*time.Millisecond)
+	}
+	s := &Scope{Unit: unit, Cgroup: filepath.Join(m.root, path)}
+	for _, c := range []struct {
+		file string
+		want int64
+	}{{"memory.max", l.MemoryMax}, {"pids.max", l.TasksMax}} {
+		if c.want <= 0 {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(s.Cgroup, c.file))
+		if err != nil {
+			return s, fmt.Errorf("the scope %s holds no limit %s (%v): the controller is not delegated to its cgroup", unit, c.file, err)
+		}
+		if got := strings.TrimSpace(string(b)); got != strconv.FormatInt(c.want, 10) {
+			return s, fmt.Errorf("the scope %s: %s reads %s, not the %d asked for", unit, c.file, got, c.want)
+		}
+	}
+	return s, nil
+}

@@ -1,0 +1,18 @@
+//go:build !linux
+
+package scope
+
+import "errors"
+
+// Find finds no user manager off Linux: systemd scopes are Linux's.
+func Find(getenv func(string) string) (*Manager, error) {
+	return nil, errors.New("systemd user scopes are Linux-only")
+}
+
+// Attach is Linux-only.
+func (m *Manager) Attach(pid int, unit, description string, l Limits) (*Scope, error) {
+	return nil, errors.New("systemd user scopes are Linux-only")
+}
+
+// Delegated is Linux-only.
+func Delegated() error { return errors.New("systemd user scopes are Linux-only") }
