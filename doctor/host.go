@@ -11,6 +11,7 @@ import (
 
 	"github.com/agent-sandbox/agent-sandbox/internal/backend/nono"
 	"github.com/agent-sandbox/agent-sandbox/internal/landlock"
+	"github.com/agent-sandbox/agent-sandbox/internal/scope"
 )
 
 // NonoVersionRange is the range of nono releases agent-sandbox's generated
@@ -30,6 +31,8 @@ func (r *run) host() {
 		kernelResult(r.goos, kernelRelease()))
 	if r.goos == "linux" {
 		r.results = append(r.results, usernsResult(landlock.UserNamespacesAvailable(), readSysctls(), os.Geteuid()))
+		_, err := scope.Find(os.Getenv)
+		r.results = append(r.results, memoryResult(err))
 	} else {
 		r.add("user namespaces", OK, "not Linux ("+r.goos+"): not used", "")
 	}
@@ -156,6 +159,21 @@ func readSysctls() sysctls {
 		maxUserNS:        read("user/max_user_namespaces"),
 		unprivClone:      read("kernel/unprivileged_userns_clone"),
 	}
+}
+
+// memoryResult judges the memory bound of the built-in engine's runs
+// (Linux): err is scope.Find's. Without a user manager that can apply it
+// runs go unbounded (a warning), and a folder's memory_max refuses them.
+func memoryResult(err error) Result {
+	res := Result{Check: "memory bound"}
+	if err == nil {
+		res.Status, res.Detail = OK, "a run of the built-in engine is bounded as a whole by a systemd user scope: three quarters of the machine's memory unless agent.toml's memory_max says otherwise, 8192 tasks"
+		return res
+	}
+	res.Status = Warn
+	res.Detail = "no memory bound for the built-in engine's runs (an agent may use all of this machine's memory; a folder that sets memory_max is refused): " + err.Error()
+	res.Fix = "run agent-sandbox where a systemd user manager runs for you (a desktop or logind login, or `loginctl enable-linger $USER`) with cgroup v2 (systemd.unified_cgroup_hierarchy=1), or accept running without a bound"
+	return res
 }
 
 // usernsResult judges user namespaces (Linux): available is the result of

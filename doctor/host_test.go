@@ -348,7 +348,11 @@ func TestHostReal(t *testing.T) {
 		checks = append(checks, res.Check)
 		wellFormed(t, res)
 	}
-	for _, c := range []string{"landlock", "kernel", "user namespaces", "nono", "sbx"} {
+	want := []string{"landlock", "kernel", "user namespaces", "nono", "sbx"}
+	if runtime.GOOS == "linux" {
+		want = append(want, "memory bound")
+	}
+	for _, c := range want {
 		if !slices.Contains(checks, c) {
 			t.Errorf("no %q check in %q", c, checks)
 		}
@@ -375,4 +379,15 @@ func wellFormed(t *testing.T, res Result) {
 	case strings.Contains(res.Detail, "\n"):
 		t.Errorf("multi-line detail: %+v", res)
 	}
+}
+
+func TestMemoryResult(t *testing.T) {
+	if res := memoryResult(nil); res.Status != OK || !strings.Contains(res.Detail, "systemd user scope") {
+		t.Errorf("with a user manager: %+v", res)
+	}
+	res := memoryResult(errors.New("no systemd user manager runs for uid 1000"))
+	if res.Status != Warn || !strings.HasSuffix(res.Detail, ": no systemd user manager runs for uid 1000") || !strings.Contains(res.Fix, "loginctl enable-linger") {
+		t.Errorf("without one: %+v", res)
+	}
+	wellFormed(t, res)
 }

@@ -69,6 +69,12 @@ type Config struct {
 	// and /dev/shm ("512M", "8G"; binary units K, M, G, T); "" is a
 	// quarter of the machine's memory each.
 	TmpSize string `toml:"tmp_size"`
+	// MemoryMax bounds the memory of the built-in engine's run as a whole
+	// ("6G"; binary units K, M, G, T), through a systemd user scope:
+	// "" is three quarters of the machine's memory where the user's
+	// systemd manager can apply it, "none" no bound (and no scope). A
+	// value set here that cannot be applied refuses the run.
+	MemoryMax string `toml:"memory_max"`
 	// Credentials are the agent's keys the built-in engine's broker
 	// injects: the agent holds a per-run phantom, never the real value.
 	Credentials []Credential `toml:"credentials"`
@@ -116,6 +122,19 @@ type Credential struct {
 // TmpSizeBytes is TmpSize in bytes (0 when unset); Validate has checked it.
 func (c *Config) TmpSizeBytes() int64 {
 	n, _ := ParseSize(c.TmpSize)
+	return n
+}
+
+// MemoryMaxNone is memory_max's value for no memory bound.
+const MemoryMaxNone = "none"
+
+// MemoryMaxBytes is MemoryMax in bytes: 0 when unset, -1 for "none";
+// Validate has checked it.
+func (c *Config) MemoryMaxBytes() int64 {
+	if c.MemoryMax == MemoryMaxNone {
+		return -1
+	}
+	n, _ := ParseSize(c.MemoryMax)
 	return n
 }
 
@@ -203,7 +222,7 @@ func ParseConfig(path string, b []byte) (*Config, error) {
 			known = append(known, k)
 		}
 		sort.Strings(known)
-		return nil, fmt.Errorf("%s: %s: unknown key%s; agent.toml accepts command, args, description, config_paths, read_paths, code_paths, env, set_env, exec_paths, allow_edit, loopback_env, [[code_keys]] file, keys, commands and [sbx] install, version_command, home", path, keys[0], suggest.Phrase(keys[0], known))
+		return nil, fmt.Errorf("%s: %s: unknown key%s; agent.toml accepts command, args, description, config_paths, read_paths, code_paths, env, set_env, exec_paths, allow_edit, loopback_env, tmp_size, memory_max, nested_userns, [[code_keys]] file, keys, commands, [[credentials]] and [sbx] install, version_command, home", path, keys[0], suggest.Phrase(keys[0], known))
 	}
 	if err := c.validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -292,6 +311,11 @@ func (c *Config) validate() error {
 	}
 	if _, err := ParseSize(c.TmpSize); err != nil {
 		return fmt.Errorf("tmp_size: %v", err)
+	}
+	if c.MemoryMax != MemoryMaxNone {
+		if _, err := ParseSize(c.MemoryMax); err != nil {
+			return fmt.Errorf("memory_max: %v, or \"none\"", err)
+		}
 	}
 	seenCred := map[string]bool{}
 	for i, cr := range c.Credentials {

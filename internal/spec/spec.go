@@ -11,11 +11,15 @@ import (
 	"encoding/hex"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/protect"
 )
+
+// NoMemoryLimit is Spec.MemoryMax for agent.toml's memory_max = "none".
+const NoMemoryLimit = -1
 
 // Spec is one run, with every path absolute and canonical.
 type Spec struct {
@@ -28,6 +32,12 @@ type Spec struct {
 	// built-in engine in bytes (agent.toml tmp_size); 0: a quarter of the
 	// machine's memory each.
 	TmpSize int64
+	// MemoryMax bounds the built-in engine's run as a whole in bytes
+	// (agent.toml memory_max), through a systemd user scope: 0 is the
+	// default (three quarters of the machine's memory, where the user's
+	// manager can apply it), NoMemoryLimit no bound. A bound set here
+	// that cannot be applied refuses the run.
+	MemoryMax int64
 	// Credentials are agent.toml's [[credentials]]: keys the built-in
 	// engine's broker injects (sources, never values).
 	Credentials []Credential
@@ -240,4 +250,21 @@ func (c Credential) UpstreamFor(lookup func(string) (string, bool)) string {
 		}
 	}
 	return strings.TrimSuffix(up, "/")
+}
+
+// FormatSize writes a size in binary units, as agent.toml's tmp_size and
+// memory_max take them.
+func FormatSize(n int64) string {
+	for _, u := range []struct {
+		unit string
+		size int64
+	}{{"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+		if n >= u.size {
+			if n%u.size == 0 {
+				return strconv.FormatInt(n/u.size, 10) + u.unit
+			}
+			return strconv.FormatFloat(float64(n)/float64(u.size), 'f', 1, 64) + u.unit
+		}
+	}
+	return strconv.FormatInt(n, 10)
 }

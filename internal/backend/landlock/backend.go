@@ -93,7 +93,9 @@ type PrintedPolicy struct {
 	Caches []spec.Cache `json:"caches"`
 	// Create are the config paths a run creates before the agent starts.
 	Create []string `json:"create"`
-	// Limits are the resource limits the agent gets.
+	// Limits are the resource limits the agent gets: "processes",
+	// "open_files", and "memory" (bytes, the run as a whole) where a
+	// systemd user scope will bound it.
 	Limits map[string]uint64 `json:"limits"`
 	// Protected are the ledger's entries (internal/protect): the
 	// read-only ones kept read-only by the view (those missing created
@@ -180,6 +182,9 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 	if p.Engine == EngineView && p.Refusal == "" {
 		p.Refusal = privateRefusal(s)
 	}
+	if p.Refusal == "" {
+		p.Refusal = memoryRefusal(s)
+	}
 	return p, nil
 }
 
@@ -242,13 +247,13 @@ func (p *Prepared) Describe() backend.Description {
 	comments = append(comments, p.Net.Comments()...)
 	comments = append(comments, credentialComments(p.Spec, p.Net)...)
 	comments = append(comments, protectedComments(p.Spec)...)
-	comments = append(comments, fmt.Sprintf("resource limits: %d processes (the agent's, which also count toward your user's own limit), %d open files; no memory limit and no cgroup (agent-sandbox uses no systemd scope)", defaultMaxProcesses, defaultMaxOpenFiles))
+	comments = append(comments, limitComment(p.Spec))
 	if size := TmpSize(p.Spec); size > 0 {
 		from := "a quarter of this machine's memory; tmp_size in agent.toml sets it"
 		if p.Spec.TmpSize > 0 {
 			from = "tmp_size"
 		}
-		comments = append(comments, fmt.Sprintf("private /tmp, /var/tmp and /dev/shm: up to %s each (%s); every bind outside /dev is nodev", formatSize(size), from))
+		comments = append(comments, fmt.Sprintf("private /tmp, /var/tmp and /dev/shm: up to %s each (%s); every bind outside /dev is nodev", spec.FormatSize(size), from))
 	}
 	if os.Geteuid() == 0 {
 		comments = append(comments, "root caller: the agent is uid 0 inside (no capabilities); every file of /etc only root may read is hidden, not only the secrets every run hides")
@@ -265,6 +270,10 @@ func (p *Prepared) Describe() backend.Description {
 	if create == nil {
 		create = []string{}
 	}
+	limits := map[string]uint64{"processes": defaultMaxProcesses, "open_files": defaultMaxOpenFiles}
+	if m := appliedMemoryMax(p.Spec); m > 0 {
+		limits["memory"] = uint64(m)
+	}
 	d := backend.Description{
 		Comments: comments,
 		Commands: []spec.Command{{
@@ -275,7 +284,7 @@ func (p *Prepared) Describe() backend.Description {
 		Refusal:  p.Refusal,
 		JSON: map[string]any{"landlock": &PrintedPolicy{
 			Engine: p.Engine, Toolchains: toolchains, Create: create, Net: p.Net, Caches: nonNil(p.Spec.Caches),
-			Limits:    map[string]uint64{"processes": defaultMaxProcesses, "open_files": defaultMaxOpenFiles},
+			Limits:    limits,
 			Protected: nonNil(p.Spec.Ledger.Entries), AllowEdit: nonNil(p.Spec.Ledger.AllowEdit),
 			ReadExec: pol.ReadExec, ReadOnly: pol.ReadOnly, ReadWrite: pol.ReadWrite, WriteOnly: pol.WriteOnly, Network: string(p.Net.Mode),
 		}},

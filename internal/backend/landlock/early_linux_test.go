@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
+	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 	"github.com/agent-sandbox/agent-sandbox/internal/view"
 )
 
@@ -69,5 +71,64 @@ func TestEarlyTake(t *testing.T) {
 	none.Abort()
 	if none.take(Net{}) != nil {
 		t.Errorf("a nil Early handed something over")
+	}
+}
+
+// The run's scope is asked for with the early init's pid, once, beside
+// the preparation; a refusal from it ends init before it is sent its
+// configuration, and a run with a fresh init attaches that one instead.
+func TestEarlyScope(t *testing.T) {
+	if ok, why := viewExpected(); !ok {
+		t.Skipf("needs unprivileged user namespaces: %s", why)
+	}
+	var asked []int
+	refuse := errors.New("refused by the test")
+	defer func(f func(spec.Spec, int) error) { attachScope = f }(attachScope)
+	attachScope = func(_ spec.Spec, pid int) error {
+		asked = append(asked, pid)
+		return refuse
+	}
+	stdio := launch.Stdio{In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}
+	s := spec.Spec{AgentDir: "/f/a", MemoryMax: 1 << 30}
+
+	e := Prestart(posture.NetOpen, stdio)
+	r := startScope(s, e)
+	<-r.done
+	if len(asked) != 1 || asked[0] != e.pid || e.pid == 0 {
+		t.Fatalf("the scope was asked for pids %v, want init's (%d) once", asked, e.pid)
+	}
+	var errw bytes.Buffer
+	_, err := e.start(&exec.Cmd{}, view.Config{}, r.check(&errw))
+	if err == nil || !strings.Contains(err.Error(), `/f/a/agent.toml: memory_max = "1G" cannot be applied: refused by the test`) {
+		t.Errorf("start with a refused scope: %v", err)
+	}
+	if len(asked) != 1 {
+		t.Errorf("the scope was asked for again: %v", asked)
+	}
+	if !errors.Is(unix.Kill(e.pid, 0), unix.ESRCH) {
+		t.Errorf("the init was not ended after the scope's refusal")
+	}
+	e.Abort()
+
+	// No early init: the fresh one is attached at start.
+	r = startScope(s, nil)
+	<-r.done
+	if r.pid != 0 {
+		t.Errorf("a scope without an early init was for pid %d", r.pid)
+	}
+	asked = nil
+	if err := r.check(&errw)(4242); err == nil || len(asked) != 1 || asked[0] != 4242 {
+		t.Errorf("a fresh init was not attached at start: %v, %v", asked, err)
+	}
+
+	// The default bound: a manager's refusal warns, and the run goes on.
+	errw.Reset()
+	r = startScope(spec.Spec{}, nil)
+	<-r.done
+	if err := r.check(&errw)(4243); err != nil || !strings.Contains(errw.String(), "the run has no memory bound: refused by the test") {
+		t.Errorf("the default bound refused: %v, %q", err, errw.String())
+	}
+	if startScope(spec.Spec{MemoryMax: spec.NoMemoryLimit}, nil) != nil {
+		t.Errorf(`memory_max = "none" asked for a scope`)
 	}
 }

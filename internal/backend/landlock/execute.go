@@ -42,12 +42,16 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 	// follows (the state directories, the run's TMPDIR, the placeholders
 	// of protected paths, the view's configuration), and it builds
 	// nothing before it is sent its configuration.
+	// The run's systemd user scope is asked for as soon as init is up,
+	// beside the same work.
 	var early *Early
+	var sc *runScope
 	if !weaker && s.CommandFound {
 		if early = pre.take(n); early == nil {
 			early = spawnView(n.Mode, stdio, false)
 		}
 		defer early.Abort()
+		sc = startScope(s, early)
 	} else {
 		pre.Abort()
 	}
@@ -160,9 +164,38 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 		cmd.Path = self
 		cmd.Args = append(append(append([]string{"agent-sandbox", TrampolineArg}, roots...), "--"), cmd.Args...)
 		cmd.Env = append(cmd.Env, weakerLimits())
+		// With a memory bound the trampoline waits, before it execs the
+		// agent, until its process is in the run's scope (holdEnv).
+		var hold *os.File
+		if MemoryMax(s) > 0 {
+			r, w, err := os.Pipe()
+			if err != nil {
+				return nil, &launch.SetupError{Err: err}
+			}
+			defer r.Close()
+			hold = w
+			defer hold.Close() // unless the go-ahead was written: the trampoline exits
+			cmd.ExtraFiles = append(cmd.ExtraFiles, r)
+			cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d", holdEnv, 2+len(cmd.ExtraFiles)))
+		}
 		proc, err := ll.StartWith(cmd, p, ll.Seccomp{DenyKeyrings: true, DenyUnixSockets: true, DenyUserns: !s.NestedUserns, DenyHostIPC: true})
 		if err != nil {
 			return nil, &launch.SetupError{Err: fmt.Errorf("the landlock backend cannot start the agent: %w", err)}
+		}
+		if hold != nil {
+			refusal, warning := scopeOutcome(s, attachScope(s, proc.Pid))
+			if warning != "" {
+				diag.Warnf(stdio.Err, "%s", warning)
+			}
+			if refusal != nil {
+				hold.Close()
+				_ = proc.Wait()
+				return nil, &launch.SetupError{Err: refusal}
+			}
+			if _, err := hold.Write([]byte{1}); err != nil {
+				_ = proc.Wait()
+				return nil, &launch.SetupError{Err: fmt.Errorf("the trampoline did not wait for the run's scope: %v", err)}
+			}
 		}
 		return proc.Wait, nil
 	}
@@ -173,7 +206,7 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 			return launch.Started{Wait: wait}, err
 		}
 	} else {
-		v := &viewRun{early: early, p: p, s: s, n: n, sess: sess, stderr: stdio.Err, fallback: weak}
+		v := &viewRun{early: early, scope: sc, p: p, s: s, n: n, sess: sess, stderr: stdio.Err, fallback: weak}
 		l.Prepare, l.Start = v.prepare, v.start
 	}
 	return l.Execute()
@@ -261,7 +294,11 @@ func Trampoline(args []string, stderr io.Writer) int {
 		diag.Errorf(stderr, "%s is internal: ROOTS... -- ARGV...", TrampolineArg)
 		return launch.ExitRefused
 	}
-	env := applyLimits(os.Environ(), stderr)
+	env, ok := awaitScope(os.Environ())
+	if !ok {
+		return launch.ExitRefused // the parent refused the run and says why
+	}
+	env = applyLimits(env, stderr)
 	err := ll.ExecNarrowed(args[:sep], args[sep+1:], env)
 	diag.Errorf(stderr, "starting %s in the sandbox: %v", args[sep+1], err)
 	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
@@ -297,6 +334,7 @@ func TerminalNodes(stdio launch.Stdio) []string {
 // starts the agent instead; without the opt-in the run is refused.
 type viewRun struct {
 	early    *Early
+	scope    *runScope
 	p        ll.Policy
 	s        spec.Spec
 	n        Net

@@ -41,19 +41,3 @@ func memTotal() int64 {
 	}
 	return 0
 }
-
-// formatSize writes a size in binary units, as tmp_size takes them.
-func formatSize(n int64) string {
-	for _, u := range []struct {
-		unit string
-		size int64
-	}{{"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
-		if n >= u.size {
-			if n%u.size == 0 {
-				return strconv.FormatInt(n/u.size, 10) + u.unit
-			}
-			return strconv.FormatFloat(float64(n)/float64(u.size), 'f', 1, 64) + u.unit
-		}
-	}
-	return strconv.FormatInt(n, 10)
-}

@@ -345,7 +345,7 @@ func (v *viewRun) start(cmd *exec.Cmd) (launch.Started, error) {
 	}
 	path, args, env, dir := cmd.Path, cmd.Args, cmd.Env, cmd.Dir
 	in, out, errw := cmd.Stdin, cmd.Stdout, cmd.Stderr
-	proc, err := v.early.start(cmd, c)
+	proc, err := v.early.start(cmd, c, v.scope.check(v.stderr))
 	if errors.Is(err, view.ErrUnavailable) {
 		if !WeakerSandboxAllowed() {
 			return launch.Started{}, &launch.SetupError{Err: errors.New(noViewRefusal(err.Error()))}
@@ -415,6 +415,7 @@ type Early struct {
 	mode    posture.NetMode
 	done    chan struct{} // closed when Spawn has returned
 	pending *view.Pending
+	pid     int   // pending's, set with it (read after done)
 	err     error // Spawn's: reported at start, as view.Start would
 }
 
@@ -453,8 +454,34 @@ func spawnView(mode posture.NetMode, stdio launch.Stdio, expected bool) *Early {
 		// its thread takes the thread with it; this one never locks).
 		cmd := &exec.Cmd{Stdin: stdio.In, Stdout: stdio.Out, Stderr: stdio.Err}
 		e.pending, e.err = view.Spawn(cmd, vm)
+		if e.err == nil {
+			e.pid = e.pending.Pid()
+		}
 	})
 	return e
+}
+
+// startScope asks, in the background once init is up, for the run's
+// systemd user scope with init in it (attachScope); nil when the run has
+// no memory bound (MemoryMax). Early.start joins it before init is sent
+// its configuration.
+func startScope(s spec.Spec, e *Early) *runScope {
+	if MemoryMax(s) == 0 {
+		return nil
+	}
+	r := &runScope{s: s, done: make(chan struct{})}
+	if e == nil {
+		close(r.done) // the fresh init is attached at start
+		return r
+	}
+	launch.Background(func() {
+		defer close(r.done)
+		<-e.done
+		if r.pid = e.pid; r.pid != 0 {
+			r.err = attachScope(s, r.pid)
+		}
+	})
+	return r
 }
 
 // take hands the init over to a run with the network n: e itself when it
@@ -471,22 +498,34 @@ func (e *Early) take(n Net) *Early {
 }
 
 // start sends c to the early init (or starts one) and makes cmd, launch's
-// command, stand for it: signals sent to cmd.Process reach init.
-func (e *Early) start(cmd *exec.Cmd, c view.Config) (*view.Process, error) {
-	if e == nil {
-		return view.Start(cmd, c)
+// command, stand for it: signals sent to cmd.Process reach init. Before
+// c is sent (init has started nothing yet), scoped is told init's pid
+// (the run's systemd user scope: runScope.check); an error from it ends
+// init and is start's.
+func (e *Early) start(cmd *exec.Cmd, c view.Config, scoped func(pid int) error) (*view.Process, error) {
+	var pending *view.Pending
+	if e != nil {
+		<-e.done
+		if e.err != nil {
+			return nil, e.err
+		}
+		pending, e.pending = e.pending, nil
 	}
-	<-e.done
-	if e.err != nil {
-		return nil, e.err
-	}
-	pending := e.pending
 	if pending == nil {
-		// Taken already, or never spawned (the host's settings said
-		// no view: view.Start says why): a fresh init.
-		return view.Start(cmd, c)
+		// No early init, taken already, or never spawned (the host's
+		// settings said no view: Spawn says why): a fresh init.
+		if err := c.Validate(); err != nil {
+			return nil, err
+		}
+		var err error
+		if pending, err = view.Spawn(cmd, c.Network); err != nil {
+			return nil, err
+		}
 	}
-	e.pending = nil
+	if err := scoped(pending.Pid()); err != nil {
+		pending.Abort()
+		return nil, err
+	}
 	proc, err := pending.Start(c)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
+	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
 
 func (v *viewRun) prepare() (func() []string, error) { return nil, nil }
@@ -27,6 +28,8 @@ func Prestart(posture.NetMode, launch.Stdio) *Early { return nil }
 func (*Early) Abort() {}
 
 func (*Early) take(Net) *Early { return nil }
+
+func startScope(spec.Spec, *Early) *runScope { return nil }
 
 func spawnView(posture.NetMode, launch.Stdio, bool) *Early { return nil }
 

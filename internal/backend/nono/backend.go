@@ -1,6 +1,8 @@
 package nono
 
 import (
+	"fmt"
+
 	"github.com/agent-sandbox/agent-sandbox/internal/backend"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
@@ -21,6 +23,11 @@ func (p *Prepared) Describe() backend.Description {
 	comments := []string{"profile: " + p.ProfilePath}
 	if p.Unprotected != "" {
 		comments = append(comments, p.Unprotected)
+	}
+	if m := p.Spec.MemoryMax; m > 0 {
+		comments = append(comments, fmt.Sprintf("memory: up to %s for the agent's process tree (memory_max, passed as nono --memory: nono's own cgroup, a hard cap, past which nono kills the whole tree)", spec.FormatSize(m)))
+	} else {
+		comments = append(comments, "resource limits: none (nono sets none; memory_max in agent.toml is passed as nono --memory)")
 	}
 	return backend.Description{
 		Commands: p.Steps,

@@ -3,6 +3,7 @@ package nono
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -290,6 +291,25 @@ func TestExecuteRefusals(t *testing.T) {
 			t.Error("nono started for a command that does not exist")
 		}
 	})
+	t.Run("memory_max where nono cannot make its cgroup", func(t *testing.T) {
+		defer func(f func() error) { delegated = f }(delegated)
+		delegated = func() error {
+			return errors.New("this process's cgroup /user.slice/user-1000.slice/session-3.scope does not lie under your systemd user manager")
+		}
+		s := baseSpec(tr, "m")
+		s.MemoryMax = 3 << 30
+		p, err := Prepare(s, Options{Path: fakeNono(t, newTree(t))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e bytes.Buffer
+		if code := Execute(p, s, stdio(&e)); code != 125 || !strings.Contains(e.String(), `agent.toml: memory_max = "3G" cannot be applied under nono (--memory): this process's cgroup /user.slice/user-1000.slice/session-3.scope`) {
+			t.Errorf("exit %d, stderr %q", code, e.String())
+		}
+		if _, err := os.Stat(filepath.Join(s.Workdir, recordingFile)); err == nil {
+			t.Error("nono started for a memory bound it cannot apply")
+		}
+	})
 	t.Run("state dir cannot be created", func(t *testing.T) {
 		s := baseSpec(tr, "d")
 		// A file where a parent directory should be stops even root.
@@ -372,5 +392,27 @@ func TestEnviron(t *testing.T) {
 	want := []string{"HOME=/h", "TERM=xterm", "FOO=1", "XDG_CONFIG_HOME=/h/.cfg", "NONO_NO_UPDATE_CHECK=1", "MISE_CACHE_DIR=/s/mise-cache"}
 	if !slices.Equal(got, want) {
 		t.Errorf("Environ:\n got %q\nwant %q", got, want)
+	}
+}
+
+// memory_max reaches nono as --memory, in bytes, before the agent's argv;
+// without it no --memory is passed.
+func TestMemoryFlag(t *testing.T) {
+	defer func(f func() error) { delegated = f }(delegated)
+	delegated = func() error { return nil }
+	tr := newTree(t)
+	for _, c := range []struct {
+		max  int64
+		want string
+	}{{0, " --allow-cwd -- "}, {spec.NoMemoryLimit, " --allow-cwd -- "}, {1536 << 20, " --allow-cwd --memory 1610612736 -- "}} {
+		s := baseSpec(tr, "mem")
+		s.MemoryMax = c.max
+		p, err := Prepare(s, Options{Path: "/usr/bin/nono"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if argv := strings.Join(p.Steps[0].Argv, " "); !strings.Contains(argv, c.want) || p.Refusal != "" {
+			t.Errorf("memory_max %d: %s (refusal %q), want %q in it", c.max, argv, p.Refusal, c.want)
+		}
 	}
 }

@@ -35,10 +35,12 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	"github.com/agent-sandbox/agent-sandbox/internal/protect"
+	"github.com/agent-sandbox/agent-sandbox/internal/scope"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
 
@@ -106,13 +108,18 @@ type Prepared struct {
 	// Verbose is set; a dry run leaves them to its caller.
 	Notes []string
 	// Refusal, when not empty, is why a real run must not start (exit 125):
-	// today only a nono binary that was not found.
+	// a nono binary that was not found, or a memory_max nono cannot apply
+	// from this process's cgroup.
 	Refusal string
 	// Verbose is Options.Verbose.
 	Verbose bool
 	// Spec is the run the profile is for.
 	Spec spec.Spec
 }
+
+// delegated is scope.Delegated (a variable for the tests): whether nono's
+// --memory can make its cgroup from this process's.
+var delegated = scope.Delegated
 
 // Prepare builds the profile and the launch for a spec, and refuses (with
 // an error naming the entry, and the file it came from where known) what
@@ -135,6 +142,13 @@ func Prepare(s spec.Spec, o Options) (Prepared, error) {
 		Spec:        s,
 	}
 	p.Unprotected = protect.Unenforced("nono", protect.NonoCannot, s.Ledger)
+	if s.MemoryMax > 0 {
+		// nono fails closed without its cgroup, but with exit 1, which
+		// cannot be told from the agent's: refused here with 125.
+		if err := delegated(); err != nil {
+			p.Refusal = fmt.Sprintf("%s: memory_max = %q cannot be applied under nono (--memory): %v; run from a desktop session's terminal, use --sandbox-backend landlock (a systemd user scope), or remove the key", agentToml(s), spec.FormatSize(s.MemoryMax), err)
+		}
+	}
 	if !filepath.IsAbs(o.Path) {
 		p.Refusal = fmt.Sprintf("nono is not installed (%q not found on PATH); install nono (https://nono.sh, or `nix run .#agent-sandbox`, which brings it), or use --sandbox-backend landlock", o.Path)
 	}
@@ -142,7 +156,9 @@ func Prepare(s spec.Spec, o Options) (Prepared, error) {
 }
 
 // command is the nono launch: `nono [-s] run --profile <abs.json> --workdir
-// <dir> --allow-cwd -- <argv>`. -s is a global flag and goes before `run`.
+// <dir> --allow-cwd [--memory <bytes>] -- <argv>`. -s is a global flag and
+// goes before `run`. --memory is agent.toml's memory_max (nono's own
+// cgroup, a hard cap: past it nono kills the agent's whole process tree).
 // --no-diagnostics is not passed: -s already turns nono's diagnostic footer
 // off, and under --verbose the footer is wanted.
 func command(s spec.Spec, nonoPath string, verbose bool, viaEnv map[string]string) spec.Command {
@@ -150,7 +166,11 @@ func command(s spec.Spec, nonoPath string, verbose bool, viaEnv map[string]strin
 	if !verbose {
 		argv = append(argv, "-s")
 	}
-	argv = append(argv, "run", "--profile", ProfilePath(s), "--workdir", s.Workdir, "--allow-cwd", "--")
+	argv = append(argv, "run", "--profile", ProfilePath(s), "--workdir", s.Workdir, "--allow-cwd")
+	if s.MemoryMax > 0 {
+		argv = append(argv, "--memory", strconv.FormatInt(s.MemoryMax, 10))
+	}
+	argv = append(argv, "--")
 	argv = append(argv, s.Argv...)
 	env := []string{"NONO_NO_UPDATE_CHECK=1", "MISE_CACHE_DIR=" + MiseCacheDir(s)}
 	for _, k := range sortedKeys(viaEnv) {
