@@ -15,6 +15,13 @@
 #                   and doctor passes; a copy naming a dead store path fails
 #   failclosed  (e) Landlock removed from the LSM list: runs exit 125 and
 #                   nothing runs unsandboxed
+#   scope       (f) alice's systemd user manager (lingering) bounds a run:
+#                   the agent runs in an agent-sandbox-*.scope whose
+#                   memory.max and pids.max are the run's; memory_max = "64M"
+#                   gets a 512 MiB allocation killed, "none" lets it through;
+#                   the same in the weaker sandbox (a node without user
+#                   namespaces), and under nono (its --memory) from a unit
+#                   of alice's user manager, refused from outside one
 #
 # Written against nixpkgs' documented interfaces; not run on the machines this
 # was written on (no nixpkgs, no KVM there). README, "Nix".
@@ -321,4 +328,69 @@ in
               machine.fail("test -e /tmp/ran-unsandboxed")
     '';
   };
+
+  # (f)
+  scope =
+    let
+      scopeNode = {
+        imports = [ common ];
+        # A user manager for alice from boot, as a desktop login gives.
+        users.users.alice.linger = true;
+      };
+    in
+    testers.runNixOSTest {
+      name = "agent-sandbox-scope";
+      nodes.machine = scopeNode;
+      # The weaker sandbox: no user namespaces on this host.
+      nodes.weaker = {
+        imports = [ scopeNode ];
+        boot.kernel.sysctl."user.max_user_namespaces" = 0;
+      };
+      testScript = helpers + ''
+        def folder(node, name, memory_max):
+            d = f"/home/alice/agents/{name}"
+            toml = f'command = "python3"\nmemory_max = "{memory_max}"\n'
+            node.succeed(f"install -d -o alice {d} && printf %s {shlex.quote(toml)} > {d}/agent.toml && chown alice {d}/agent.toml")
+
+        start_all()
+        for node, env in [(machine, ""), (weaker, "AGENT_SANDBOX_WEAKER_SANDBOX=1 ")]:
+            node.wait_for_unit("multi-user.target")
+            node.wait_for_unit("user@1000.service")
+            out = as_alice(node, env + "agent-sandbox --dry-run --sandbox-backend landlock shell 2>&1")
+            assert "in a systemd user scope made at launch (agent-sandbox-shell-<pid>.scope)" in out, out
+
+            # The agent is in the run's scope, which bounds memory and tasks.
+            out = as_alice(node, env + "agent-sandbox --sandbox-backend landlock shell -c 'cat /proc/self/cgroup'")
+            assert "/agent-sandbox-shell-" in out and ".scope" in out, out
+            node.succeed("su - alice -c " + shlex.quote(
+                "cd ~/project && " + env + "agent-sandbox --sandbox-backend landlock shell -c 'sleep 30' >/dev/null 2>&1 &"))
+            node.wait_until_succeeds("find /sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service -name 'agent-sandbox-shell-*.scope' | grep .")
+            cg = node.succeed("find /sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service -name 'agent-sandbox-shell-*.scope' | head -1").strip()
+            mem_total_kb = int(node.succeed("awk '/^MemTotal:/ {print $2}' /proc/meminfo"))
+            memory_max = int(node.succeed(f"cat {cg}/memory.max"))
+            want = (mem_total_kb * 1024 // 4 * 3) // 4096 * 4096
+            assert memory_max == want, f"memory.max {memory_max}, want {want}"
+            assert node.succeed(f"cat {cg}/pids.max").strip() == "8192"
+            node.succeed("pkill -u alice -f 'sleep 30' || true")
+
+            # memory_max bounds the run: an allocation past it is killed.
+            folder(node, "small", "64M")
+            folder(node, "unbounded", "none")
+            # Touched memory (a repeated byte string), not a lazily zeroed one.
+            hog = "-c 'b = bytes([120]) * (512 << 20); print(1234567)'"
+            as_alice(node, env + f"agent-sandbox --sandbox-backend landlock ~/agents/small {hog}", code=137)
+            assert "1234567" in as_alice(node, env + f"agent-sandbox --sandbox-backend landlock ~/agents/unbounded {hog}")
+
+        # nono applies memory_max as its own --memory, a cgroup it makes in
+        # the delegated subtree it runs in: from a unit of alice's user
+        # manager (as a desktop terminal), not from su's session (refused
+        # with 125 before nono starts).
+        out = as_alice(machine, f"agent-sandbox --sandbox-backend nono ~/agents/small {hog}", code=125)
+        assert "cannot be applied under nono (--memory)" in out, out
+        in_manager = ("XDG_RUNTIME_DIR=/run/user/1000 systemd-run --user --pipe --wait --quiet "
+                      + "-E PATH=$PATH -p WorkingDirectory=%h/project $(command -v agent-sandbox) --sandbox-backend nono ")
+        as_alice(machine, in_manager + f"~/agents/small {hog}", code=137)
+        assert "1234567" in as_alice(machine, in_manager + f"~/agents/unbounded {hog}")
+      '';
+    };
 }
