@@ -3,19 +3,53 @@ package scope
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
+// BusctlPaths are where [Find] looks for busctl, in order: the system's
+// own directories (Debian, Fedora, Arch; NixOS's system profile), never
+// PATH, whose directories may include one a sandboxed agent could write
+// (a project's bin/), since busctl runs outside the sandbox.
+var BusctlPaths = []string{"/usr/bin/busctl", "/bin/busctl", "/run/current-system/sw/bin/busctl"}
+
+// trustedBusctl is the first of paths that exists, resolved through
+// symlinks, provided that it and its directory belong to root and no
+// one else may write them; otherwise an error.
+func trustedBusctl(paths []string) (string, error) {
+	for _, p := range paths {
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			continue
+		}
+		for _, q := range []string{real, filepath.Dir(real)} {
+			fi, err := os.Stat(q)
+			if err != nil {
+				return "", err
+			}
+			uid := -1
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				uid = int(st.Uid)
+			}
+			if uid != 0 || fi.Mode().Perm()&0o022 != 0 {
+				return "", fmt.Errorf("%s (for %s) is not root's alone (owner uid %d, mode %v): busctl runs outside the sandbox, so it is not used", q, p, uid, fi.Mode().Perm())
+			}
+		}
+		return real, nil
+	}
+	return "", fmt.Errorf("busctl (systemd's D-Bus client) is not installed where the system keeps it (%s)", strings.Join(paths, ", "))
+}
+
 // Find looks for the caller's user manager with the memory controller
 // delegated to it: cgroup v2 mounted at [CgroupRoot], user@UID.service's
-// cgroup there listing "memory", busctl on PATH and the user bus
+// cgroup there listing "memory", a root-owned busctl in the system's
+// directories (BusctlPaths) and the user bus
 // ($DBUS_SESSION_BUS_ADDRESS, else $XDG_RUNTIME_DIR/bus). It only looks
 // (no D-Bus call); the error says what is missing, as a phrase that can
 // follow "no memory limit: ".
@@ -45,12 +79,7 @@ func find(getenv func(string) string, root string, uid int) (*Manager, error) {
 			return nil, fmt.Errorf("no user bus to reach your systemd user manager ($DBUS_SESSION_BUS_ADDRESS is unset and %s is not a socket)", filepath.Join(m.runtime, "bus"))
 		}
 	}
-	// LookPath consults the PATH of this process; getenv is the same
-	// environment in every caller.
-	if m.busctl, err = exec.LookPath("busctl"); err != nil {
-		return nil, errors.New("busctl (systemd's D-Bus client) is not on PATH")
-	}
-	if m.busctl, err = filepath.Abs(m.busctl); err != nil {
+	if m.busctl, err = trustedBusctl(BusctlPaths); err != nil {
 		return nil, err
 	}
 	m.env = os.Environ()

@@ -60,8 +60,8 @@ func TestFind(t *testing.T) {
 	if _, err := find(noBus, fakeRoot(t, "memory pids"), 1000); err == nil || !strings.Contains(err.Error(), "no user bus") {
 		t.Errorf("no user bus: %v", err)
 	}
-	if _, err := exec.LookPath("busctl"); err != nil {
-		t.Skip("the rows that find a manager need busctl on PATH (Debian: systemd)")
+	if _, err := trustedBusctl(BusctlPaths); err != nil {
+		t.Skipf("the rows that find a manager need busctl installed (Debian: systemd): %v", err)
 	}
 	m, err := find(withBus, fakeRoot(t, "memory pids"), 1000)
 	if err != nil || !m.Tasks() || !filepath.IsAbs(m.busctl) {
@@ -137,9 +137,9 @@ func TestSettle(t *testing.T) {
 // with another message. What systemd does with the call is checked in the
 // NixOS VM test vm-scope (nix/tests/vm.nix), under nix flake check.
 func TestAttachRealBusctl(t *testing.T) {
-	busctl, err := exec.LookPath("busctl")
+	busctl, err := trustedBusctl(BusctlPaths)
 	if err != nil {
-		t.Skip("needs busctl (Debian: systemd)")
+		t.Skipf("needs busctl (Debian: systemd): %v", err)
 	}
 	daemon, err := exec.LookPath("dbus-daemon")
 	if err != nil {
@@ -215,5 +215,40 @@ func TestDelegated(t *testing.T) {
 	}
 	if err := delegated(t.TempDir(), app, 1000); err == nil || !strings.Contains(err.Error(), "cgroup v2 is not mounted") {
 		t.Errorf("cgroup v1: %v", err)
+	}
+}
+
+// busctl runs outside the sandbox: Find takes it only from the system's
+// directories, owned by root and writable by no one else.
+func TestTrustedBusctl(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join(dir, "busctl")
+	write(t, good, "#!/bin/sh\n")
+	os.Chmod(good, 0o755)
+	link := filepath.Join(t.TempDir(), "busctl")
+	if err := os.Symlink(good, link); err != nil {
+		t.Fatal(err)
+	}
+	if os.Getuid() == 0 {
+		if got, err := trustedBusctl([]string{filepath.Join(dir, "missing"), link}); err != nil || got != good {
+			t.Errorf("a root-owned busctl behind a symlink: %q, %v", got, err)
+		}
+		os.Chmod(good, 0o775)
+		if _, err := trustedBusctl([]string{good}); err == nil || !strings.Contains(err.Error(), "is not root's alone") {
+			t.Errorf("a group-writable busctl: %v", err)
+		}
+		os.Chmod(good, 0o755)
+		os.Chmod(dir, 0o777)
+		if _, err := trustedBusctl([]string{link}); err == nil || !strings.Contains(err.Error(), dir+" (for "+link+") is not root's alone") {
+			t.Errorf("a busctl in a world-writable directory: %v", err)
+		}
+	} else if _, err := trustedBusctl([]string{good}); err == nil || !strings.Contains(err.Error(), "owner uid") {
+		t.Errorf("a busctl the user owns: %v", err)
+	}
+	if _, err := trustedBusctl([]string{filepath.Join(dir, "missing")}); err == nil || !strings.Contains(err.Error(), "is not installed where the system keeps it") {
+		t.Errorf("no busctl: %v", err)
 	}
 }
