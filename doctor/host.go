@@ -31,7 +31,7 @@ func (r *run) host() {
 		kernelResult(r.goos, kernelRelease()))
 	if r.goos == "linux" {
 		r.results = append(r.results, usernsResult(landlock.UserNamespacesAvailable(), readSysctls(), os.Geteuid()))
-		_, err := scope.Find(os.Getenv)
+		_, err := scope.Find()
 		r.results = append(r.results, memoryResult(err))
 	} else {
 		r.add("user namespaces", OK, "not Linux ("+r.goos+"): not used", "")

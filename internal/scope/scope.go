@@ -53,8 +53,8 @@ func UnitName(agent string, pid int) string {
 	return fmt.Sprintf("agent-sandbox-%s-%d.scope", b.String(), pid)
 }
 
-// CallArgs are busctl's arguments (after the program name) for the user
-// manager's StartTransientUnit: a scope named unit holding pid, with
+// CallArgs are busctl's arguments (after the program name and --address)
+// for the user manager's StartTransientUnit: a scope named unit holding pid, with
 // description, limits l, CollectMode inactive-or-failed (a scope whose
 // process the kernel killed for memory is removed too, not kept as
 // failed) and, with oomContinue, OOMPolicy continue: past MemoryMax the
@@ -78,7 +78,7 @@ func CallArgs(unit, description string, pid int, l Limits, oomContinue bool) []s
 	if l.TasksMax > 0 {
 		props = append(props, []string{"TasksMax", "t", strconv.FormatInt(l.TasksMax, 10)})
 	}
-	args := []string{"--user", "--quiet", "--timeout=10", "call",
+	args := []string{"--quiet", "--timeout=10", "call",
 		"org.freedesktop.systemd1", "/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager",
 		"StartTransientUnit", "ssa(sv)a(sa(sv))", unit, "fail", strconv.Itoa(len(props))}
 	for _, p := range props {
@@ -94,12 +94,11 @@ const CgroupRoot = "/sys/fs/cgroup"
 // which [Manager.Attach] creates scopes.
 type Manager struct {
 	busctl  string // absolute path
-	env     []string
+	address string // the user bus, for busctl --address
 	root    string // the cgroup v2 mount
 	cgroup  string // the user manager's cgroup, under root
 	memory  bool   // the memory controller is delegated to it
 	pids    bool   // the pids controller is delegated to it
-	runtime string // XDG_RUNTIME_DIR
 }
 
 // Tasks says whether the pids controller is delegated too: without it a

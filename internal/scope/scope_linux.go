@@ -49,15 +49,19 @@ func trustedBusctl(paths []string) (string, error) {
 // Find looks for the caller's user manager with the memory controller
 // delegated to it: cgroup v2 mounted at [CgroupRoot], user@UID.service's
 // cgroup there listing "memory", a root-owned busctl in the system's
-// directories (BusctlPaths) and the user bus
-// ($DBUS_SESSION_BUS_ADDRESS, else $XDG_RUNTIME_DIR/bus). It only looks
-// (no D-Bus call); the error says what is missing, as a phrase that can
-// follow "no memory limit: ".
-func Find(getenv func(string) string) (*Manager, error) {
-	return find(getenv, CgroupRoot, os.Getuid())
+// directories ([BusctlPaths]) and the user bus where systemd puts it,
+// /run/user/UID/bus, a socket of the caller's. Neither
+// $DBUS_SESSION_BUS_ADDRESS nor $XDG_RUNTIME_DIR is read, and busctl gets
+// no environment of the caller's: a project's environment (direnv) could
+// point them at a socket in the workdir, where an agent would answer
+// instead of systemd. It only looks (no D-Bus call); the error says what
+// is missing, as a phrase that can follow "no memory bound: ".
+func Find() (*Manager, error) {
+	uid := os.Getuid()
+	return find(CgroupRoot, uid, fmt.Sprintf("/run/user/%d", uid))
 }
 
-func find(getenv func(string) string, root string, uid int) (*Manager, error) {
+func find(root string, uid int, runDir string) (*Manager, error) {
 	if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err != nil {
 		return nil, fmt.Errorf("cgroup v2 is not mounted at %s (this host uses cgroup v1 or a hybrid layout, whose memory controller no user manager is given)", root)
 	}
@@ -70,22 +74,18 @@ func find(getenv func(string) string, root string, uid int) (*Manager, error) {
 	if !m.memory {
 		return nil, fmt.Errorf("the memory controller is not delegated to your systemd user manager (%s%s/cgroup.controllers lists %q; Delegate= of user@.service)", root, m.cgroup, strings.TrimSpace(string(ctl)))
 	}
-	m.runtime = getenv("XDG_RUNTIME_DIR")
-	if m.runtime == "" {
-		m.runtime = fmt.Sprintf("/run/user/%d", uid)
+	bus := filepath.Join(runDir, "bus")
+	fi, err := os.Lstat(bus)
+	if err != nil || fi.Mode()&os.ModeSocket == 0 {
+		return nil, fmt.Errorf("no user bus at %s to reach your systemd user manager (dbus-user-session or dbus-broker provides it)", bus)
 	}
-	if getenv("DBUS_SESSION_BUS_ADDRESS") == "" {
-		if fi, err := os.Stat(filepath.Join(m.runtime, "bus")); err != nil || fi.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("no user bus to reach your systemd user manager ($DBUS_SESSION_BUS_ADDRESS is unset and %s is not a socket)", filepath.Join(m.runtime, "bus"))
-		}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != uid {
+		return nil, fmt.Errorf("the user bus %s is not yours (uid %d)", bus, uid)
 	}
 	if m.busctl, err = trustedBusctl(BusctlPaths); err != nil {
 		return nil, err
 	}
-	m.env = os.Environ()
-	if getenv("XDG_RUNTIME_DIR") == "" {
-		m.env = append(m.env, "XDG_RUNTIME_DIR="+m.runtime)
-	}
+	m.address = "unix:path=" + bus
 	return m, nil
 }
 
@@ -141,8 +141,9 @@ func (m *Manager) Attach(pid int, unit, description string, l Limits) (*Scope, e
 func (m *Manager) call(args []string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, m.busctl, args...)
-	cmd.Env = m.env
+	cmd := exec.CommandContext(ctx, m.busctl, append([]string{"--address=" + m.address}, args...)...)
+	// None of the caller's environment (see Find); messages in English.
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "LC_ALL=C"}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {

@@ -2,10 +2,12 @@ package scope
 
 import (
 	"bufio"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,50 +39,47 @@ func write(t *testing.T, path, content string) {
 // TestFind checks what Find requires and what it says is missing, on
 // cgroup trees laid out in a temporary directory.
 func TestFind(t *testing.T) {
-	runtime := t.TempDir()
-	l, err := net.Listen("unix", filepath.Join(runtime, "bus"))
+	runDir := t.TempDir()
+	l, err := net.Listen("unix", filepath.Join(runDir, "bus"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-	withBus := env(map[string]string{"XDG_RUNTIME_DIR": runtime})
+	uid := os.Getuid()
+	rootFor := func(controllers string) string {
+		root := t.TempDir()
+		write(t, filepath.Join(root, "cgroup.controllers"), "cpu memory pids\n")
+		if controllers != "" {
+			write(t, filepath.Join(root, managerCgroup(uid), "cgroup.controllers"), controllers+"\n")
+		}
+		return root
+	}
 
-	v1 := t.TempDir()
-	if _, err := find(withBus, v1, 1000); err == nil || !strings.Contains(err.Error(), "cgroup v2 is not mounted") {
+	if _, err := find(t.TempDir(), uid, runDir); err == nil || !strings.Contains(err.Error(), "cgroup v2 is not mounted") {
 		t.Errorf("no cgroup v2: %v", err)
 	}
-	if _, err := find(withBus, fakeRoot(t, ""), 1000); err == nil || !strings.Contains(err.Error(), "no systemd user manager runs for uid 1000") {
+	if _, err := find(rootFor(""), uid, runDir); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("no systemd user manager runs for uid %d", uid)) {
 		t.Errorf("no user manager: %v", err)
 	}
-	if _, err := find(withBus, fakeRoot(t, "cpu pids"), 1000); err == nil || !strings.Contains(err.Error(), "memory controller is not delegated") || !strings.Contains(err.Error(), `"cpu pids"`) {
+	if _, err := find(rootFor("cpu pids"), uid, runDir); err == nil || !strings.Contains(err.Error(), "memory controller is not delegated") || !strings.Contains(err.Error(), `"cpu pids"`) {
 		t.Errorf("no memory controller: %v", err)
 	}
-	noBus := env(map[string]string{"XDG_RUNTIME_DIR": t.TempDir()})
-	if _, err := find(noBus, fakeRoot(t, "memory pids"), 1000); err == nil || !strings.Contains(err.Error(), "no user bus") {
+	if _, err := find(rootFor("memory pids"), uid, t.TempDir()); err == nil || !strings.Contains(err.Error(), "no user bus at") {
 		t.Errorf("no user bus: %v", err)
+	}
+	if _, err := find(rootFor("memory pids"), uid+1, runDir); err == nil {
+		t.Errorf("another user's bus was taken")
 	}
 	if _, err := trustedBusctl(BusctlPaths); err != nil {
 		t.Skipf("the rows that find a manager need busctl installed (Debian: systemd): %v", err)
 	}
-	m, err := find(withBus, fakeRoot(t, "memory pids"), 1000)
-	if err != nil || !m.Tasks() || !filepath.IsAbs(m.busctl) {
+	m, err := find(rootFor("memory pids"), uid, runDir)
+	if err != nil || !m.Tasks() || !filepath.IsAbs(m.busctl) || m.address != "unix:path="+filepath.Join(runDir, "bus") {
 		t.Errorf("a manager with memory and pids: %+v, %v", m, err)
 	}
-	if m, err := find(env(map[string]string{"DBUS_SESSION_BUS_ADDRESS": "unix:path=/x"}), fakeRoot(t, "memory"), 1000); err != nil || m.Tasks() {
-		t.Errorf("a manager with memory alone, bus by address: %+v, %v", m, err)
-	} else if !contains(m.env, "XDG_RUNTIME_DIR=/run/user/1000") {
-		t.Errorf("busctl's environment lacks the default XDG_RUNTIME_DIR")
+	if m, err := find(rootFor("memory"), uid, runDir); err != nil || m.Tasks() {
+		t.Errorf("a manager with memory alone: %+v, %v", m, err)
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
 }
 
 // TestSettle checks the wait for the move and the limits read back, on a
@@ -177,8 +176,7 @@ func TestAttachRealBusctl(t *testing.T) {
 	if err != nil {
 		t.Fatalf("dbus-daemon printed no address: %v", err)
 	}
-	m := &Manager{busctl: busctl, pids: true, root: t.TempDir(),
-		env: append(os.Environ(), "DBUS_SESSION_BUS_ADDRESS="+strings.TrimSpace(addr))}
+	m := &Manager{busctl: busctl, pids: true, root: t.TempDir(), address: strings.TrimSpace(addr)}
 	_, err = m.Attach(os.Getpid(), UnitName("probe", os.Getpid()), "agent-sandbox: probe in /a dir with spaces", Limits{MemoryMax: 3<<30 + 5, TasksMax: 8192})
 	if err == nil {
 		t.Fatal("Attach succeeded on a bus without systemd")
@@ -191,10 +189,10 @@ func TestAttachRealBusctl(t *testing.T) {
 
 	// The control: an argument list busctl cannot parse fails otherwise.
 	bad := CallArgs("u.scope", "d", 1, Limits{}, true)
-	n, _ := strconv.Atoi(bad[11])
-	bad[11] = strconv.Itoa(n + 1) // one property more than given
-	c := exec.Command(busctl, bad...)
-	c.Env = m.env
+	count := slices.Index(bad, "fail") + 1 // the number of properties
+	n, _ := strconv.Atoi(bad[count])
+	bad[count] = strconv.Itoa(n + 1) // one more than given
+	c := exec.Command(busctl, append([]string{"--address=" + m.address}, bad...)...)
 	b, _ := c.CombinedOutput()
 	if s := string(b); strings.Contains(s, "not provided by any .service files") || strings.Contains(s, "ServiceUnknown") || s == "" {
 		t.Errorf("a malformed call was sent, or failed silently: %q", s)

@@ -5,7 +5,7 @@ package scope
 import "errors"
 
 // Find finds no user manager off Linux: systemd scopes are Linux's.
-func Find(getenv func(string) string) (*Manager, error) {
+func Find() (*Manager, error) {
 	return nil, errors.New("systemd user scopes are Linux-only")
 }
 

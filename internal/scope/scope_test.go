@@ -26,7 +26,7 @@ func TestUnitName(t *testing.T) {
 }
 
 func TestCallArgs(t *testing.T) {
-	head := []string{"--user", "--quiet", "--timeout=10", "call", "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+	head := []string{"--quiet", "--timeout=10", "call", "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
 		"org.freedesktop.systemd1.Manager", "StartTransientUnit", "ssa(sv)a(sa(sv))", "u.scope", "fail"}
 	got := CallArgs("u.scope", "agent-sandbox: x in /w", 99, Limits{MemoryMax: 1 << 30, TasksMax: 8192}, true)
 	want := append(append([]string{}, head...), "6",

@@ -43,7 +43,7 @@ func (e *errNoManager) Error() string { return e.err.Error() }
 // attachScope puts the process pid, which has started nothing yet, into a
 // systemd user scope with the run's limits (a variable for the tests).
 var attachScope = func(s spec.Spec, pid int) error {
-	m, err := scope.Find(os.Getenv)
+	m, err := scope.Find()
 	if err != nil {
 		return &errNoManager{err}
 	}
@@ -111,7 +111,7 @@ func memoryRefusal(s spec.Spec) string {
 	if s.MemoryMax <= 0 {
 		return ""
 	}
-	_, err := scope.Find(os.Getenv)
+	_, err := scope.Find()
 	if err == nil {
 		return ""
 	}
@@ -163,7 +163,7 @@ func agentToml(s spec.Spec) string {
 // appliedMemoryMax is the memory bound a run gets: MemoryMax where a
 // user manager can apply it (scope.Find), else 0.
 func appliedMemoryMax(s spec.Spec) int64 {
-	if _, err := scope.Find(os.Getenv); err != nil {
+	if _, err := scope.Find(); err != nil {
 		return 0
 	}
 	return MemoryMax(s)
@@ -183,7 +183,7 @@ func limitComment(s spec.Spec) string {
 	if s.MemoryMax > 0 {
 		from = "memory_max"
 	}
-	if _, err := scope.Find(os.Getenv); err != nil {
+	if _, err := scope.Find(); err != nil {
 		// With memory_max set, the run is refused (memoryRefusal).
 		return line + fmt.Sprintf("; no memory bound: %v", err)
 	}
