@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/scope"
@@ -29,6 +30,10 @@ func MemoryMax(s spec.Spec) int64 {
 	return memTotal() / 4 * 3
 }
 
+// findScope is scope.Find, once per process: --dry-run's lines, the
+// plan's refusal and the launch ask it within milliseconds of each other.
+var findScope = sync.OnceValues(scope.Find)
+
 // runLimits are the limits of a run's systemd user scope.
 func runLimits(s spec.Spec) scope.Limits {
 	return scope.Limits{MemoryMax: MemoryMax(s), TasksMax: defaultMaxProcesses}
@@ -43,7 +48,7 @@ func (e *errNoManager) Error() string { return e.err.Error() }
 // attachScope puts the process pid, which has started nothing yet, into a
 // systemd user scope with the run's limits (a variable for the tests).
 var attachScope = func(s spec.Spec, pid int) error {
-	m, err := scope.Find()
+	m, err := findScope()
 	if err != nil {
 		return &errNoManager{err}
 	}
@@ -111,7 +116,7 @@ func memoryRefusal(s spec.Spec) string {
 	if s.MemoryMax <= 0 {
 		return ""
 	}
-	_, err := scope.Find()
+	_, err := findScope()
 	if err == nil {
 		return ""
 	}
@@ -163,7 +168,7 @@ func agentToml(s spec.Spec) string {
 // appliedMemoryMax is the memory bound a run gets: MemoryMax where a
 // user manager can apply it (scope.Find), else 0.
 func appliedMemoryMax(s spec.Spec) int64 {
-	if _, err := scope.Find(); err != nil {
+	if _, err := findScope(); err != nil {
 		return 0
 	}
 	return MemoryMax(s)
@@ -183,7 +188,7 @@ func limitComment(s spec.Spec) string {
 	if s.MemoryMax > 0 {
 		from = "memory_max"
 	}
-	if _, err := scope.Find(); err != nil {
+	if _, err := findScope(); err != nil {
 		// With memory_max set, the run is refused (memoryRefusal).
 		return line + fmt.Sprintf("; no memory bound: %v", err)
 	}
