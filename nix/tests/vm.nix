@@ -20,7 +20,7 @@
 #                   memory.max and pids.max are the run's; memory_max = "64M"
 #                   gets a 512 MiB allocation killed, "none" lets it through;
 #                   the same in the weaker sandbox (a node without user
-#                   namespaces), and under nono (its --memory) from a unit
+#                   namespaces), and under nono (its --memory) from a scope
 #                   of alice's user manager, refused from outside one
 #
 # Written against nixpkgs' documented interfaces; not run on the machines this
@@ -382,13 +382,12 @@ in
             assert "1234567" in as_alice(node, env + f"agent-sandbox --sandbox-backend landlock ~/agents/unbounded {hog}")
 
         # nono applies memory_max as its own --memory, a cgroup it makes in
-        # the delegated subtree it runs in: from a unit of alice's user
-        # manager (as a desktop terminal), not from su's session (refused
+        # the delegated subtree it runs in: from a scope of alice's user
+        # manager (as a desktop terminal's), not from su's session (refused
         # with 125 before nono starts).
         out = as_alice(machine, f"agent-sandbox --sandbox-backend nono ~/agents/small {hog}", code=125)
         assert "cannot be applied under nono (--memory)" in out, out
-        in_manager = ("XDG_RUNTIME_DIR=/run/user/1000 systemd-run --user --pipe --wait --quiet "
-                      + "-E PATH=$PATH -p WorkingDirectory=%h/project $(command -v agent-sandbox) --sandbox-backend nono ")
+        in_manager = "XDG_RUNTIME_DIR=/run/user/1000 systemd-run --user --scope --quiet agent-sandbox --sandbox-backend nono "
         as_alice(machine, in_manager + f"~/agents/small {hog}", code=137)
         assert "1234567" in as_alice(machine, in_manager + f"~/agents/unbounded {hog}")
       '';
