@@ -1,8 +1,6 @@
 package guard
 
 import (
-	"bytes"
-	"encoding/gob"
 	"fmt"
 	"io/fs"
 	"os"
@@ -218,11 +216,11 @@ func loadTree(path string) *tree {
 	if err != nil {
 		return nil
 	}
-	t := &tree{}
-	if gob.NewDecoder(bytes.NewReader(b)).Decode(&t.Dirs) != nil {
+	dirs, err := decodeTree(b)
+	if err != nil {
 		return nil
 	}
-	return t
+	return &tree{Dirs: dirs}
 }
 
 // saveTree writes t for the next run (mode 0600, replaced atomically);
@@ -240,12 +238,8 @@ func saveTree(path string, saved, t *tree) {
 			return
 		}
 	}
-	var b bytes.Buffer
-	if gob.NewEncoder(&b).Encode(t.Dirs) != nil {
-		return
-	}
 	dir := filepath.Dir(path)
-	if os.MkdirAll(dir, 0o700) != nil || atomicfile.Write(path, b.Bytes(), 0o600) != nil {
+	if os.MkdirAll(dir, 0o700) != nil || atomicfile.Write(path, encodeTree(t.Dirs), 0o600) != nil {
 		return
 	}
 	// The trees of workdirs no run has used for treeMaxAge go.
