@@ -209,8 +209,11 @@ func Spawn(cmd *exec.Cmd, network Network) (*Pending, error) {
 	cmd.Path = "/proc/self/exe"
 	cmd.Args = []string{"agent-sandbox", InitArg}
 	// Only GOMAXPROCS, which spares init's Go runtime reading the
-	// cgroup's CPU limit at start (the parent has read it already).
-	cmd.Env = []string{"GOMAXPROCS=" + strconv.Itoa(runtime.GOMAXPROCS(0))}
+	// cgroup's CPU limit at start (the parent has read it already), and
+	// an empty TZ: UTC, which spares it reading and parsing
+	// /etc/localtime, which a dependency's package initialisation asks
+	// for (BurntSushi/toml's local-time zones) and init never uses.
+	cmd.Env = []string{"GOMAXPROCS=" + strconv.Itoa(runtime.GOMAXPROCS(0)), "TZ="}
 	if os.Getenv("GOCOVERDIR") != "" {
 		// A -cover build (the e2e suite's): init's counters go to the
 		// sandbox's private /tmp, which vanishes with it, rather than a
