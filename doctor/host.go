@@ -31,8 +31,8 @@ func (r *run) host() {
 		kernelResult(r.goos, kernelRelease()))
 	if r.goos == "linux" {
 		r.results = append(r.results, usernsResult(landlock.UserNamespacesAvailable(), readSysctls(), os.Geteuid()))
-		_, err := scope.Find()
-		r.results = append(r.results, memoryResult(err))
+		m, err := scope.Find()
+		r.results = append(r.results, memoryResult(err, err == nil && m.Tasks()))
 	} else {
 		r.add("user namespaces", OK, "not Linux ("+r.goos+"): not used", "")
 	}
@@ -162,12 +162,18 @@ func readSysctls() sysctls {
 }
 
 // memoryResult judges the memory bound of the built-in engine's runs
-// (Linux): err is scope.Find's. Without a user manager that can apply it
-// runs go unbounded (a warning), and a folder's memory_max refuses them.
-func memoryResult(err error) Result {
+// (Linux): err is scope.Find's, tasks whether the pids controller is
+// delegated too. Without a user manager that can apply it runs go
+// unbounded (a warning), and a folder's memory_max refuses them.
+func memoryResult(err error, tasks bool) Result {
 	res := Result{Check: "memory bound"}
 	if err == nil {
-		res.Status, res.Detail = OK, "a run of the built-in engine is bounded as a whole by a systemd user scope: three quarters of the machine's memory unless agent.toml's memory_max says otherwise, 8192 tasks"
+		res.Status, res.Detail = OK, "a run of the built-in engine is bounded as a whole by a systemd user scope: three quarters of the machine's memory unless agent.toml's memory_max says otherwise"
+		if tasks {
+			res.Detail += ", and 8192 tasks"
+		} else {
+			res.Detail += "; no task bound (the pids controller is not delegated to your user manager)"
+		}
 		return res
 	}
 	res.Status = Warn

@@ -382,10 +382,13 @@ func wellFormed(t *testing.T, res Result) {
 }
 
 func TestMemoryResult(t *testing.T) {
-	if res := memoryResult(nil); res.Status != OK || !strings.Contains(res.Detail, "systemd user scope") {
+	if res := memoryResult(nil, true); res.Status != OK || !strings.Contains(res.Detail, "systemd user scope") || !strings.HasSuffix(res.Detail, ", and 8192 tasks") {
 		t.Errorf("with a user manager: %+v", res)
 	}
-	res := memoryResult(errors.New("no systemd user manager runs for uid 1000"))
+	if res := memoryResult(nil, false); res.Status != OK || !strings.Contains(res.Detail, "no task bound") {
+		t.Errorf("with a user manager without pids: %+v", res)
+	}
+	res := memoryResult(errors.New("no systemd user manager runs for uid 1000"), false)
 	if res.Status != Warn || !strings.HasSuffix(res.Detail, ": no systemd user manager runs for uid 1000") || !strings.Contains(res.Fix, "loginctl enable-linger") {
 		t.Errorf("without one: %+v", res)
 	}

@@ -586,9 +586,10 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 	s.Exec = append(s.Exec, f.Config.ExecPaths...)
 	s.TmpSize = f.Config.TmpSizeBytes()
 	if s.MemoryMax = f.Config.MemoryMaxBytes(); s.MemoryMax > 0 && pst.Backend == posture.Sbx {
-		// sbx has no such bound (its microVM's memory is sbx create's):
-		// a bound the folder asks for is never dropped.
-		return s, nil, nil, fmt.Errorf("%s: memory_max = %q: the sbx backend cannot apply it (a microVM's memory is set when sbx creates it); remove the key or use --sandbox-backend landlock or nono", filepath.Join(f.Dir, "agent.toml"), f.Config.MemoryMax)
+		// sbx sizes a microVM when it creates it (sbx create --memory)
+		// and agent-sandbox reuses a sandbox: a bound the folder asks
+		// for is refused rather than dropped.
+		return s, nil, nil, fmt.Errorf("%s: memory_max = %q: the sbx backend does not apply it (a microVM's memory is fixed when sbx creates it, and agent-sandbox reuses an existing sandbox); remove the key or use --sandbox-backend landlock or nono", filepath.Join(f.Dir, "agent.toml"), f.Config.MemoryMax)
 	}
 	for _, c := range f.Config.Credentials {
 		src := c.Source

@@ -14,5 +14,5 @@ func (m *Manager) Attach(pid int, unit, description string, l Limits) (*Scope, e
 	return nil, errors.New("systemd user scopes are Linux-only")
 }
 
-// Delegated is Linux-only.
-func Delegated() error { return errors.New("systemd user scopes are Linux-only") }
+// Delegated is Linux-only: nono enforces --memory through cgroup v2.
+func Delegated() error { return errors.New("nono enforces --memory on Linux only (cgroup v2)") }

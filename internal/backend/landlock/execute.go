@@ -52,6 +52,11 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 		}
 		defer early.Abort()
 		sc = startScope(s, early)
+		// On a return before the run starts, the scope's request is over
+		// before init is ended (deferred calls run last first): a
+		// request still going could otherwise name init's pid after
+		// the kernel gave it to another process.
+		defer sc.wait()
 	} else {
 		pre.Abort()
 	}
@@ -163,7 +168,9 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 		}
 		cmd.Path = self
 		cmd.Args = append(append(append([]string{"agent-sandbox", TrampolineArg}, roots...), "--"), cmd.Args...)
-		cmd.Env = append(cmd.Env, weakerLimits())
+		// The trampoline's variables are agent-sandbox's alone: one the
+		// folder sets (set_env) or passes (env) is dropped.
+		cmd.Env = slices.DeleteFunc(withEnv(cmd.Env, []string{weakerLimits()}), func(kv string) bool { return strings.HasPrefix(kv, holdEnv+"=") })
 		// With a memory bound the trampoline waits, before it execs the
 		// agent, until its process is in the run's scope (holdEnv).
 		var hold *os.File
@@ -193,8 +200,9 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 				return nil, &launch.SetupError{Err: refusal}
 			}
 			if _, err := hold.Write([]byte{1}); err != nil {
-				_ = proc.Wait()
-				return nil, &launch.SetupError{Err: fmt.Errorf("the trampoline did not wait for the run's scope: %v", err)}
+				// The trampoline is gone (a signal while it waited):
+				// its exit status is the run's.
+				return proc.Wait, nil
 			}
 		}
 		return proc.Wait, nil

@@ -94,6 +94,13 @@ func (r *runScope) join(pid int) error {
 	return attachScope(r.s, pid)
 }
 
+// wait waits for the background request, if any (nil: nothing).
+func (r *runScope) wait() {
+	if r != nil {
+		<-r.done
+	}
+}
+
 // check is Early.start's scoped: it joins the scope of init pid and
 // applies scopeOutcome, warning on stderr.
 func (r *runScope) check(stderr io.Writer) func(pid int) error {
@@ -188,9 +195,14 @@ func limitComment(s spec.Spec) string {
 	if s.MemoryMax > 0 {
 		from = "memory_max"
 	}
-	if _, err := findScope(); err != nil {
+	m, err := findScope()
+	if err != nil {
 		// With memory_max set, the run is refused (memoryRefusal).
 		return line + fmt.Sprintf("; no memory bound: %v", err)
 	}
-	return line + fmt.Sprintf("; memory up to %s for the run as a whole (%s) and %d tasks, in a systemd user scope made at launch (agent-sandbox-%s-<pid>.scope)", spec.FormatSize(max), from, defaultMaxProcesses, s.AgentID)
+	tasks := fmt.Sprintf(" and %d tasks", defaultMaxProcesses)
+	if !m.Tasks() {
+		tasks = " (no task bound: the pids controller is not delegated to your user manager)"
+	}
+	return line + fmt.Sprintf("; memory up to %s for the run as a whole (%s)%s, in a systemd user scope made at launch (agent-sandbox-%s-<pid>.scope)", spec.FormatSize(max), from, tasks, s.AgentID)
 }

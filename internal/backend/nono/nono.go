@@ -146,7 +146,11 @@ func Prepare(s spec.Spec, o Options) (Prepared, error) {
 		// nono fails closed without its cgroup, but with exit 1, which
 		// cannot be told from the agent's: refused here with 125.
 		if err := delegated(); err != nil {
-			p.Refusal = fmt.Sprintf("%s: memory_max = %q cannot be applied under nono (--memory): %v; run from a desktop session's terminal, use --sandbox-backend landlock (a systemd user scope), or remove the key", agentToml(s), spec.FormatSize(s.MemoryMax), err)
+			advice := "remove the key"
+			if s.GOOS == "linux" {
+				advice = "run from a desktop session's terminal, use --sandbox-backend landlock (a systemd user scope), or remove the key"
+			}
+			p.Refusal = fmt.Sprintf("%s: memory_max = %q cannot be applied under nono (--memory): %v; %s", agentToml(s), spec.FormatSize(s.MemoryMax), err, advice)
 		}
 	}
 	if !filepath.IsAbs(o.Path) {
