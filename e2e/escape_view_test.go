@@ -376,6 +376,25 @@ func gitSetup(worktree bool) func(*testing.T, *view) (vars, func() string) {
 	}
 }
 
+// gitIdleHook is gitSetup(false) with a pre-commit hook that is not
+// executable (as a sample renamed, or a hook switched off by chmod -x),
+// and checks that it is still not executable after the run.
+func gitIdleHook(t *testing.T, v *view) (vars, func() string) {
+	vs, check := gitSetup(false)(t, v)
+	hook := filepath.Join(v.work, ".git", "hooks", "pre-commit")
+	write(t, hook, "#!/bin/sh\ntouch "+vs["GITCANARY"]+"\n")
+	if err := os.Chmod(hook, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return vs, func() string {
+		msg := check()
+		if fi, err := os.Stat(hook); err == nil && fi.Mode().Perm()&0o111 != 0 {
+			msg = strings.TrimPrefix(msg+"; "+hook+" was made executable", "; ")
+		}
+		return msg
+	}
+}
+
 const gitNeighbour = `cd @WORK && git status --short && echo more >> README && git add README && git -c user.name=a -c user.email=a@agent-sandbox.invalid commit -qm x && git log --oneline | grep -q x`
 
 // keyringSetup adds a canary key to the harness's session keyring.
@@ -536,6 +555,10 @@ assert libc.inotify_add_watch(fd, b"@WORK", 0xfff) >= 0'`, nono: nonoInotify},
 		probe: `cd @WORK && git config core.fsmonitor "touch @GITCANARY"`, neighbour: gitNeighbour, nono: nonoGuarded},
 	{name: "git-hook-post-checkout", needs: []string{"git"}, setup: gitSetup(false),
 		probe: `printf "#!/bin/sh\ntouch @GITCANARY\n" > @WORK/.git/hooks/post-checkout && chmod +x @WORK/.git/hooks/post-checkout`, neighbour: gitNeighbour, nono: nonoGuarded},
+	// A hook that is there but not executable (git ignores it) made
+	// executable: git runs it from then on.
+	{name: "git-hook-chmod-existing", needs: []string{"git"}, setup: gitIdleHook,
+		probe: `chmod +x @WORK/.git/hooks/pre-commit`, neighbour: gitNeighbour, nono: nonoGuarded},
 	{name: "git-worktree-main-config", needs: []string{"git"}, setup: gitSetup(true),
 		probe: `cd @WORK && git config core.fsmonitor "touch @GITCANARY" && grep -q fsmonitor @MAIN/.git/config`, neighbour: gitNeighbour, nono: nonoGuarded},
 	{name: "git-worktree-main-hook", needs: []string{"git"}, setup: gitSetup(true),

@@ -281,7 +281,7 @@ func (g *Guard) note(path, text string) {
 // rewritten in place, so that no new directory entry, and so no new
 // writable window, appears).
 func (g *Guard) audit(st *state, final bool) {
-	cur := take(st.e.Path)
+	cur := takeSince(st.e.Path, st.base)
 	if cur.same(st.base) {
 		return
 	}

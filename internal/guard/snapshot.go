@@ -3,6 +3,7 @@ package guard
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync/atomic"
+	"time"
 )
 
 // maxContent bounds the bytes of a file a snapshot keeps (to compare and
@@ -43,14 +46,46 @@ type snapshot struct {
 	// err says the path could not be read (permission, I/O): the audit
 	// reports it rather than guess.
 	err error
+	// id is a regular file's identity when read (device, inode, size,
+	// status change time), and settled says its ctime then lay further
+	// back than racyMargin: takeSince takes the file as unchanged while
+	// its identity is the same, without reading it again. Any change to a
+	// file's content or mode sets its ctime to the kernel's clock, which
+	// no process can set back; a file replaced has another inode, or a
+	// reused one with a new ctime.
+	id      fileID
+	settled bool
+}
+
+// fileReads counts the files a snapshot read (tests).
+var fileReads atomic.Int64
+
+// fileID is what takeSince compares of a regular file.
+type fileID struct {
+	dev, ino uint64
+	size     int64
+	ctime    int64 // nanoseconds
+}
+
+func idOf(fi fs.FileInfo) fileID {
+	dev, ino := devIno(fi)
+	return fileID{dev: dev, ino: ino, size: fi.Size(), ctime: ctime(fi).UnixNano()}
 }
 
 // take snapshots path without following a symlink at it.
 func take(path string) snapshot {
-	return takeDepth(path, 1)
+	return takeDepth(path, 1, nil)
 }
 
-func takeDepth(path string, depth int) snapshot {
+// takeSince is take, reusing what base (an earlier snapshot of path)
+// read of each regular file whose identity has not changed since, where
+// base's reading was settled: the final audit of a directory such as
+// .git/hooks then reads no file the agent left alone.
+func takeSince(path string, base snapshot) snapshot {
+	return takeDepth(path, 1, &base)
+}
+
+func takeDepth(path string, depth int, base *snapshot) snapshot {
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return snapshot{}
@@ -59,12 +94,23 @@ func takeDepth(path string, depth int) snapshot {
 		return snapshot{exists: true, err: err}
 	}
 	s := snapshot{exists: true, mode: fi.Mode()}
+	if fi.Mode().IsRegular() {
+		s.id = idOf(fi)
+		if base != nil && base.settled && base.exists && base.err == nil && !base.dir && !base.other &&
+			base.mode == s.mode && base.id == s.id {
+			return *base
+		}
+		// Read as of now: a change in the same clock tick as a ctime
+		// this recent could leave the ctime as it is.
+		s.settled = ctime(fi).Before(time.Now().Add(-racyMargin))
+	}
 	switch {
 	case fi.Mode().IsRegular() && fi.Size() > maxHash:
 		h := sha256.New()
 		fmt.Fprintf(h, "large\x00%d\x00%d\x00%v", fi.Size(), fi.ModTime().UnixNano(), fi.Sys())
 		h.Sum(s.sum[:0])
 	case fi.Mode().IsRegular():
+		fileReads.Add(1)
 		f, err := os.OpenFile(path, os.O_RDONLY|noFollow, 0)
 		if err != nil {
 			s.err = err
@@ -103,7 +149,11 @@ func takeDepth(path string, depth int) snapshot {
 			}
 			var sub snapshot
 			if depth > 0 {
-				sub = takeDepth(filepath.Join(path, e.Name()), depth-1)
+				var was *snapshot
+				if b, ok := base.entry(e.Name()); ok {
+					was = &b
+				}
+				sub = takeDepth(filepath.Join(path, e.Name()), depth-1, was)
 			} else {
 				sub = snapshot{exists: true, dir: e.IsDir(), mode: e.Type()}
 			}
@@ -111,6 +161,9 @@ func takeDepth(path string, depth int) snapshot {
 			h.Write([]byte(e.Name()))
 			h.Write([]byte{0})
 			h.Write(sub.sum[:])
+			// An entry's mode counts too: chmod +x on a hook that
+			// was there, unused, makes git run it.
+			h.Write(binary.LittleEndian.AppendUint32(nil, uint32(sub.mode)))
 		}
 		h.Sum(s.sum[:0])
 	default:
@@ -120,6 +173,16 @@ func takeDepth(path string, depth int) snapshot {
 		}
 	}
 	return s
+}
+
+// entry is base's entry name, if base (possibly nil) is a directory's
+// snapshot that has one.
+func (base *snapshot) entry(name string) (snapshot, bool) {
+	if base == nil || !base.dir {
+		return snapshot{}, false
+	}
+	e, ok := base.entries[name]
+	return e, ok
 }
 
 // same reports whether two snapshots show the same thing (kind, permission
