@@ -16,7 +16,8 @@ rec {
     name: builtins.stringLength name <= 64 && builtins.match "[a-z0-9][a-z0-9._-]*" name != null;
 
   # The keys agent.toml accepts (internal/agent/config.go, Config and
-  # SbxConfig). The module's typed `settings` options are exactly these.
+  # SbxConfig; internal/agent TestNixModuleKeys compares them). The module's
+  # typed `settings` options are exactly these.
   agentTomlKeys = [
     "command"
     "args"
@@ -30,6 +31,10 @@ rec {
     "exec_paths"
     "allow_edit"
     "loopback_env"
+    "nested_userns"
+    "tmp_size"
+    "memory_max"
+    "credentials"
     "sbx"
   ];
   agentTomlSbxKeys = [

@@ -73,6 +73,43 @@ let
       exec_paths = strList "Absolute paths of further programs the agent runs; their closures are granted read and execute. Prefer `execPackages`, which renders these from packages.";
       allow_edit = strList "Protected project paths the agent may edit (`.git/hooks`, `.vscode`, ...; see `agent-sandbox --help`); by default the built-in engine keeps them read-only.";
       loopback_env = strList "Variables whose loopback URLs are rewritten to host.docker.internal under sbx.";
+      nested_userns = mkOption {
+        type = types.nullOr types.bool;
+        default = null;
+        description = "Let the agent create user namespaces of its own (containers, bubblewrap inside), which the built-in engine refuses by default; every run that allows them warns.";
+      };
+      tmp_size = nullStr "Bound of each of the built-in engine's private /tmp, /var/tmp and /dev/shm (\"8G\"; binary units K, M, G, T); unset: a quarter of the machine's memory each.";
+      memory_max = nullStr "Bound of the run's memory as a whole (\"12G\", or \"none\"): a systemd user scope under the built-in engine, nono's --memory under nono; unset: three quarters of the machine's memory where the user's systemd manager can apply it (built-in engine). A value that cannot be applied refuses the run.";
+      credentials = mkOption {
+        default = [ ];
+        description = "API keys the built-in engine's egress broker injects, so that the agent holds only a per-run phantom (README, \"Credentials the agent never holds\").";
+        type = types.listOf (
+          types.submodule {
+            freeformType = tomlFormat.type;
+            options = {
+              env = mkOption {
+                type = types.str;
+                description = "The variable the agent reads its key from (it gets a phantom).";
+              };
+              base_url_env = nullStr "The variable that points the agent at its API (set to the broker's route).";
+              upstream = nullStr "The API's base URL the route forwards to; its host must be on the allow list.";
+              header = nullStr "How the key goes upstream: \"authorization\" (Bearer), \"basic\", or a header holding the key alone (x-api-key).";
+              source = nullStr "Where the real value comes from: env:NAME (default env:<env>), file:PATH or command:CMD.";
+              base_url_args = strList "Arguments added after the command for an agent that takes its base URL from a flag; {base_url} is replaced.";
+              intercept = mkOption {
+                type = types.nullOr types.bool;
+                default = null;
+                description = "Serve a client that takes no base URL (gh) by intercepting its TLS with a CA made for the run.";
+              };
+              git = mkOption {
+                type = types.nullOr types.bool;
+                default = null;
+                description = "Point the agent's git at the route for upstream, with a credential helper giving the phantom.";
+              };
+            };
+          }
+        );
+      };
       sbx = mkOption {
         default = { };
         description = "The [sbx] table: the agent inside a Docker sandbox.";

@@ -552,6 +552,10 @@ let
         "exec_paths"
         "allow_edit"
         "loopback_env"
+        "nested_userns"
+        "tmp_size"
+        "memory_max"
+        "credentials"
         "sbx"
       ];
     };
