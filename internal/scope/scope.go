@@ -96,9 +96,7 @@ type Manager struct {
 	busctl  string // absolute path
 	address string // the user bus, for busctl --address
 	root    string // the cgroup v2 mount
-	cgroup  string // the user manager's cgroup, under root
-	memory  bool   // the memory controller is delegated to it
-	pids    bool   // the pids controller is delegated to it
+	pids    bool   // the pids controller is delegated to the manager too
 }
 
 // Tasks says whether the pids controller is delegated too: without it a

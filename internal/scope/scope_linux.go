@@ -62,18 +62,18 @@ func Find() (*Manager, error) {
 }
 
 func find(root string, uid int, runDir string) (*Manager, error) {
-	if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err != nil {
-		return nil, fmt.Errorf("cgroup v2 is not mounted at %s (this host uses cgroup v1 or a hybrid layout, whose memory controller no user manager is given)", root)
+	if err := cgroupV2(root); err != nil {
+		return nil, err
 	}
-	m := &Manager{root: root, cgroup: managerCgroup(uid)}
-	ctl, err := os.ReadFile(filepath.Join(root, m.cgroup, "cgroup.controllers"))
+	cg := managerCgroup(uid)
+	ctl, err := os.ReadFile(filepath.Join(root, cg, "cgroup.controllers"))
 	if err != nil {
-		return nil, fmt.Errorf("no systemd user manager runs for uid %d (no %s%s)", uid, root, m.cgroup)
+		return nil, fmt.Errorf("no systemd user manager runs for uid %d (no %s%s)", uid, root, cg)
 	}
-	m.memory, m.pids = hasController(string(ctl), "memory"), hasController(string(ctl), "pids")
-	if !m.memory {
-		return nil, fmt.Errorf("the memory controller is not delegated to your systemd user manager (%s%s/cgroup.controllers lists %q; Delegate= of user@.service)", root, m.cgroup, strings.TrimSpace(string(ctl)))
+	if !hasController(string(ctl), "memory") {
+		return nil, fmt.Errorf("the memory controller is not delegated to your systemd user manager (%s%s/cgroup.controllers lists %q; Delegate= of user@.service)", root, cg, strings.TrimSpace(string(ctl)))
 	}
+	m := &Manager{root: root, pids: hasController(string(ctl), "pids")}
 	bus := filepath.Join(runDir, "bus")
 	fi, err := os.Lstat(bus)
 	if err != nil || fi.Mode()&os.ModeSocket == 0 {
@@ -87,6 +87,14 @@ func find(root string, uid int, runDir string) (*Manager, error) {
 	}
 	m.address = "unix:path=" + bus
 	return m, nil
+}
+
+// cgroupV2 says why root is not a cgroup v2 mount, or nil.
+func cgroupV2(root string) error {
+	if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err != nil {
+		return fmt.Errorf("cgroup v2 is not mounted at %s (this host uses cgroup v1 or a hybrid layout, whose memory controller no user manager is given)", root)
+	}
+	return nil
 }
 
 // Delegated checks what nono's --memory needs (nono creates its cgroup
@@ -103,8 +111,8 @@ func Delegated() error {
 }
 
 func delegated(root, procCgroup string, uid int) error {
-	if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err != nil {
-		return fmt.Errorf("cgroup v2 is not mounted at %s (this host uses cgroup v1 or a hybrid layout)", root)
+	if err := cgroupV2(root); err != nil {
+		return err
 	}
 	path := unifiedPath(procCgroup)
 	manager := fmt.Sprintf("/user@%d.service", uid)

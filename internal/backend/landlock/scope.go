@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,7 +64,7 @@ func scopeOutcome(s spec.Spec, err error) (refusal error, warning string) {
 		return nil, ""
 	}
 	if s.MemoryMax > 0 {
-		return fmt.Errorf("%s: memory_max = %q cannot be applied: %v; remove the key (or set it to \"none\") to run without a memory bound", agentToml(s), spec.FormatSize(s.MemoryMax), err), ""
+		return fmt.Errorf("%s: memory_max = %q cannot be applied: %v; remove the key (or set it to \"none\") to run without a memory bound", agentTomlOf(s), spec.FormatSize(s.MemoryMax), err), ""
 	}
 	var none *errNoManager
 	if errors.As(err, &none) {
@@ -162,14 +161,6 @@ func awaitScope(env []string) ([]string, bool) {
 		ok = ok && n == 1
 	}
 	return out, ok
-}
-
-// agentToml names the folder's agent.toml for a message.
-func agentToml(s spec.Spec) string {
-	if s.AgentDir == "" {
-		return "the built-in folder's agent.toml"
-	}
-	return filepath.Join(s.AgentDir, "agent.toml")
 }
 
 // appliedMemoryMax is the memory bound a run gets: MemoryMax where a

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
@@ -20,8 +21,12 @@ func TmpSize(s spec.Spec) int64 {
 	return memTotal() / 4
 }
 
-// memTotal is /proc/meminfo's MemTotal in bytes, 0 when unknown.
-func memTotal() int64 {
+// memTotal is /proc/meminfo's MemTotal in bytes, 0 when unknown; read
+// once per process (the tmpfs bounds, the memory bound and --dry-run's
+// lines ask it several times per run).
+var memTotal = sync.OnceValue(readMemTotal)
+
+func readMemTotal() int64 {
 	f, err := os.Open("/proc/meminfo")
 	if err != nil {
 		return 0
