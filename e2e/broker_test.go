@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -320,6 +321,108 @@ const url = "http://127.0.0.1:%s/";
 		}
 		if !strings.Contains(r.audit("sh"), `"method":"GET","host":"127.0.0.1","port":`+portOf(other)) {
 			t.Errorf("undici's request did not go through the broker:\n%s", r.audit("sh"))
+		}
+	})
+
+	t.Run("1,000 tunnels open at once all hold", func(t *testing.T) {
+		// Issue 27: a package manager or a parallel clone opens many
+		// connections. Python opens 1,000 CONNECT tunnels one after the
+		// other and keeps them all open, then sends a message down each
+		// and reads it back. While they are open, a new pipe of the same
+		// user must still get the kernel's default 64 KiB: the user's
+		// pipes are accounted together (fs.pipe-user-pages-soft), and a
+		// broker that held a 1 MiB pipe per idle tunnel direction (Go's
+		// splice) left 8 KiB pipes to every other process of the user.
+		// (Root is exempt from that accounting; the agentsb run of CI is
+		// the one where it could fail.)
+		echo, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var held []net.Conn
+		go func() {
+			for {
+				c, err := echo.Accept()
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				held = append(held, c)
+				mu.Unlock()
+				go func() {
+					// A plain loop: io.Copy between sockets is Go's
+					// splice, whose idle pipes are what this checks.
+					buf := make([]byte, 256)
+					for {
+						n, err := c.Read(buf)
+						if n > 0 {
+							c.Write(buf[:n])
+						}
+						if err != nil {
+							return
+						}
+					}
+				}()
+			}
+		}()
+		defer func() {
+			echo.Close()
+			mu.Lock()
+			for _, c := range held {
+				c.Close()
+			}
+			mu.Unlock()
+		}()
+		target := echo.Addr().String()
+		script := `import base64, fcntl, os, socket, sys, urllib.parse
+u = urllib.parse.urlsplit(os.environ["HTTPS_PROXY"])
+auth = base64.b64encode((urllib.parse.unquote(u.username) + ":" + urllib.parse.unquote(u.password)).encode()).decode()
+target = sys.argv[1]
+conns = []
+for i in range(1000):
+    s = socket.create_connection((u.hostname, u.port), timeout=30)
+    s.sendall(("CONNECT %s HTTP/1.1\r\nHost: %s\r\nProxy-Authorization: Basic %s\r\n\r\n" % (target, target, auth)).encode())
+    head = b""
+    while not head.endswith(b"\r\n\r\n"):
+        b = s.recv(1)
+        if not b:
+            sys.exit("tunnel %d: closed during CONNECT after %r" % (i, head))
+        head += b
+    if not head.startswith(b"HTTP/1.1 200"):
+        sys.exit("tunnel %d: %r" % (i, head))
+    conns.append(s)
+r, w = os.pipe()
+print("pipe-size", fcntl.fcntl(r, 1032))  # F_GETPIPE_SZ
+for i, s in enumerate(conns):
+    s.sendall(b"tunnel %04d" % i)
+ok = 0
+for i, s in enumerate(conns):
+    want, got = b"tunnel %04d" % i, b""
+    while len(got) < len(want):
+        b = s.recv(len(want) - len(got))
+        if not b:
+            break
+        got += b
+    ok += got == want
+print("echoed", ok)
+`
+		code, out := r.run(120*time.Second, nil, "--allow-host", target, r.folder(), "-c", `python3 -c "$1" "$2"`, "sh", script, target)
+		if code != 0 || !strings.Contains(out, "echoed 1000") {
+			t.Fatalf("exit %d; want all 1,000 tunnels to echo:\n%s", code, out)
+		}
+		var size int
+		if m := regexp.MustCompile(`pipe-size (\d+)`).FindStringSubmatch(out); m != nil {
+			size, _ = strconv.Atoi(m[1])
+		}
+		if size < 64<<10 {
+			t.Errorf("a new pipe inside, with 1,000 tunnels open, has %d bytes, less than the default 64 KiB:\n%s", size, out)
+		}
+		mu.Lock()
+		n := len(held)
+		mu.Unlock()
+		if n != 1000 {
+			t.Errorf("the host's server accepted %d connections, want 1000", n)
 		}
 	})
 }

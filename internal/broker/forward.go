@@ -249,19 +249,17 @@ func (p *Proxy) spliceBody(c, upConn net.Conn, ubr *bufio.Reader, n int64, up, c
 			return true, false
 		}
 	}
-	lr := &io.LimitedReader{R: utcp}
 	for n > 0 {
 		_ = utcp.SetReadDeadline(time.Now().Add(p.cfg.IdleTimeout))
 		_ = ctcp.SetWriteDeadline(time.Now().Add(p.cfg.IdleTimeout))
-		lr.N = min(n, spliceChunk)
-		w, err := ctcp.ReadFrom(lr)
+		w, eof, err := spliceStep(ctcp, utcp, min(n, spliceChunk))
 		n -= w
 		up.rn += w
 		client.wn += w
-		if err != nil || w == 0 {
-			if err == nil {
-				err = io.ErrUnexpectedEOF
-			}
+		if eof && err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		if err != nil {
 			a.reason = fmt.Sprintf("%s; response cut: %v", a.reason, err)
 			return true, false
 		}

@@ -467,10 +467,10 @@ func (p *Proxy) connect(c net.Conn, br *bufio.Reader, r *request, a *attempt) {
 	a.down += down
 }
 
-// spliceOK turns on kernel-side copying between TCP connections;
-// spliceChunk bounds one copy call.
+// spliceOK turns on kernel-side copying between TCP connections
+// (spliceStep); spliceChunk bounds one copy call.
 var (
-	spliceOK    = os.Getenv("AGENT_SANDBOX_BROKER_NOSPLICE") == ""
+	spliceOK    = canSplice && os.Getenv("AGENT_SANDBOX_BROKER_NOSPLICE") == ""
 	spliceChunk = int64(4 << 20)
 )
 
@@ -521,11 +521,10 @@ func (p *Proxy) pipe(dst, src net.Conn, st *tunnelState) (int64, error) {
 	var setAt time.Time
 	var setHalf int64
 	dtc, ok1 := dst.(*net.TCPConn)
-	_, ok2 := src.(*net.TCPConn)
+	stc, ok2 := src.(*net.TCPConn)
 	if ok1 && ok2 && spliceOK {
-		// Kernel-side copy (splice on Linux) in bounded chunks, so that
-		// activity is recorded and deadlines are refreshed between them.
-		lr := &io.LimitedReader{R: src}
+		// Kernel-side copy in bounded steps, so that activity is
+		// recorded and deadlines are refreshed between them.
 		for {
 			now := time.Now()
 			if h := st.halfOpen.Load(); h != 0 {
@@ -537,13 +536,12 @@ func (p *Proxy) pipe(dst, src net.Conn, st *tunnelState) (int64, error) {
 				_ = src.SetReadDeadline(now.Add(idle))
 				setAt = now
 			}
-			lr.N = spliceChunk
-			n, err := dtc.ReadFrom(lr)
+			n, eof, err := spliceStep(dtc, stc, spliceChunk)
 			total += n
 			if n > 0 {
 				st.last.Store(time.Now().UnixNano())
 			}
-			if err == nil && lr.N > 0 { // EOF
+			if eof {
 				closeWrite(dst)
 				h := time.Now().Add(p.cfg.HalfOpenTimeout)
 				st.halfOpen.CompareAndSwap(0, h.UnixNano())
