@@ -58,20 +58,22 @@ func (s *Set) exclude(files []string) error {
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
 		return nil // replaced by something else since: leave it alone
 	}
-	reg, err := os.OpenFile(s.regPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return fmt.Errorf("opening %s: %v", s.regPath, err)
-	}
-	defer reg.Close()
+	// The records first, in one write, then the lines, in one: a run
+	// killed in between leaves records whose lines are not there (the
+	// clean-up then finds nothing to take out), never lines without a
+	// record.
+	var recs, lines []byte
 	for _, p := range files {
 		pattern := "/" + strings.TrimPrefix(p, top+"/")
-		if _, err := fmt.Fprintf(f, "%s\n%s\n", excludeMarker, pattern); err != nil {
-			return fmt.Errorf("writing %s: %v", ex, err)
-		}
 		b, _ := json.Marshal(record{Path: ex, Exclude: pattern})
-		if _, err := reg.Write(append(b, '\n')); err != nil {
-			return fmt.Errorf("recording %s: %v", ex, err)
-		}
+		recs = append(append(recs, b...), '\n')
+		lines = fmt.Appendf(lines, "%s\n%s\n", excludeMarker, pattern)
+	}
+	if _, err := s.reg.Write(recs); err != nil {
+		return fmt.Errorf("recording %s: %v", ex, err)
+	}
+	if _, err := f.Write(lines); err != nil {
+		return fmt.Errorf("writing %s: %v", ex, err)
 	}
 	return nil
 }

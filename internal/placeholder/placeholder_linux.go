@@ -87,6 +87,7 @@ type Set struct {
 	lock    *os.File
 	held    []*os.File
 	regPath string
+	reg     *os.File // the registry, open for appending during the run
 	st      *stash
 
 	mu   sync.Mutex
@@ -109,7 +110,7 @@ func Make(l protect.Ledger, stateRoot, workdir string) (*Set, error) {
 	}
 	sum := sha256.Sum256([]byte(workdir))
 	key := hex.EncodeToString(sum[:8])
-	lock, err := os.OpenFile(filepath.Join(s.dir, key+".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	lock, err := openFile(filepath.Join(s.dir, key+".lock"), unix.O_RDWR|unix.O_CREAT)
 	if err != nil {
 		return nil, fmt.Errorf("opening the protection lock: %v", err)
 	}
@@ -127,10 +128,28 @@ func Make(l protect.Ledger, stateRoot, workdir string) (*Set, error) {
 		return nil, err
 	}
 	s.regPath = filepath.Join(s.dir, key+".placeholders")
+	if s.reg, err = openFile(s.regPath, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT); err != nil {
+		s.Release(io.Discard)
+		return nil, fmt.Errorf("opening %s: %v", s.regPath, err)
+	}
 	s.st = openStash(s.dir)
-	var files []string // placeholder files created in the workdir
+	var files []string        // placeholder files created in the workdir
+	roots := map[string]int{} // each entry's root, opened once
+	defer func() {
+		for _, fd := range roots {
+			unix.Close(fd)
+		}
+	}()
 	for _, e := range l.ReadOnly() {
-		made, err := s.make(e)
+		root, ok := roots[e.Root]
+		if !ok {
+			if root, err = safefs.OpenFd(e.Root, unix.O_PATH|unix.O_DIRECTORY, 0); err != nil {
+				s.Release(io.Discard)
+				return nil, fmt.Errorf("protected path %s: opening %s: %w", e.Path, e.Root, err)
+			}
+			roots[e.Root] = root
+		}
+		made, err := s.make(e, root)
 		if err != nil {
 			s.Release(io.Discard)
 			return nil, err
@@ -155,25 +174,21 @@ func Make(l protect.Ledger, stateRoot, workdir string) (*Set, error) {
 func (s *Set) Ensure(path string) error {
 	for _, e := range s.ledger.ReadOnly() {
 		if e.Path == path {
-			_, err := s.make(e)
+			root, err := safefs.OpenFd(e.Root, unix.O_PATH|unix.O_DIRECTORY, 0)
+			if err != nil {
+				return fmt.Errorf("protected path %s: opening %s: %w", e.Path, e.Root, err)
+			}
+			defer unix.Close(root)
+			_, err = s.make(e, root)
 			return err
 		}
 	}
 	return fmt.Errorf("%s is not a read-only entry of the run's ledger", path)
 }
 
-// make creates what is missing of entry e below its root and records it.
-func (s *Set) make(e protect.Entry) ([]record, error) {
-	reg, err := os.OpenFile(s.regPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("opening %s: %v", s.regPath, err)
-	}
-	defer reg.Close()
-	root, err := safefs.OpenFd(e.Root, unix.O_PATH|unix.O_DIRECTORY, 0)
-	if err != nil {
-		return nil, fmt.Errorf("protected path %s: opening %s: %w", e.Path, e.Root, err)
-	}
-	defer unix.Close(root)
+// make creates what is missing of entry e below its root (open at root)
+// and records it.
+func (s *Set) make(e protect.Entry, root int) ([]record, error) {
 	var made []record
 	w := safefs.Walker{
 		Create: func(parent int, name, path string, dir bool) error {
@@ -207,7 +222,7 @@ func (s *Set) make(e protect.Entry) ([]record, error) {
 				r.Content = contentOf(path)
 			}
 			b, _ := json.Marshal(r)
-			if _, err := reg.Write(append(b, '\n')); err != nil {
+			if _, err := s.reg.Write(append(b, '\n')); err != nil {
 				return fmt.Errorf("recording %s: %w", path, err)
 			}
 			made = append(made, r)
@@ -250,6 +265,10 @@ func (s *Set) Release(stderr io.Writer) (intact []string) {
 		f.Close() // this run's shared locks: its view is gone
 	}
 	s.held = nil
+	if s.reg != nil {
+		s.reg.Close()
+		s.reg = nil
+	}
 	if s.regPath != "" {
 		top := s.ledger.Top
 		if top == "" {
@@ -274,7 +293,20 @@ func (s *Set) Release(stderr io.Writer) (intact []string) {
 // stateDir (protect/dirs/<hash of d>.lock, created when missing).
 func dirLock(stateDir, d string) (*os.File, error) {
 	sum := sha256.Sum256([]byte(d))
-	return os.OpenFile(filepath.Join(stateDir, "dirs", hex.EncodeToString(sum[:16])+".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	return openFile(filepath.Join(stateDir, "dirs", hex.EncodeToString(sum[:16])+".lock"), unix.O_RDWR|unix.O_CREAT)
+}
+
+// openFile opens one of the state root's own files (locks, the registry;
+// created 0600 when missing) as a plain blocking file: os.OpenFile's way
+// costs four more system calls (a non-blocking switch, a poller
+// registration a regular file refuses, the switch back), and a run opens
+// a dozen of these.
+func openFile(path string, flags int) (*os.File, error) {
+	fd, err := unix.Open(path, flags|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
 }
 
 // tryExclusive takes the lock of directory d exclusively without waiting,
@@ -427,7 +459,7 @@ func removeIfPlaceholder(p record, st *stash) error {
 		if fst.Mode&unix.S_IFMT != unix.S_IFDIR {
 			return nil
 		}
-		if st.keep(p, parent, name) {
+		if st.keep(p, parent, name, -1) {
 			return nil
 		}
 		if err := unix.Unlinkat(parent, name, unix.AT_REMOVEDIR); err != nil && !errors.Is(err, unix.ENOENT) {
@@ -438,18 +470,16 @@ func removeIfPlaceholder(p record, st *stash) error {
 	if fst.Mode&unix.S_IFMT != unix.S_IFREG || fst.Size != int64(len(p.Content)) {
 		return errors.New("not empty")
 	}
-	if p.Content != "" {
-		fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return err
-		}
-		ok := holds(fd, p.Content)
-		unix.Close(fd)
-		if !ok {
-			return errors.New("changed")
-		}
+	// One descriptor for the content check and the stash's.
+	fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
 	}
-	if st.keep(p, parent, name) {
+	defer unix.Close(fd)
+	if p.Content != "" && !holds(fd, p.Content) {
+		return errors.New("changed")
+	}
+	if st.keep(p, parent, name, fd) {
 		return nil
 	}
 	if err := unix.Unlinkat(parent, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -47,7 +48,7 @@ func openStash(dir string) *stash {
 		return nil
 	}
 	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || st.Uid != uint32(os.Geteuid()) || st.Mode&0o077 != 0 {
+	if unix.Fstat(fd, &st) != nil || st.Uid != uint32(euid()) || st.Mode&0o077 != 0 {
 		unix.Close(fd)
 		return nil
 	}
@@ -102,17 +103,21 @@ func (st *stash) take(path string, dir bool, content string, at int, name string
 }
 
 // keep moves the placeholder p, found as name in parent and checked by
-// the caller, into its slot, and reports whether it did. A placeholder
+// the caller, into its slot, and reports whether it did. fd is name
+// opened for reading by the caller, or -1: keep opens it. A placeholder
 // found changed once it is in the slot goes back to its name.
-func (st *stash) keep(p record, parent int, name string) bool {
+func (st *stash) keep(p record, parent int, name string, fd int) bool {
 	if st == nil || p.Dev != st.dev {
 		return false
 	}
-	fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return false
+	if fd < 0 {
+		var err error
+		fd, err = unix.Openat(parent, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+		if err != nil {
+			return false
+		}
+		defer unix.Close(fd)
 	}
-	defer unix.Close(fd)
 	var fst unix.Stat_t
 	if unix.Fstat(fd, &fst) != nil || fst.Ino != p.Ino || fst.Dev != p.Dev || !asMade(fd, p.Dir, p.Content) {
 		return false
@@ -132,6 +137,9 @@ func (st *stash) keep(p record, parent int, name string) bool {
 	return true
 }
 
+// euid is this process's effective uid, asked once.
+var euid = sync.OnceValue(os.Geteuid)
+
 // asMade reports whether fd is a placeholder as made: owned by this user,
 // a directory with no entries, or a file with one link holding exactly
 // content, and with no extended attribute anyone could have set on it (a
@@ -139,7 +147,7 @@ func (st *stash) keep(p record, parent int, name string) bool {
 // the user creates in it later).
 func asMade(fd int, dir bool, content string) bool {
 	var fst unix.Stat_t
-	if unix.Fstat(fd, &fst) != nil || fst.Uid != uint32(os.Geteuid()) || settableXattrs(fd) {
+	if unix.Fstat(fd, &fst) != nil || fst.Uid != uint32(euid()) || settableXattrs(fd) {
 		return false
 	}
 	if dir {
