@@ -583,7 +583,7 @@ func TestWriteLog(t *testing.T) {
 
 // pooledFDs counts the descriptors of the splice pipes kept for reuse
 // (splice_linux.go), which outlive the tunnels by design.
-func pooledFDs() int { return 2 * idlePipes() }
+func pooledFDs() int { return 2 * IdlePipes() }
 
 // countFDs counts this process's open file descriptors.
 func countFDs(t testing.TB) int {

@@ -94,8 +94,10 @@ func closePipeLocked(p pipe) {
 	}
 }
 
-// idlePipes counts the pipes kept for reuse.
-func idlePipes() int {
+// IdlePipes counts the pipes the broker keeps for reuse between bursts
+// (at most 4, two descriptors each): they outlive the tunnels that used
+// them by design, and a check for leaked descriptors leaves them out.
+func IdlePipes() int {
 	pipePool.Lock()
 	defer pipePool.Unlock()
 	return len(pipePool.free)

@@ -15,5 +15,5 @@ func spliceStep(dst, src *net.TCPConn, max int64) (n int64, eof bool, err error)
 	return 0, false, errors.ErrUnsupported
 }
 
-// idlePipes counts the pipes kept for reuse: none here.
-func idlePipes() int { return 0 }
+// IdlePipes counts the pipes the broker keeps for reuse: none here.
+func IdlePipes() int { return 0 }
