@@ -249,10 +249,28 @@ func (p *Proxy) spliceBody(c, upConn net.Conn, ubr *bufio.Reader, n int64, up, c
 			return true, false
 		}
 	}
+	var buf []byte // for steps without a pipe
 	for n > 0 {
 		_ = utcp.SetReadDeadline(time.Now().Add(p.cfg.IdleTimeout))
 		_ = ctcp.SetWriteDeadline(time.Now().Add(p.cfg.IdleTimeout))
 		w, eof, err := spliceStep(ctcp, utcp, min(n, spliceChunk))
+		if errors.Is(err, errNoPipe) {
+			// Out of descriptors: this step through a buffer.
+			if buf == nil {
+				buf = make([]byte, 32<<10)
+			}
+			k, rerr := utcp.Read(buf[:min(n-w, int64(len(buf)))])
+			wk, werr := ctcp.Write(buf[:k])
+			w += int64(wk)
+			switch {
+			case werr != nil:
+				err = werr
+			case errors.Is(rerr, io.EOF):
+				eof, err = true, nil
+			default:
+				err = rerr
+			}
+		}
 		n -= w
 		up.rn += w
 		client.wn += w

@@ -474,6 +474,10 @@ var (
 	spliceChunk = int64(4 << 20)
 )
 
+// errNoPipe: spliceStep found no pipe to copy through (the process is out
+// of descriptors); the copy goes on in user space.
+var errNoPipe = errors.New("no pipe to splice through")
+
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 // tunnelState is shared by the two directions of a tunnel.
@@ -550,6 +554,9 @@ func (p *Proxy) pipe(dst, src net.Conn, st *tunnelState) (int64, error) {
 			}
 			if err == nil {
 				continue
+			}
+			if errors.Is(err, errNoPipe) {
+				break // out of descriptors: on in user space, below
 			}
 			if isTimeout(err) {
 				if st.halfOpen.Load() != 0 {

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"sync"
@@ -45,6 +46,9 @@ type pipe struct {
 	big bool
 }
 
+// pipe2 makes a pipe (a variable: the tests make it fail).
+var pipe2 = unix.Pipe2
+
 // getPipe returns an empty pipe.
 func getPipe() (pipe, error) {
 	pipePool.Lock()
@@ -55,7 +59,7 @@ func getPipe() (pipe, error) {
 		return p, nil
 	}
 	var p pipe
-	if err := unix.Pipe2(p.fd[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+	if err := pipe2(p.fd[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
 		return p, err
 	}
 	if pipePool.big < bigPipes {
@@ -108,7 +112,8 @@ func IdlePipes() int {
 // moves what src holds, at most max bytes, to dst in the kernel, and
 // returns the bytes moved. It returns eof with nothing moved when src
 // ended. A write to dst that would block waits for dst (dst's write
-// deadline applies). While it waits for src it holds no pipe: a pipe is
+// deadline applies). errNoPipe says no pipe could be had: the caller
+// copies the rest in user space. While it waits for src it holds no pipe: a pipe is
 // taken for each try and given back when src had nothing.
 func spliceStep(dst, src *net.TCPConn, max int64) (n int64, eof bool, err error) {
 	rs, err := src.SyscallConn()
@@ -137,7 +142,7 @@ func spliceStep(dst, src *net.TCPConn, max int64) (n int64, eof bool, err error)
 		err = rs.Read(func(fd uintptr) bool {
 			if !held {
 				if p, serr = getPipe(); serr != nil {
-					serr = os.NewSyscallError("pipe2", serr)
+					serr = fmt.Errorf("%w: %v", errNoPipe, os.NewSyscallError("pipe2", serr))
 					return true
 				}
 				held = true
@@ -158,6 +163,8 @@ func spliceStep(dst, src *net.TCPConn, max int64) (n int64, eof bool, err error)
 		switch {
 		case err != nil:
 			return n, false, err
+		case errors.Is(serr, errNoPipe):
+			return n, false, serr
 		case serr != nil:
 			return n, false, os.NewSyscallError("splice", serr)
 		case m == 0:

@@ -1,0 +1,68 @@
+package broker
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestSpliceWithoutPipes: when no pipe can be had (the broker is out of
+// descriptors), a tunnel and a plain-HTTP body still go through whole, in
+// user space, as Go's splice fell back before the broker had its own.
+func TestSpliceWithoutPipes(t *testing.T) {
+	if !spliceOK {
+		t.Skip("splice is off (AGENT_SANDBOX_BROKER_NOSPLICE)")
+	}
+	// Empty the pool, then refuse every new pipe.
+	for IdlePipes() > 0 {
+		p, err := getPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		closePipe(p)
+	}
+	defer func(old func([]int, int) error) { pipe2 = old }(pipe2)
+	var tries int
+	pipe2 = func([]int, int) error { tries++; return unix.EMFILE }
+
+	echo := echoServer(t)
+	f := startProxy(t, Config{Allow: []string{"127.0.0.1"}, Dial: (&net.Dialer{}).DialContext})
+	c := openTunnel(t, f, echo.Addr().String())
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	msg := bytes.Repeat([]byte("through a buffer "), 20000)
+	go c.Write(msg)
+	got := make([]byte, len(msg))
+	if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, msg) {
+		t.Fatalf("tunnel without pipes: %v, equal %v", err, bytes.Equal(got, msg))
+	}
+
+	body := bytes.Repeat([]byte{1, 2, 3, 4, 5, 6, 7}, 300000)
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.Write(body)
+	}))
+	defer web.Close()
+	u, _ := url.Parse(f.url)
+	client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(u)}, Timeout: 20 * time.Second}
+	resp, err := client.Get(web.URL + "/big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || !bytes.Equal(b, body) {
+		t.Fatalf("forwarded body without pipes: %d bytes (%v), want the %d sent", len(b), err, len(body))
+	}
+	if tries == 0 {
+		t.Errorf("no pipe was asked for: the test did not take the path it checks")
+	}
+}
