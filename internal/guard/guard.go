@@ -24,6 +24,7 @@ package guard
 import (
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -42,6 +43,13 @@ import (
 // noFollow opens a path that was a regular file when statted: not through
 // a symlink swapped in since, and without blocking on a FIFO.
 const noFollow = syscall.O_NOFOLLOW | syscall.O_NONBLOCK
+
+// readFile is a file opened by openRead (fs_linux.go, fs_other.go).
+type readFile interface {
+	io.ReadCloser
+	// is reports whether the open file is the one fi describes.
+	is(fi fs.FileInfo) bool
+}
 
 // Options configure a Guard.
 type Options struct {

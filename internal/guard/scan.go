@@ -204,14 +204,13 @@ func fingerprintOf(p string) (f fingerprint, ok bool) {
 		if fi.Size() > maxFingerprint {
 			return f, false
 		}
-		file, err := os.OpenFile(p, os.O_RDONLY|noFollow, 0)
+		file, err := openRead(p)
 		if err != nil {
 			return f, false
 		}
 		defer file.Close()
 		// The content read must be the file statted.
-		st, err := file.Stat()
-		if err != nil || !os.SameFile(st, fi) {
+		if !file.is(fi) {
 			return f, false
 		}
 		n, err := io.Copy(h, io.LimitReader(file, maxFingerprint+1))

@@ -111,7 +111,7 @@ func takeDepth(path string, depth int, base *snapshot) snapshot {
 		h.Sum(s.sum[:0])
 	case fi.Mode().IsRegular():
 		fileReads.Add(1)
-		f, err := os.OpenFile(path, os.O_RDONLY|noFollow, 0)
+		f, err := openRead(path)
 		if err != nil {
 			s.err = err
 			return s
