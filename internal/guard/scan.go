@@ -56,6 +56,7 @@ func scan(workdir string, started time.Time, skip map[string]bool, before map[st
 		return out
 	}
 	b := newBudget(interrupted)
+	t = t.precheck(interrupted)
 	stopped := ""
 	var out []Finding
 	var tools, others, unreadable []string

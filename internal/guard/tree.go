@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -35,6 +36,9 @@ type tree struct {
 	complete bool
 	// fresh counts the directories read rather than taken as recorded.
 	fresh int
+	// checked holds, for the scan after the run, what same would find
+	// for each trusted directory, asked ahead in parallel (precheck).
+	checked map[string]bool
 }
 
 // treeDir is one directory as recorded. Trusted says its ctime lay
@@ -113,12 +117,77 @@ func (t *tree) same(dir string) (treeDir, bool) {
 	if !ok || !td.Trusted {
 		return td, false
 	}
+	if v, ok := t.checked[dir]; ok {
+		return td, v
+	}
+	return td, td.holds(dir)
+}
+
+// holds reports whether dir has td's inode and ctime now.
+func (td treeDir) holds(dir string) bool {
 	fi, err := os.Lstat(dir)
 	if err != nil || !fi.IsDir() {
-		return td, false
+		return false
 	}
 	_, ino := devIno(fi)
-	return td, ino == td.Ino && ctime(fi).Equal(td.Ctime)
+	return ino == td.Ino && ctime(fi).Equal(td.Ctime)
+}
+
+// precheckMin is the number of trusted directories from which the scan
+// asks same's question of all of them ahead, in parallel: an lstat costs
+// 2-3 µs here, and a workdir of 100,000 files in 1,000 directories spent
+// most of its scan on them, on one CPU while the others waited. A
+// variable for the tests.
+var precheckMin = 256
+
+// precheck returns t with same's answer for each of its trusted
+// directories, asked now by up to four goroutines (one per CPU), for the
+// scan that follows at once: it asks the same question of the same
+// directories a moment earlier than the scan's walk would, after the
+// agent has ended. A directory whose answer is missing (interrupted) is
+// asked again by same. t itself is not changed.
+func (t *tree) precheck(interrupted <-chan struct{}) *tree {
+	if t == nil {
+		return nil
+	}
+	var dirs []string
+	for d, td := range t.Dirs {
+		if td.Trusted {
+			dirs = append(dirs, d)
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), 4)
+	if len(dirs) < precheckMin || workers < 2 {
+		return t
+	}
+	ok := make([]bool, len(dirs))
+	asked := make([]bool, len(dirs))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(dirs); i += workers {
+				if i%256 == w {
+					select {
+					case <-interrupted:
+						return
+					default:
+					}
+				}
+				ok[i], asked[i] = t.Dirs[dirs[i]].holds(dirs[i]), true
+			}
+		}()
+	}
+	wg.Wait()
+	c := *t
+	c.checked = make(map[string]bool, len(dirs))
+	for i, d := range dirs {
+		if asked[i] {
+			c.checked[d] = ok[i]
+		}
+	}
+	return &c
 }
 
 // list gives dir's entries for the scan: its recorded ones when they are

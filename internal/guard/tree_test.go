@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -32,8 +33,22 @@ func scanJoin(root string, started time.Time, tr *tree) (string, *tree) {
 // changed in place, a protected name created deep down) and reads only
 // the directories that changed; a directory replaced after the reading is
 // read again; a directory changed too recently to trust its ctime is read
-// again.
+// again. Both with the directories' checks asked one by one during the
+// walk and asked ahead in parallel (precheck).
 func TestScanTree(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Log("one CPU: precheck asks nothing ahead, both runs walk one by one")
+	}
+	for _, min := range []int{precheckMin, 1} {
+		t.Run(fmt.Sprintf("precheckMin=%d", min), func(t *testing.T) {
+			defer func(old int) { precheckMin = old }(precheckMin)
+			precheckMin = min
+			testScanTree(t)
+		})
+	}
+}
+
+func testScanTree(t *testing.T) {
 	shortRacyMargin(t)
 	root, _ := filepath.EvalSymlinks(t.TempDir())
 	for d := 0; d < 50; d++ {
