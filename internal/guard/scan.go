@@ -61,7 +61,7 @@ func scan(workdir string, started time.Time, skip map[string]bool, before map[st
 	var out []Finding
 	var tools, others, unreadable []string
 	toolTops := projectTops
-	next := &tree{Dirs: map[string]treeDir{}}
+	next := &tree{Dirs: make(map[string]treeDir, t.size())}
 	var walk func(dir string) bool
 	walk = func(dir string) bool {
 		ents, err := t.list(dir, next)

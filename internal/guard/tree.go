@@ -106,6 +106,17 @@ func (next *tree) record(dir string) ([]treeEnt, error) {
 	return out, err
 }
 
+// size is the number of directories t records (0 for none): a new tree
+// of the same workdir is made that big at once, not grown (and rehashed)
+// one directory at a time, in a process whose every new heap page costs a
+// page fault.
+func (t *tree) size() int {
+	if t == nil {
+		return 0
+	}
+	return len(t.Dirs)
+}
+
 // same returns dir's record in t when it holds dir's entries now: dir
 // still has the recorded inode and ctime, and the record is trusted (a
 // change after its reading would have moved the ctime).
@@ -206,7 +217,7 @@ func (t *tree) list(dir string, next *tree) ([]treeEnt, error) {
 // prev's trusted records of the directories unchanged since; complete is
 // false when a bound stopped it or it was cancelled.
 func readTree(workdir string, cancel <-chan struct{}, prev *tree) *tree {
-	t := &tree{Dirs: map[string]treeDir{}}
+	t := &tree{Dirs: make(map[string]treeDir, prev.size())}
 	b := newBudget(cancel)
 	var walk func(dir string) bool
 	walk = func(dir string) bool {
