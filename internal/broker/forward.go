@@ -253,7 +253,7 @@ func (p *Proxy) spliceBody(c, upConn net.Conn, ubr *bufio.Reader, n int64, up, c
 	for n > 0 {
 		_ = utcp.SetReadDeadline(time.Now().Add(p.cfg.IdleTimeout))
 		_ = ctcp.SetWriteDeadline(time.Now().Add(p.cfg.IdleTimeout))
-		w, eof, err := spliceStep(ctcp, utcp, min(n, spliceChunk))
+		w, eof, err := spliceStep(ctcp, utcp, min(n, spliceChunk), nil)
 		if errors.Is(err, errNoPipe) {
 			// Out of descriptors: this step through a buffer.
 			if buf == nil {

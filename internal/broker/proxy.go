@@ -527,8 +527,9 @@ func (p *Proxy) pipe(dst, src net.Conn, st *tunnelState) (int64, error) {
 	dtc, ok1 := dst.(*net.TCPConn)
 	stc, ok2 := src.(*net.TCPConn)
 	if ok1 && ok2 && spliceOK {
-		// Kernel-side copy in bounded steps, so that activity is
-		// recorded and deadlines are refreshed between them.
+		// Kernel-side copy in bounded steps, so that deadlines are
+		// refreshed between them; activity is recorded as bytes move.
+		moved := func() { st.last.Store(time.Now().UnixNano()) }
 		for {
 			now := time.Now()
 			if h := st.halfOpen.Load(); h != 0 {
@@ -540,7 +541,7 @@ func (p *Proxy) pipe(dst, src net.Conn, st *tunnelState) (int64, error) {
 				_ = src.SetReadDeadline(now.Add(idle))
 				setAt = now
 			}
-			n, eof, err := spliceStep(dtc, stc, spliceChunk)
+			n, eof, err := spliceStep(dtc, stc, spliceChunk, moved)
 			total += n
 			if n > 0 {
 				st.last.Store(time.Now().UnixNano())

@@ -107,15 +107,17 @@ func IdlePipes() int {
 	return len(pipePool.free)
 }
 
-// spliceStep waits until src has bytes or has ended (src's read deadline
-// applies, and its error is returned as it is: isTimeout knows it), then
-// moves what src holds, at most max bytes, to dst in the kernel, and
-// returns the bytes moved. It returns eof with nothing moved when src
-// ended. A write to dst that would block waits for dst (dst's write
-// deadline applies). errNoPipe says no pipe could be had: the caller
-// copies the rest in user space. While it waits for src it holds no pipe: a pipe is
-// taken for each try and given back when src had nothing.
-func spliceStep(dst, src *net.TCPConn, max int64) (n int64, eof bool, err error) {
+// spliceStep moves up to max bytes from src to dst in the kernel, waiting
+// for src whenever it has nothing (its read deadline applies, and its
+// error is returned as it is: isTimeout knows it), and returns the bytes
+// moved. It returns eof with nothing moved when src ended. A write to dst
+// that would block waits for dst (dst's write deadline applies). moved,
+// when not nil, is called each time bytes have reached dst (a tunnel's
+// activity, which keeps its other direction from timing out while this
+// one trickles). errNoPipe says no pipe could be had: the caller copies
+// the rest in user space. While it waits for src it holds no pipe: a pipe
+// is taken for each try and given back when src had nothing.
+func spliceStep(dst, src *net.TCPConn, max int64, moved func()) (n int64, eof bool, err error) {
 	rs, err := src.SyscallConn()
 	if err != nil {
 		return 0, false, err
@@ -194,6 +196,9 @@ func spliceStep(dst, src *net.TCPConn, max int64) (n int64, eof bool, err error)
 			}
 			inPipe -= int(w)
 			n += w
+		}
+		if moved != nil {
+			moved()
 		}
 	}
 	return n, false, nil

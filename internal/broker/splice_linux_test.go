@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -64,5 +65,46 @@ func TestSpliceWithoutPipes(t *testing.T) {
 	}
 	if tries == 0 {
 		t.Errorf("no pipe was asked for: the test did not take the path it checks")
+	}
+}
+
+// TestTunnelTrickle: a tunnel whose server sends a byte every 50 ms for
+// 1.5 s while the client sends nothing stays open past the 300 ms idle
+// timeout: bytes moving one way are the tunnel's activity, also while
+// one splice step is still under way (it used to be recorded only when
+// a step ended, and the silent direction could close the tunnel at its
+// own deadline). Both ways of copying.
+func TestTunnelTrickle(t *testing.T) {
+	for _, splice := range []bool{true, false} {
+		t.Run(fmt.Sprintf("splice=%v", splice), func(t *testing.T) {
+			defer func(old bool) { spliceOK = old }(spliceOK)
+			spliceOK = splice
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			go func() {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				for i := 0; i < 30; i++ {
+					if _, err := c.Write([]byte{'a' + byte(i%26)}); err != nil {
+						return
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+			}()
+			f := startProxy(t, Config{Allow: []string{"127.0.0.1"}, IdleTimeout: 300 * time.Millisecond, HalfOpenTimeout: 300 * time.Millisecond})
+			c := openTunnel(t, f, l.Addr().String())
+			defer c.Close()
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			got, err := io.ReadAll(c)
+			if len(got) != 30 {
+				t.Fatalf("the client got %d of the 30 bytes the server trickled (%v): the tunnel was closed as idle while bytes moved", len(got), err)
+			}
+		})
 	}
 }

@@ -11,7 +11,7 @@ import (
 const canSplice = false
 
 // spliceStep is never called where canSplice is false.
-func spliceStep(dst, src *net.TCPConn, max int64) (n int64, eof bool, err error) {
+func spliceStep(dst, src *net.TCPConn, max int64, moved func()) (n int64, eof bool, err error) {
 	return 0, false, errors.ErrUnsupported
 }
 
