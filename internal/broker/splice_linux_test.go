@@ -30,7 +30,8 @@ func TestSpliceWithoutPipes(t *testing.T) {
 		}
 		closePipe(p)
 	}
-	defer func(old func([]int, int) error) { pipe2 = old }(pipe2)
+	old := pipe2
+	t.Cleanup(func() { pipe2 = old }) // after the proxy's clean-up
 	var tries int
 	pipe2 = func([]int, int) error { tries++; return unix.EMFILE }
 
@@ -77,7 +78,10 @@ func TestSpliceWithoutPipes(t *testing.T) {
 func TestTunnelTrickle(t *testing.T) {
 	for _, splice := range []bool{true, false} {
 		t.Run(fmt.Sprintf("splice=%v", splice), func(t *testing.T) {
-			defer func(old bool) { spliceOK = old }(spliceOK)
+			// Put back after the proxy's clean-up (t.Cleanup runs last
+			// in, first out), which ends its goroutines that read it.
+			old := spliceOK
+			t.Cleanup(func() { spliceOK = old })
 			spliceOK = splice
 			l, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {

@@ -21,7 +21,10 @@ func TestThousandTunnels(t *testing.T) {
 	}
 	for _, splice := range []bool{true, false} {
 		t.Run(fmt.Sprintf("splice=%v", splice), func(t *testing.T) {
-			defer func(old bool) { spliceOK = old }(spliceOK)
+			// Put back after the proxy's clean-up (t.Cleanup runs last
+			// in, first out), which ends its goroutines that read it.
+			old := spliceOK
+			t.Cleanup(func() { spliceOK = old })
 			spliceOK = splice
 			testThousandTunnels(t, 1000)
 		})
