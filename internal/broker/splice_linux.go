@@ -33,10 +33,18 @@ const (
 	bigPipes     = 16 // pipes of spliceMax bytes held at once, at most
 )
 
+// maxPipes bounds the pipes held at once, in use or kept: a pipe holds
+// bytes while its destination does not read, and an agent can open many
+// tunnels and read none. 16 big pipes and 240 of the default size are
+// 7,936 pages, under half the user's soft limit; past the bound a tunnel
+// copies in user space (errNoPipe). A variable for the tests.
+var maxPipes = 256
+
 var pipePool struct {
 	sync.Mutex
 	free []pipe // empty pipes kept for reuse
 	big  int    // pipes of spliceMax bytes open (in use or free)
+	open int    // pipes open (in use or free)
 }
 
 // pipe is one pipe: its read and write end (non-blocking) and whether it
@@ -59,9 +67,13 @@ func getPipe() (pipe, error) {
 		return p, nil
 	}
 	var p pipe
-	if err := pipe2(p.fd[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
-		return p, err
+	if pipePool.open >= maxPipes {
+		return p, fmt.Errorf("%d pipes in use", maxPipes)
 	}
+	if err := pipe2(p.fd[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		return p, os.NewSyscallError("pipe2", err)
+	}
+	pipePool.open++
 	if pipePool.big < bigPipes {
 		// Refused past the user's soft limit: the pipe keeps its size.
 		if _, err := unix.FcntlInt(uintptr(p.fd[0]), unix.F_SETPIPE_SZ, spliceMax); err == nil {
@@ -72,13 +84,22 @@ func getPipe() (pipe, error) {
 	return p, nil
 }
 
-// putPipe keeps an empty pipe for reuse, or closes it.
+// putPipe keeps an empty pipe for reuse, or closes it; a big pipe takes
+// the place of a kept one of the default size.
 func putPipe(p pipe) {
 	pipePool.Lock()
 	defer pipePool.Unlock()
 	if len(pipePool.free) < maxIdlePipes {
 		pipePool.free = append(pipePool.free, p)
 		return
+	}
+	if p.big {
+		for i, q := range pipePool.free {
+			if !q.big {
+				pipePool.free[i], p = p, q
+				break
+			}
+		}
 	}
 	closePipeLocked(p)
 }
@@ -93,6 +114,7 @@ func closePipe(p pipe) {
 func closePipeLocked(p pipe) {
 	unix.Close(p.fd[0])
 	unix.Close(p.fd[1])
+	pipePool.open--
 	if p.big {
 		pipePool.big--
 	}
@@ -144,7 +166,7 @@ func spliceStep(dst, src *net.TCPConn, max int64, moved func()) (n int64, eof bo
 		err = rs.Read(func(fd uintptr) bool {
 			if !held {
 				if p, serr = getPipe(); serr != nil {
-					serr = fmt.Errorf("%w: %v", errNoPipe, os.NewSyscallError("pipe2", serr))
+					serr = fmt.Errorf("%w: %v", errNoPipe, serr)
 					return true
 				}
 				held = true
@@ -167,6 +189,10 @@ func spliceStep(dst, src *net.TCPConn, max int64, moved func()) (n int64, eof bo
 			return n, false, err
 		case errors.Is(serr, errNoPipe):
 			return n, false, serr
+		case serr == unix.EINVAL && n == 0:
+			// A socket splice does not take (Go's splice copied in user
+			// space then too).
+			return 0, false, fmt.Errorf("%w: %v", errNoPipe, os.NewSyscallError("splice", serr))
 		case serr != nil:
 			return n, false, os.NewSyscallError("splice", serr)
 		case m == 0:
@@ -192,7 +218,7 @@ func spliceStep(dst, src *net.TCPConn, max int64, moved func()) (n int64, eof bo
 				return n, false, os.NewSyscallError("splice", werr)
 			}
 			if w == 0 {
-				return n, false, os.NewSyscallError("splice", errors.New("no progress writing to the client"))
+				return n, false, os.NewSyscallError("splice", errors.New("no progress writing to the destination"))
 			}
 			inPipe -= int(w)
 			n += w

@@ -470,16 +470,19 @@ func removeIfPlaceholder(p record, st *stash) error {
 	if fst.Mode&unix.S_IFMT != unix.S_IFREG || fst.Size != int64(len(p.Content)) {
 		return errors.New("not empty")
 	}
-	// One descriptor for the content check and the stash's.
+	// One descriptor for the content check and the stash's. An empty
+	// placeholder that cannot be opened (the user made it mode 000) is
+	// removed by name, unread, as before.
 	fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
+	if err == nil {
+		defer unix.Close(fd)
+	} else if p.Content != "" {
 		return err
 	}
-	defer unix.Close(fd)
 	if p.Content != "" && !holds(fd, p.Content) {
 		return errors.New("changed")
 	}
-	if st.keep(p, parent, name, fd) {
+	if err == nil && st.keep(p, parent, name, fd) {
 		return nil
 	}
 	if err := unix.Unlinkat(parent, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
