@@ -15,6 +15,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// emptyPipePool closes the pipes the broker keeps for reuse, so that the
+// next tunnel asks for new ones.
+func emptyPipePool(t *testing.T) {
+	t.Helper()
+	for IdlePipes() > 0 {
+		p, err := getPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		closePipe(p)
+	}
+}
+
 // TestSpliceWithoutPipes: when no pipe can be had (the broker is out of
 // descriptors), a tunnel and a plain-HTTP body still go through whole, in
 // user space, as Go's splice fell back before the broker had its own.
@@ -23,13 +36,7 @@ func TestSpliceWithoutPipes(t *testing.T) {
 		t.Skip("splice is off (AGENT_SANDBOX_BROKER_NOSPLICE)")
 	}
 	// Empty the pool, then refuse every new pipe.
-	for IdlePipes() > 0 {
-		p, err := getPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		closePipe(p)
-	}
+	emptyPipePool(t)
 	old := pipe2
 	t.Cleanup(func() { pipe2 = old }) // after the proxy's clean-up
 	var tries int
@@ -80,13 +87,7 @@ func TestSplicePipeBound(t *testing.T) {
 	if !spliceOK {
 		t.Skip("splice is off (AGENT_SANDBOX_BROKER_NOSPLICE)")
 	}
-	for IdlePipes() > 0 {
-		p, err := getPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		closePipe(p)
-	}
+	emptyPipePool(t)
 	old := maxPipes
 	t.Cleanup(func() { maxPipes = old }) // after the proxy's clean-up
 	maxPipes = 4

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
+	"github.com/agent-sandbox/agent-sandbox/internal/scope"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 	"github.com/agent-sandbox/agent-sandbox/internal/view"
 )
@@ -84,6 +85,8 @@ func TestEarlyScope(t *testing.T) {
 	var asked []int
 	refuse := errors.New("refused by the test")
 	defer func(f func(spec.Spec, int) error) { attachScope = f }(attachScope)
+	defer func(f func() (*scope.Manager, error)) { findScope = f }(findScope)
+	findScope = func() (*scope.Manager, error) { return &scope.Manager{}, nil } // a manager was found
 	attachScope = func(_ spec.Spec, pid int) error {
 		asked = append(asked, pid)
 		return refuse
@@ -130,5 +133,12 @@ func TestEarlyScope(t *testing.T) {
 	}
 	if startScope(spec.Spec{MemoryMax: spec.NoMemoryLimit}, nil) != nil {
 		t.Errorf(`memory_max = "none" asked for a scope`)
+	}
+
+	// No user manager: nothing is asked (the default bound is left out).
+	findScope = func() (*scope.Manager, error) { return nil, errors.New("no manager in the test") }
+	asked = nil
+	if r := startScope(spec.Spec{}, nil); r != nil || len(asked) != 0 {
+		t.Errorf("a scope was asked for where no user manager runs: %v, %v", r, asked)
 	}
 }

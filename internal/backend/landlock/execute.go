@@ -171,10 +171,13 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 		// The trampoline's variables are agent-sandbox's alone: one the
 		// folder sets (set_env) or passes (env) is dropped.
 		cmd.Env = slices.DeleteFunc(withEnv(cmd.Env, []string{weakerLimits()}), func(kv string) bool { return strings.HasPrefix(kv, holdEnv+"=") })
-		// With a memory bound the trampoline waits, before it execs the
-		// agent, until its process is in the run's scope (holdEnv).
+		// With a memory bound a user manager can apply the trampoline
+		// waits, before it execs the agent, until its process is in the
+		// run's scope (holdEnv). Where none can, nothing is asked: a
+		// memory_max set in agent.toml was refused already (Prepare), the
+		// default bound is left out (--dry-run says so).
 		var hold *os.File
-		if MemoryMax(s) > 0 {
+		if appliedMemoryMax(s) > 0 {
 			r, w, err := os.Pipe()
 			if err != nil {
 				return nil, &launch.SetupError{Err: err}

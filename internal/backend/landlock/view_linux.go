@@ -463,10 +463,11 @@ func spawnView(mode posture.NetMode, stdio launch.Stdio, expected bool) *Early {
 
 // startScope asks, in the background once init is up, for the run's
 // systemd user scope with init in it (attachScope); nil when the run has
-// no memory bound (MemoryMax). Early.start joins it before init is sent
-// its configuration.
+// no memory bound a user manager can apply (appliedMemoryMax: a
+// memory_max set in agent.toml was refused already where none can).
+// Early.start joins it before init is sent its configuration.
 func startScope(s spec.Spec, e *Early) *runScope {
-	if MemoryMax(s) == 0 {
+	if appliedMemoryMax(s) == 0 {
 		return nil
 	}
 	r := &runScope{s: s, done: make(chan struct{})}
