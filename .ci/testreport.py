@@ -46,6 +46,8 @@ MUST_RUN = [
     "e2e-user TestAgentConfigPlanted",
     "e2e TestScanNotBlinded",
     "e2e-user TestScanNotBlinded",
+    "e2e TestScanWatchedTree",
+    "e2e-user TestScanWatchedTree",
     "e2e TestWorkdirPrivate",
     "e2e-user TestWorkdirPrivate",
     "e2e TestOrdinarySystem",

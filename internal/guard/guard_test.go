@@ -44,7 +44,7 @@ func scanText(t *testing.T, workdir string, started time.Time, skip map[string]b
 	}
 	fullFindings, _ := scan(workdir, started, skip, before, nil, nil)
 	full := join(fullFindings)
-	if tr := readTree(workdir, nil, nil); !tr.complete {
+	if tr := readTree(workdir, nil, nil, nil); !tr.complete {
 		t.Errorf("the tree of %s was not read whole", workdir)
 	} else if cached, _ := scan(workdir, started, skip, before, nil, tr); join(cached) != full {
 		t.Errorf("the scan over the recorded tree differs from the full one:\n%s\nfull:\n%s", join(cached), full)

