@@ -48,6 +48,8 @@ MUST_RUN = [
     "e2e-user TestScanNotBlinded",
     "e2e TestScanWatchedTree",
     "e2e-user TestScanWatchedTree",
+    "e2e TestScanWatchedChmod",
+    "e2e-user TestScanWatchedChmod",
     "e2e TestWorkdirPrivate",
     "e2e-user TestWorkdirPrivate",
     "e2e TestOrdinarySystem",

@@ -489,6 +489,38 @@ mv d` + run.c + ` d` + run.c + `.old && mkdir -p d` + run.c + `/s0 && echo x > d
 	}
 }
 
+// TestScanWatchedChmod: a directory whose mode the agent changed is not
+// taken on the watch's word, nor is anything below it: the agent changes a
+// nested repository's config in place (no directory entry changes), then
+// takes the search bit off a directory above it. As an ordinary user the
+// scan cannot look below it and says so (as before the watch); as root it
+// can, and names the changed config.
+func TestScanWatchedChmod(t *testing.T) {
+	skipWithoutLandlock(t)
+	r := newBrokerRun(t)
+	cfg := filepath.Join(r.work, "d20", "s0", ".git", "config")
+	if err := os.MkdirAll(filepath.Dir(cfg), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte("[core]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond) // trusted records
+	d20 := filepath.Join(r.work, "d20")
+	defer os.Chmod(d20, 0o755)
+	code, out := r.run(60*time.Second, nil, r.folder(), "-c", "sleep 1; cd "+r.work+" && printf '[core]\\n\\tfsmonitor = true\\n' > d20/s0/.git/config && chmod 644 d20")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	want := cfg
+	if os.Geteuid() != 0 {
+		want = "could not read " + filepath.Join(d20, "s0")
+	}
+	if !strings.Contains(out, want) {
+		t.Errorf("the scan does not say %q: %s", want, out)
+	}
+}
+
 // TestWorkdirPrivate: the view has its own /tmp, /dev/shm, /dev and /proc;
 // a run whose workdir (or a grant) is one of them would work in the
 // sandbox's own, lost at the end: refused with the reason. A directory

@@ -40,8 +40,10 @@ type tree struct {
 	// for each trusted directory, asked ahead in parallel (precheck).
 	checked map[string]bool
 	// watch is the run's watch of the directories (nil for none), whose
-	// word the scan takes for those it vouches for (precheck).
-	watch *treeWatch
+	// word the scan takes for those it vouches for (precheck); watched
+	// says this tree is the one the watched walk read.
+	watch   *treeWatch
+	watched bool
 }
 
 // treeDir is one directory as recorded. Trusted says its ctime lay
@@ -247,8 +249,7 @@ func (t *tree) list(dir string, next *tree, fi fs.FileInfo) ([]treeEnt, error) {
 // false when a bound stopped it or it was cancelled. tw, when not nil,
 // places a watch on each directory before its lstat (treeWatch).
 func readTree(workdir string, cancel <-chan struct{}, prev *tree, tw *treeWatch) *tree {
-	t := &tree{Dirs: make(map[string]treeDir, prev.size()), watch: tw}
-	tw.walking(t)
+	t := &tree{Dirs: make(map[string]treeDir, prev.size()), watch: tw, watched: tw != nil}
 	b := newBudget(cancel)
 	var walk func(dir string) bool
 	walk = func(dir string) bool {

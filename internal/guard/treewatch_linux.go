@@ -58,7 +58,6 @@ type treeWatch struct {
 	rootIno         uint64
 	byWd            map[int32][]string
 	removed         map[int32]bool // watches event removed
-	walked          *tree          // the tree the watched walk reads
 	dirs            map[string]*watchedDir
 	overflow        bool
 	finished        bool
@@ -79,6 +78,10 @@ type watchedDir struct {
 	names  map[string]bool
 	many   bool
 	events int
+	// attr: its own attributes changed (a mode without the search bit
+	// hides what lies below from the scan's lstats): nothing below it
+	// is vouched for.
+	attr bool
 	// own: none of its entries and none of its own attributes changed,
 	// and its record was verified after the watch was placed (ino,
 	// ctime).
@@ -177,7 +180,7 @@ func (w *treeWatch) add(dir string) (watchToken, fs.FileInfo) {
 		return w.addRoot()
 	}
 	parent := parentDir(dir)
-	if p := w.dirs[parent]; p == nil || p.many || p.names[dir[strings.LastIndexByte(dir, '/')+1:]] || !w.leads(parent) {
+	if p := w.dirs[parent]; p == nil || p.many || p.attr || p.names[dir[strings.LastIndexByte(dir, '/')+1:]] || !w.leads(parent) {
 		return none, nil // the path may not lead where it did
 	}
 	wd, err := unix.InotifyAddWatch(w.fd, dir, treeMask|unix.IN_DONT_FOLLOW)
@@ -197,7 +200,16 @@ func (w *treeWatch) add(dir string) (watchToken, fs.FileInfo) {
 		w.refused++
 		return none, fi // another filesystem: not trusted to report
 	}
+	w.register(dir, int32(wd))
 	return watchToken{wd: int32(wd)}, fi
+}
+
+// register makes dir's watch wd count from the moment add placed it: an
+// event the guard's loop reads before the walk has read dir (keep) must
+// not be lost. Called with w.mu held.
+func (w *treeWatch) register(dir string, wd int32) {
+	w.dirs[dir] = &watchedDir{wd: wd, own: true}
+	w.byWd[wd] = append(w.byWd[wd], dir)
 }
 
 // addRoot places the workdir's watch through a descriptor of it, on a
@@ -234,29 +246,30 @@ func (w *treeWatch) addRoot() (watchToken, fs.FileInfo) {
 	if dev, ino := devIno(fi); dev != w.rootDev || ino != w.rootIno {
 		return none, nil
 	}
+	w.register(w.root, int32(wd))
 	return watchToken{wd: int32(wd)}, fi
 }
 
-// keep registers the watch tok that add placed on dir, given the record
-// the walk then took of dir (ok false for none; fresh: read now, after
-// the watch, rather than taken from the previous run's tree): the
-// directory's record counts as watched only when the lstat after the
-// watch (fi, from add) verified it, and it is trusted or was read after
-// the watch (a change after the watch is an event, whatever the ctime).
+// keep completes the registration of the watch tok that add placed on
+// dir, given the record the walk then took of dir (ok false for none;
+// fresh: read now, after the watch, rather than taken from the previous
+// run's tree): the directory's record counts as watched only when the
+// lstat after the watch (fi, from add) verified it, it is trusted or was
+// read after the watch (a change after the watch is an event, whatever
+// the ctime), and no event came since add.
 func (w *treeWatch) keep(dir string, tok watchToken, fi fs.FileInfo, td treeDir, ok, fresh bool) {
 	if w == nil || tok.wd < 0 || fi == nil {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.finished || w.removed[tok.wd] {
+	wdir := w.dirs[dir]
+	if wdir == nil || wdir.wd != tok.wd || w.finished || w.removed[tok.wd] {
 		return
 	}
 	_, ino := devIno(fi)
-	wdir := &watchedDir{wd: tok.wd, ino: ino, ctime: ctime(fi)}
-	wdir.own = ok && (td.Trusted || fresh) && td.matches(fi)
-	w.dirs[dir] = wdir
-	w.byWd[tok.wd] = append(w.byWd[tok.wd], dir)
+	wdir.ino, wdir.ctime = ino, ctime(fi)
+	wdir.own = wdir.own && ok && (td.Trusted || fresh) && td.matches(fi)
 }
 
 // event records one inotify event of the guard's instance (name is the
@@ -296,7 +309,7 @@ func (w *treeWatch) event(wd int32, mask uint32, name string, shared bool) {
 				wdir.names[name] = true
 			}
 		case mask&unix.IN_ATTRIB != 0 && name == "":
-			wdir.own = false
+			wdir.own, wdir.attr = false, true
 		}
 		done = done || wdir.gone || wdir.many
 	}
@@ -309,10 +322,11 @@ func (w *treeWatch) event(wd int32, mask uint32, name string, shared bool) {
 }
 
 // leads reports whether dir's path still leads to the directory its
-// watch was placed on: neither it nor any directory above it up to the
-// workdir is gone, and no directory above it had the entry on the way
-// created, removed or renamed. Once the watch is finished the answer is
-// kept on the directory. Called with w.mu held.
+// watch was placed on, and can be followed: neither it nor any directory
+// above it up to the workdir is gone, and no directory above it had the
+// entry on the way created, removed or renamed, or its own attributes
+// changed. Once the watch is finished the answer is kept on the
+// directory. Called with w.mu held.
 func (w *treeWatch) leads(dir string) bool {
 	wdir := w.dirs[dir]
 	if wdir == nil || wdir.gone {
@@ -325,7 +339,7 @@ func (w *treeWatch) leads(dir string) bool {
 	if dir != w.root {
 		parent := parentDir(dir)
 		p := w.dirs[parent]
-		v = parent != dir && p != nil && !p.many && !p.names[dir[strings.LastIndexByte(dir, '/')+1:]] && w.leads(parent)
+		v = parent != dir && p != nil && !p.many && !p.attr && !p.names[dir[strings.LastIndexByte(dir, '/')+1:]] && w.leads(parent)
 	}
 	if w.finished {
 		wdir.leads = 1
@@ -364,8 +378,9 @@ func (w *treeWatch) finish() {
 
 // vouches reports whether the watch vouches for td, dir's record in t
 // (see treeWatch): the scan does not ask dir again. A record not trusted
-// counts only from the tree the watched walk read (walked), where it was
-// read after its watch. Once the watch is finished, nothing changes it.
+// counts only from the tree the watched walk read (tree.watched), where
+// it was read after its watch. Once the watch is finished, nothing
+// changes it.
 func (w *treeWatch) vouches(dir string, td treeDir, t *tree) bool {
 	if w == nil || t == nil {
 		return false
@@ -376,17 +391,8 @@ func (w *treeWatch) vouches(dir string, td treeDir, t *tree) bool {
 		return false
 	}
 	wdir := w.dirs[dir]
-	if wdir == nil || !wdir.own || td.Ino != wdir.ino || !td.Ctime.Equal(wdir.ctime) || !td.Trusted && t != w.walked {
+	if wdir == nil || !wdir.own || td.Ino != wdir.ino || !td.Ctime.Equal(wdir.ctime) || !td.Trusted && !t.watched {
 		return false
 	}
 	return w.leads(dir)
-}
-
-// walking tells w the tree its walk reads.
-func (w *treeWatch) walking(t *tree) {
-	if w != nil {
-		w.mu.Lock()
-		w.walked = t
-		w.mu.Unlock()
-	}
 }

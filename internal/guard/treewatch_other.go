@@ -17,6 +17,4 @@ func (w *treeWatch) add(string) (watchToken, fs.FileInfo) { return watchToken{},
 
 func (w *treeWatch) keep(string, watchToken, fs.FileInfo, treeDir, bool, bool) {}
 
-func (w *treeWatch) walking(*tree) {}
-
 func (w *treeWatch) vouches(string, treeDir, *tree) bool { return false }
