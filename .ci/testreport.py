@@ -50,6 +50,8 @@ MUST_RUN = [
     "e2e-user TestScanWatchedTree",
     "e2e TestScanWatchedChmod",
     "e2e-user TestScanWatchedChmod",
+    "e2e TestScanAcrossRuns",
+    "e2e-user TestScanAcrossRuns",
     "e2e TestWorkdirPrivate",
     "e2e-user TestWorkdirPrivate",
     "e2e TestOrdinarySystem",

@@ -228,7 +228,7 @@ func (g *Guard) End(stderr io.Writer, interrupted <-chan struct{}, release func(
 		skip[p] = true
 	}
 	during := g.pre.finish(interrupted)
-	findings, next := scan(g.opts.Workdir, g.started, skip, g.before, interrupted, during)
+	findings, next := scan(g.opts.Workdir, g.started, skip, g.before, interrupted, during, g.pre.previous())
 	for _, f := range findings {
 		g.note(f.Path, f.Text)
 	}

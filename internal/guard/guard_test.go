@@ -42,11 +42,11 @@ func scanText(t *testing.T, workdir string, started time.Time, skip map[string]b
 		}
 		return b.String()
 	}
-	fullFindings, _ := scan(workdir, started, skip, before, nil, nil)
+	fullFindings, _ := scan(workdir, started, skip, before, nil, nil, nil)
 	full := join(fullFindings)
 	if tr := readTree(workdir, nil, nil, nil); !tr.complete {
 		t.Errorf("the tree of %s was not read whole", workdir)
-	} else if cached, _ := scan(workdir, started, skip, before, nil, tr); join(cached) != full {
+	} else if cached, _ := scan(workdir, started, skip, before, nil, tr, nil); join(cached) != full {
 		t.Errorf("the scan over the recorded tree differs from the full one:\n%s\nfull:\n%s", join(cached), full)
 	}
 	return full

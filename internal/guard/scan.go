@@ -2,6 +2,7 @@ package guard
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -36,9 +37,16 @@ const (
 // is closed; either way it says what it did not check. t, when not nil, is
 // the tree read during the run (prewalk), or the one the previous run left
 // when the run ended before that reading did (prewalk.finish): the
-// directories unchanged since are not read again. It returns the tree as
-// it found it, for the next run (complete only when the scan was).
-func scan(workdir string, started time.Time, skip map[string]bool, before map[string]fingerprint, interrupted <-chan struct{}, t *tree) ([]Finding, *tree) {
+// directories unchanged since are not read again. prev, when not nil, is
+// the tree the previous run left: a directory below the workdir that it
+// does not record at that path (another inode, or none) and whose ctime
+// moved during the run was made or moved there during the run, and
+// everything the scan looks at below it counts as created, whatever its
+// own ctime (a file planted where the scan does not look, inside a .git,
+// in one run, and moved into sight in the next, keeps its ctime). It
+// returns the tree as it found it, for the next run (complete only when
+// the scan was).
+func scan(workdir string, started time.Time, skip map[string]bool, before map[string]fingerprint, interrupted <-chan struct{}, t, prev *tree) ([]Finding, *tree) {
 	since := scanSince(started)
 	planted := func(paths []string) []string {
 		var out []string
@@ -62,16 +70,29 @@ func scan(workdir string, started time.Time, skip map[string]bool, before map[st
 	var tools, others, unreadable []string
 	toolTops := projectTops
 	next := &tree{Dirs: make(map[string]treeDir, t.size())}
-	var walk func(dir string) bool
-	walk = func(dir string) bool {
+	var walk func(dir string, moved bool) bool
+	walk = func(dir string, moved bool) bool {
 		ents, err := t.list(dir, next, nil)
 		if err != nil {
-			if dir != workdir {
+			// The workdir itself too (an agent that takes its read bit
+			// away hides everything below it from the scan, not from
+			// git); not when it is gone.
+			if dir != workdir || !errors.Is(err, fs.ErrNotExist) {
 				unreadable = append(unreadable, fmt.Sprintf("%s (%v)", quoteName(dir), errText(err)))
 			}
 			if len(ents) == 0 {
 				return true
 			}
+		}
+		if !moved && dir != workdir && prev != nil {
+			if td, ok := next.Dirs[dir]; ok && !td.Ctime.Before(since) {
+				pd, had := prev.Dirs[dir]
+				moved = !had || pd.Ino != td.Ino
+			}
+		}
+		since := since
+		if moved {
+			since = time.Time{}
 		}
 		for _, d := range ents {
 			if stopped = b.spend(); stopped != "" {
@@ -89,13 +110,13 @@ func scan(workdir string, started time.Time, skip map[string]bool, before map[st
 			} else if protect.Reported(name) {
 				others = append(others, planted(changedTree(path, d.IsDir(), since))...)
 			}
-			if d.IsDir() && !walk(path) {
+			if d.IsDir() && !walk(path, moved) {
 				return false
 			}
 		}
 		return true
 	}
-	walk(workdir)
+	walk(workdir, false)
 	if len(tools) > 0 {
 		out = append(out, Finding{Path: "(tools)", Text: fmt.Sprintf("the agent created or changed files your tools run code from, in subdirectories of the project (only its top is kept read-only): %s; inspect them before opening those folders or entering them with direnv", quoteAll(tools))})
 	}

