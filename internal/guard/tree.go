@@ -83,6 +83,7 @@ var projectTops = protect.ProjectTops()
 // scanned says whether the scan looks at an entry of this name (besides
 // descending into directories).
 func scanned(name string) bool {
+	name = foldName(name)
 	return name == ".git" || projectTops[name] || protect.Reported(name)
 }
 
