@@ -143,6 +143,9 @@ func (t *tree) same(dir string, fi fs.FileInfo) (treeDir, bool) {
 	if t.watch.vouches(dir, td, t) {
 		return td, true
 	}
+	if p, ok := t.watch.patched(dir, td, t); ok {
+		return p, true
+	}
 	if !td.Trusted {
 		return td, false
 	}

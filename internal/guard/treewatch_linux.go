@@ -3,8 +3,10 @@
 package guard
 
 import (
+	"errors"
 	"io/fs"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -82,12 +84,13 @@ type watchedDir struct {
 	// hides what lies below from the scan's lstats): nothing below it
 	// is vouched for.
 	attr bool
-	// own: none of its entries and none of its own attributes changed,
-	// and its record was verified after the watch was placed (ino,
-	// ctime).
-	own   bool
-	ino   uint64
-	ctime time.Time
+	// verified: its record was verified after the watch was placed
+	// (ino, ctime); own: and none of its entries and none of its own
+	// attributes changed since.
+	verified bool
+	own      bool
+	ino      uint64
+	ctime    time.Time
 	// leads caches leads' answer once the watch is finished (1 yes,
 	// -1 no, 0 not asked).
 	leads int8
@@ -269,7 +272,8 @@ func (w *treeWatch) keep(dir string, tok watchToken, fi fs.FileInfo, td treeDir,
 	}
 	_, ino := devIno(fi)
 	wdir.ino, wdir.ctime = ino, ctime(fi)
-	wdir.own = wdir.own && ok && (td.Trusted || fresh) && td.matches(fi)
+	wdir.verified = ok && (td.Trusted || fresh) && td.matches(fi)
+	wdir.own = wdir.own && wdir.verified
 }
 
 // event records one inotify event of the guard's instance (name is the
@@ -319,6 +323,63 @@ func (w *treeWatch) event(wd int32, mask uint32, name string, shared bool) {
 		_, _ = unix.InotifyRmWatch(w.fd, uint32(wd))
 		w.removed[wd] = true
 	}
+}
+
+// patched returns dir's entries as they are now, made from its record td
+// and the names of the entries the watch saw created, removed or renamed
+// (each asked by lstat), when the watch vouches for everything else of
+// it: its record verified, its path leading to it, its own attributes
+// unchanged, every event read, not too many. A few files made and
+// removed in a large directory then cost a few lstats, not a reading of
+// the directory. The record returned has dir's ctime now (not trusted
+// while recent: the next run reads dir again).
+func (w *treeWatch) patched(dir string, td treeDir, t *tree) (treeDir, bool) {
+	if w == nil || t == nil {
+		return td, false
+	}
+	w.mu.Lock()
+	wdir := w.dirs[dir]
+	ok := w.finished && !w.overflow && w.rootInPlace && wdir != nil && wdir.verified && !wdir.gone && !wdir.many && !wdir.attr &&
+		td.Ino == wdir.ino && td.Ctime.Equal(wdir.ctime) && (td.Trusted || t.watched) && w.leads(dir)
+	var names []string
+	if ok {
+		names = make([]string, 0, len(wdir.names))
+		for n := range wdir.names {
+			names = append(names, n)
+		}
+	}
+	w.mu.Unlock()
+	if !ok {
+		return td, false
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() {
+		return td, false
+	}
+	if _, ino := devIno(fi); ino != td.Ino {
+		return td, false
+	}
+	ents := make([]treeEnt, 0, len(td.Ents)+len(names))
+	for _, e := range td.Ents {
+		if !slices.Contains(names, e.N) {
+			ents = append(ents, e)
+		}
+	}
+	for _, n := range names {
+		nfi, err := os.Lstat(dir + "/" + n)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return td, false
+		}
+		if nfi.IsDir() || scanned(n) {
+			ents = append(ents, treeEnt{N: n, T: nfi.Mode().Type()})
+		}
+	}
+	slices.SortFunc(ents, func(a, b treeEnt) int { return strings.Compare(a.N, b.N) })
+	c := ctime(fi)
+	return treeDir{Ctime: c, Ino: td.Ino, Trusted: c.Before(time.Now().Add(-racyMargin)), Ents: ents}, true
 }
 
 // leads reports whether dir's path still leads to the directory its

@@ -342,3 +342,56 @@ func TestTreeWatchRemoves(t *testing.T) {
 		t.Errorf("did not vouch for d31/s0")
 	}
 }
+
+// TestTreeWatchPatched: a directory whose entries changed by a few names
+// is not read again: its entries are its record's and the changed names,
+// each asked by lstat; the scan finds what a full walk finds. Not when its
+// own attributes changed, nor past treeEventsMax events.
+func TestTreeWatchPatched(t *testing.T) {
+	root := watchedTree(t)
+	for i := 0; i < 100; i++ {
+		write(t, filepath.Join(root, "d03", fmt.Sprintf("f%03d", i)), "x")
+	}
+	time.Sleep(30 * time.Millisecond)
+	tr, tw, end := treeUnderWatch(t, root)
+	started := time.Now()
+	at := func(p string) string { return filepath.Join(root, p) }
+	write(t, at("d03/new"), "x") // made and removed
+	if err := os.Remove(at("d03/new")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, at("d03/.envrc"), "planted")
+	mustRename(t, at("d03/s0"), at("d03/s2"))
+	if err := os.Mkdir(at("d03/.git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, at("d03/.git/config"), "[core]\n\tfsmonitor = true\n")
+	write(t, at("d04/new"), "x")
+	if err := os.Chmod(at("d04"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	end()
+	p, ok := tw.patched(at("d03"), tr.Dirs[at("d03")], tr)
+	var names []string
+	for _, e := range p.Ents {
+		names = append(names, e.N)
+	}
+	if !ok || strings.Join(names, " ") != ".envrc .git s1 s2" {
+		t.Errorf("d03 patched %v: %q, want .envrc .git s1 s2", ok, names)
+	}
+	if _, ok := tw.patched(at("d04"), tr.Dirs[at("d04")], tr); ok {
+		t.Error("d04, whose mode changed, patched")
+	}
+	dirReads.Store(0)
+	watched, _ := scanJoin(root, started, tr)
+	reads := dirReads.Load()
+	full, _ := scanJoin(root, started, nil)
+	if watched != full || !strings.Contains(watched, "d03/.envrc") || !strings.Contains(watched, "d03/.git/config") {
+		t.Errorf("the scan over the watched tree:\n%s\nfull:\n%s", watched, full)
+	}
+	// Read again: d04 (its mode), d03/s2 (moved: not at its recorded
+	// path), d03/.git (new). Not d03.
+	if reads > 3 {
+		t.Errorf("the scan read %d directories, want at most 3 (d04, d03/s2, d03/.git)", reads)
+	}
+}

@@ -18,3 +18,5 @@ func (w *treeWatch) add(string) (watchToken, fs.FileInfo) { return watchToken{},
 func (w *treeWatch) keep(string, watchToken, fs.FileInfo, treeDir, bool, bool) {}
 
 func (w *treeWatch) vouches(string, treeDir, *tree) bool { return false }
+
+func (w *treeWatch) patched(_ string, td treeDir, _ *tree) (treeDir, bool) { return td, false }
