@@ -46,7 +46,10 @@ import (
 //   - the queue never overflowed, and the events were all read once the
 //     run was over (finish).
 //
-// Anything else is asked as before (tree.holds). The watches are bounded
+// A directory whose entries changed by a few names, and that the watch
+// vouches for otherwise, is not read either: its entries are its
+// record's and those names, each asked by lstat (patched). Anything else
+// is asked as before (tree.holds). The watches are bounded
 // (treeWatchLimit; a directory with many events loses its watch), since
 // the user's editor and IDE share fs.inotify.max_user_watches with them.
 type treeWatch struct {
