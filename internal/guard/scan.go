@@ -78,8 +78,9 @@ func scan(workdir string, started time.Time, skip map[string]bool, before map[st
 		if err != nil {
 			// The workdir itself too (an agent that takes its read bit
 			// away hides everything below it from the scan, not from
-			// git); not when it is gone.
-			if dir != workdir || !errors.Is(err, fs.ErrNotExist) {
+			// git); not a directory that is gone (a placeholder the run
+			// removed: nothing lies below it).
+			if !errors.Is(err, fs.ErrNotExist) {
 				unreadable = append(unreadable, fmt.Sprintf("%s (%v)", quoteName(dir), errText(err)))
 			}
 			if len(ents) == 0 {

@@ -5,6 +5,7 @@ package guard
 import (
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -334,8 +335,8 @@ func (w *treeWatch) event(wd int32, mask uint32, name string, shared bool) {
 // it: its record verified, its path leading to it, its own attributes
 // unchanged, every event read, not too many. A few files made and
 // removed in a large directory then cost a few lstats, not a reading of
-// the directory. The record returned has dir's ctime now (not trusted
-// while recent: the next run reads dir again).
+// the directory. The record returned has dir's ctime now and is not
+// trusted: the next run reads dir again.
 func (w *treeWatch) patched(dir string, td treeDir, t *tree) (treeDir, bool) {
 	if w == nil || t == nil {
 		return td, false
@@ -344,16 +345,18 @@ func (w *treeWatch) patched(dir string, td treeDir, t *tree) (treeDir, bool) {
 	wdir := w.dirs[dir]
 	ok := w.finished && !w.overflow && w.rootInPlace && wdir != nil && wdir.verified && !wdir.gone && !wdir.many && !wdir.attr &&
 		td.Ino == wdir.ino && td.Ctime.Equal(wdir.ctime) && (td.Trusted || t.watched) && w.leads(dir)
-	var names []string
+	var changed map[string]bool
 	if ok {
-		names = make([]string, 0, len(wdir.names))
-		for n := range wdir.names {
-			names = append(names, n)
-		}
+		changed = maps.Clone(wdir.names)
 	}
 	w.mu.Unlock()
 	if !ok {
 		return td, false
+	}
+	for n := range changed {
+		if n == "" || n == "." || n == ".." || strings.Contains(n, "/") {
+			return td, false // not an entry's name: the kernel gives none such
+		}
 	}
 	fi, err := os.Lstat(dir)
 	if err != nil || !fi.IsDir() {
@@ -362,13 +365,13 @@ func (w *treeWatch) patched(dir string, td treeDir, t *tree) (treeDir, bool) {
 	if _, ino := devIno(fi); ino != td.Ino {
 		return td, false
 	}
-	ents := make([]treeEnt, 0, len(td.Ents)+len(names))
+	ents := make([]treeEnt, 0, len(td.Ents)+len(changed))
 	for _, e := range td.Ents {
-		if !slices.Contains(names, e.N) {
+		if !changed[e.N] {
 			ents = append(ents, e)
 		}
 	}
-	for _, n := range names {
+	for n := range changed {
 		nfi, err := os.Lstat(dir + "/" + n)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -381,8 +384,10 @@ func (w *treeWatch) patched(dir string, td treeDir, t *tree) (treeDir, bool) {
 		}
 	}
 	slices.SortFunc(ents, func(a, b treeEnt) int { return strings.Compare(a.N, b.N) })
-	c := ctime(fi)
-	return treeDir{Ctime: c, Ino: td.Ino, Trusted: c.Before(time.Now().Add(-racyMargin)), Ents: ents}, true
+	// Never trusted: the ctime is this moment's, and a change after the
+	// events were read (another run's agent in the same workdir, the
+	// user) is in no event: the next run reads dir again.
+	return treeDir{Ctime: ctime(fi), Ino: td.Ino, Ents: ents}, true
 }
 
 // leads reports whether dir's path still leads to the directory its

@@ -395,3 +395,32 @@ func TestTreeWatchPatched(t *testing.T) {
 		t.Errorf("the scan read %d directories, want at most 3 (d04, d03/s2, d03/.git)", reads)
 	}
 }
+
+// TestTreeWatchPatchedNotTrusted: a change after the watch's events were
+// read (another run's agent in the same workdir, the user) is in no event;
+// a patched record, which has the directory's ctime of the scan's moment,
+// is never trusted, so the next run reads the directory again and finds
+// what was planted below the new entry.
+func TestTreeWatchPatchedNotTrusted(t *testing.T) {
+	root := watchedTree(t)
+	tr, _, end := treeUnderWatch(t, root)
+	at := func(p string) string { return filepath.Join(root, p) }
+	started := time.Now()
+	write(t, at("d03/a"), "x") // an event in d03: patched, not vouched
+	end()
+	if err := os.Mkdir(at("d03/x"), 0o755); err != nil { // after the events were read
+		t.Fatal(err)
+	}
+	time.Sleep(3 * racyMargin)
+	_, next := scanJoin(root, started, tr)
+	if next.Dirs[at("d03")].Trusted {
+		t.Error("the patched record of d03 is trusted")
+	}
+	time.Sleep(3 * racyMargin)
+	started = time.Now()
+	write(t, at("d03/x/.envrc"), "planted") // the next run's agent
+	got, _ := scanWith(root, started, readTree(root, nil, next, nil), next)
+	if !strings.Contains(got, "d03/x/.envrc") {
+		t.Errorf("the next run's scan missed d03/x/.envrc:\n%s", got)
+	}
+}
