@@ -67,6 +67,27 @@ func runHelper(args []string) int {
 		if errno != 0 {
 			err = errno
 		}
+	case "fscrypt":
+		// Make the directory args[1] encrypted, then add a key (both
+		// refused in the sandbox; EOPNOTSUPP outside on a filesystem
+		// without encryption).
+		d, derr := syscall.Open(args[1], syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+		if derr != nil {
+			err = derr
+			break
+		}
+		var policy [12]byte
+		policy[0], policy[1], policy[2] = 1, 1, 4 // v1, AES-256-XTS, AES-256-CTS
+		_, _, e1 := syscall.Syscall(syscall.SYS_IOCTL, uintptr(d), ioctlFSSetEncryptionPolicy, uintptr(unsafe.Pointer(&policy[0])))
+		var key [80 + 64]byte
+		key[0] = 1 // FSCRYPT_KEY_SPEC_TYPE_DESCRIPTOR
+		key[40] = 64
+		_, _, e2 := syscall.Syscall(syscall.SYS_IOCTL, uintptr(d), ioctlFSAddEncryptionKey, uintptr(unsafe.Pointer(&key[0])))
+		syscall.Close(d)
+		fmt.Printf("set-policy: %v; add-key: %v\n", e1, e2)
+		if e1 == syscall.EPERM && e2 == syscall.EPERM {
+			err = syscall.EPERM
+		}
 	default:
 		fmt.Println("unknown probe", args[0])
 		return 2

@@ -727,6 +727,42 @@ func TestTerminalInjection(t *testing.T) {
 	}
 }
 
+// TestFscryptRefused: the ioctls that make a directory encrypted and add
+// a key fail with EPERM in the sandbox, and with something else outside
+// (the control: EOPNOTSUPP where the filesystem has no encryption, as on
+// the machines here, where the attack itself cannot be run).
+func TestFscryptRefused(t *testing.T) {
+	k := testKernel(t, "host")
+	dir := t.TempDir()
+	probe := func(confined bool) string {
+		cmd := exec.Command(testExe(t), "fscrypt", dir)
+		cmd.Env = []string{helperEnv + "=1"}
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if !confined {
+			_ = cmd.Run()
+			return out.String()
+		}
+		p := systemPolicy(t)
+		p.ReadWrite = append(p.ReadWrite, dir)
+		proc, err := start(cmd, p, Seccomp{}, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = proc.Wait()
+		return out.String()
+	}
+	const both = "set-policy: operation not permitted; add-key: operation not permitted"
+	if out := probe(false); strings.Contains(out, both) || !strings.Contains(out, "set-policy") {
+		t.Fatalf("control (unconfined): %q; want another error than EPERM", out)
+	} else {
+		t.Logf("control (unconfined): %s", out)
+	}
+	if out := probe(true); !strings.Contains(out, both) {
+		t.Errorf("confined: %q; want EPERM for both", out)
+	}
+}
+
 func TestTerminalFilterShape(t *testing.T) {
 	all := Seccomp{DenyKeyrings: true, DenyUnixSockets: true, DenyUserns: true, DenyHostIPC: true, NotifyConnect: true}
 	for arch, a := range seccompArches {

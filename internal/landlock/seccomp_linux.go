@@ -20,6 +20,12 @@ import (
 // so the filter makes both fail with EPERM. It always refuses system calls of
 // a foreign ABI (32-bit compat, x32), whose numbers it would not match.
 //
+// It refuses fscrypt's ioctls that make a directory encrypted and that add
+// a key: with a key added, an encrypted directory shows other names, with
+// no inotify event and no change of ctime, so the end-of-run scan's record
+// of the workdir would no longer be what is there (a .envrc that appears
+// once the key is in).
+//
 // It always refuses kernel surface no agent needs: AF_VSOCK sockets (vsock
 // ignores the network namespace: on a VM they reach the hypervisor's
 // services past every network rule), netlink sockets other than
@@ -75,6 +81,10 @@ var seccompArches = map[string]seccompArch{
 const (
 	ioctlTIOCSTI   = 0x5412
 	ioctlTIOCLINUX = 0x541C
+	// fscrypt's FS_IOC_SET_ENCRYPTION_POLICY and FS_IOC_ADD_ENCRYPTION_KEY
+	// (the same numbers on the architectures above).
+	ioctlFSSetEncryptionPolicy = 0x800c6613
+	ioctlFSAddEncryptionKey    = 0xc0506617
 )
 
 // bpf assembles a filter whose conditional jumps name their targets:
@@ -200,7 +210,9 @@ func seccompFilter(a seccompArch, o Seccomp) []unix.SockFilter {
 	b.jmp(jeq, a.ioctl, "", "allow")
 	b.op(ld, 24)
 	b.jmp(jeq, ioctlTIOCSTI, "deny", "")
-	b.jmp(jeq, ioctlTIOCLINUX, "deny", "allow")
+	b.jmp(jeq, ioctlTIOCLINUX, "deny", "")
+	b.jmp(jeq, ioctlFSSetEncryptionPolicy, "deny", "")
+	b.jmp(jeq, ioctlFSAddEncryptionKey, "deny", "allow")
 	return b.program(unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM), unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS), unix.SECCOMP_RET_USER_NOTIF, unix.SECCOMP_RET_ALLOW)
 }
 
