@@ -99,27 +99,13 @@ const throughputSize = 64 << 20
 // compares the broker's with the direct one (issue 27: at least 90 %).
 func BenchmarkThroughput(b *testing.B) {
 	payload := make([]byte, 1<<20)
-	raw, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer raw.Close()
-	go func() {
-		for {
-			c, err := raw.Accept()
-			if err != nil {
+	raw := serveEach(b, func(c net.Conn) {
+		for sent := 0; sent < throughputSize; sent += len(payload) {
+			if _, err := c.Write(payload); err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				for sent := 0; sent < throughputSize; sent += len(payload) {
-					if _, err := c.Write(payload); err != nil {
-						return
-					}
-				}
-			}()
 		}
-	}()
+	})
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", strconv.Itoa(throughputSize))
 		for sent := 0; sent < throughputSize; sent += len(payload) {

@@ -354,6 +354,47 @@ func TestRebindingAndMetadata(t *testing.T) {
 // closes; it never closes first.
 func echoServer(t testing.TB) net.Listener { return echoServerClosing(t, false) }
 
+// serveEach listens on loopback and runs serve on each connection it
+// accepts (closing the connection after), until the test ends.
+func serveEach(tb testing.TB, serve func(net.Conn)) net.Listener {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				serve(c)
+			}()
+		}
+	}()
+	return l
+}
+
+// proxiedClient is an HTTP client whose requests go through the proxy f.
+func proxiedClient(f *fixture) *http.Client {
+	u, _ := url.Parse(f.url)
+	return &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(u)}, Timeout: 20 * time.Second}
+}
+
+// fetch gets target with client and returns the whole body.
+func fetch(tb testing.TB, client *http.Client, target string) ([]byte, error) {
+	tb.Helper()
+	resp, err := client.Get(target)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(resp.Body)
+}
+
 // echoServerClosing is echoServer that, with closeOnEOF, closes a
 // connection when its peer finished sending.
 func echoServerClosing(t testing.TB, closeOnEOF bool) net.Listener {
@@ -987,15 +1028,9 @@ func TestForwardLargeBody(t *testing.T) {
 	}))
 	defer web.Close()
 	f := startProxy(t, Config{Allow: []string{"127.0.0.1"}, Dial: (&net.Dialer{}).DialContext})
-	u, _ := url.Parse(f.url)
-	client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(u)}, Timeout: 20 * time.Second}
+	client := proxiedClient(f)
 	for i := 0; i < 2; i++ {
-		resp, err := client.Get(web.URL + "/big")
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		got, err := fetch(t, client, web.URL+"/big")
 		if err != nil || !bytes.Equal(got, body) {
 			t.Fatalf("request %d: %d bytes (%v), want the %d sent", i, len(got), err, len(body))
 		}

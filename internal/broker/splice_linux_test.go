@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strconv"
 	"testing"
 	"time"
@@ -64,14 +63,7 @@ func TestSpliceWithoutPipes(t *testing.T) {
 		w.Write(body)
 	}))
 	defer web.Close()
-	u, _ := url.Parse(f.url)
-	client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(u)}, Timeout: 20 * time.Second}
-	resp, err := client.Get(web.URL + "/big")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	b, err := fetch(t, proxiedClient(f), web.URL+"/big")
 	if err != nil || !bytes.Equal(b, body) {
 		t.Fatalf("forwarded body without pipes: %d bytes (%v), want the %d sent", len(b), err, len(body))
 	}
@@ -96,23 +88,7 @@ func TestSplicePipeBound(t *testing.T) {
 	for i := range payload {
 		payload[i] = byte(i * 31 / 7)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.Write(payload)
-			}()
-		}
-	}()
+	l := serveEach(t, func(c net.Conn) { c.Write(payload) })
 	f := startProxy(t, Config{Allow: []string{"127.0.0.1"}})
 	var conns []net.Conn
 	for i := 0; i < 8; i++ {

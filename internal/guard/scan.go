@@ -70,7 +70,6 @@ func scan(workdir string, started time.Time, skip map[string]bool, before map[st
 	stopped := ""
 	var out []Finding
 	var tools, others, unreadable []string
-	toolTops := projectTops
 	next := &tree{Dirs: make(map[string]treeDir, t.size())}
 	var walk func(dir string, moved bool) bool
 	walk = func(dir string, moved bool) bool {
@@ -102,17 +101,17 @@ func scan(workdir string, started time.Time, skip map[string]bool, before map[st
 				return false
 			}
 			name, path := d.Name(), filepath.Join(dir, d.Name())
-			folded := foldName(name)
-			if folded == ".git" {
+			git, top, reported := nameKind(name)
+			if git {
 				if changed := planted(gitChanged(path, d, since)); len(changed) > 0 {
 					out = append(out, Finding{Path: path, Text: fmt.Sprintf("the agent created or changed git metadata that git runs on the host: %s; your next git command in %s runs what it planted: inspect it (or remove that .git) before running git there", quoteAll(changed), quoteName(dir))})
 				}
 				if name == ".git" {
 					continue // a .GIT is walked too: on a filesystem that tells case apart it is no git dir
 				}
-			} else if toolTops[folded] && dir != workdir {
+			} else if top && dir != workdir {
 				tools = append(tools, planted(changedTree(path, d.IsDir(), since))...)
-			} else if protect.Reported(folded) {
+			} else if reported {
 				others = append(others, planted(changedTree(path, d.IsDir(), since))...)
 			}
 			if d.IsDir() && !walk(path, moved) {
@@ -382,6 +381,40 @@ func foldName(name string) string {
 		b.WriteRune(unicode.ToLower(m))
 	}
 	return b.String()
+}
+
+// nameKind says what the scan makes of an entry's name, compared without
+// case (foldName): a git dir, a protected project name (projectTops), a
+// name other tools run code from (protect.Reported). It runs for every
+// entry read: a name of lower-case ASCII, the usual one, is taken as it
+// is, another ASCII one lowered byte by byte, only the rest folded rune
+// by rune.
+func nameKind(name string) (git, top, reported bool) {
+	f := name
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c >= utf8.RuneSelf {
+			f = foldName(name)
+			break
+		} else if 'A' <= c && c <= 'Z' {
+			if isASCII(name[i:]) {
+				f = strings.ToLower(name)
+			} else {
+				f = foldName(name)
+			}
+			break
+		}
+	}
+	return f == ".git", projectTops[f], protect.Reported(f)
+}
+
+// isASCII says whether s holds bytes below 0x80 only.
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // changedSince reports whether p exists with a status change (ctime, which

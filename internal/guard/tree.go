@@ -83,8 +83,8 @@ var projectTops = protect.ProjectTops()
 // scanned says whether the scan looks at an entry of this name (besides
 // descending into directories).
 func scanned(name string) bool {
-	name = foldName(name)
-	return name == ".git" || projectTops[name] || protect.Reported(name)
+	git, top, reported := nameKind(name)
+	return git || top || reported
 }
 
 // record reads dir now into next (an lstat before its entries, the

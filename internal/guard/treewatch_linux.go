@@ -56,19 +56,18 @@ import (
 type treeWatch struct {
 	fd    int // the guard's inotify instance; not closed here
 	root  string
-	limit int
+	limit int // watches it may place; -1 until the first add reads it
 
-	mu              sync.Mutex
-	placed          int
-	rootDev         uint64
-	rootIno         uint64
-	byWd            map[int32][]string
-	removed         map[int32]bool // watches event removed
-	dirs            map[string]*watchedDir
-	overflow        bool
-	finished        bool
-	rootInPlace     bool
-	refused, failed int // watches not placed (tests)
+	mu          sync.Mutex
+	placed      int
+	rootDev     uint64
+	rootIno     uint64
+	byWd        map[int32][]string
+	removed     map[int32]bool // watches event removed
+	dirs        map[string]*watchedDir
+	overflow    bool
+	finished    bool
+	rootInPlace bool
 }
 
 // watchedDir is one directory under treeWatch.
@@ -154,17 +153,14 @@ var localFS = map[int64]bool{
 }
 
 // newTreeWatch returns the tree's watch of root through the inotify
-// instance fd, or nil when there is none to be had (no instance, no
-// room).
+// instance fd, or nil when there is none to be had (no instance). Its
+// bound is read by the first add, in the walk's goroutine rather than on
+// the run's path.
 func newTreeWatch(fd int, root string) *treeWatch {
 	if fd < 0 || root == "" {
 		return nil
 	}
-	limit := treeWatchLimit()
-	if limit <= 0 {
-		return nil
-	}
-	return &treeWatch{fd: fd, root: root, limit: limit, byWd: map[int32][]string{}, removed: map[int32]bool{}, dirs: map[string]*watchedDir{}}
+	return &treeWatch{fd: fd, root: root, limit: -1, byWd: map[int32][]string{}, removed: map[int32]bool{}, dirs: map[string]*watchedDir{}}
 }
 
 // watchToken is a watch add placed, for keep; wd < 0 for none.
@@ -180,6 +176,9 @@ func (w *treeWatch) add(dir string) (watchToken, fs.FileInfo) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.limit < 0 {
+		w.limit = treeWatchLimit()
+	}
 	if w.finished || w.placed >= w.limit || w.overflow {
 		return none, nil
 	}
@@ -192,7 +191,6 @@ func (w *treeWatch) add(dir string) (watchToken, fs.FileInfo) {
 	}
 	wd, err := unix.InotifyAddWatch(w.fd, dir, treeMask|unix.IN_DONT_FOLLOW)
 	if err != nil {
-		w.failed++
 		if err == unix.ENOSPC {
 			w.limit = w.placed // no room left: the user's other watchers need it
 		}
@@ -204,7 +202,6 @@ func (w *treeWatch) add(dir string) (watchToken, fs.FileInfo) {
 		return none, nil
 	}
 	if dev, _ := devIno(fi); dev != w.rootDev {
-		w.refused++
 		return none, fi // another filesystem: not trusted to report
 	}
 	w.register(dir, int32(wd))
@@ -230,12 +227,10 @@ func (w *treeWatch) addRoot() (watchToken, fs.FileInfo) {
 	defer unix.Close(fd)
 	var sfs unix.Statfs_t
 	if unix.Fstatfs(fd, &sfs) != nil || !localFS[int64(sfs.Type)] {
-		w.refused++
 		return none, nil
 	}
 	wd, err := unix.InotifyAddWatch(w.fd, "/proc/self/fd/"+strconv.Itoa(fd), treeMask)
 	if err != nil {
-		w.failed++
 		return none, nil
 	}
 	w.placed++
