@@ -112,6 +112,10 @@ MUST_RUN = [
     "e2e TestNonoProfilesLoad",
     "e2e TestNonoDoctor",
     "e2e-user TestNonoDoctor",
+    "e2e TestNonoUnixSocketDirBind",
+    "e2e-user TestNonoUnixSocketDirBind",
+    "e2e TestNonoNestedUsernsOptIn",
+    "e2e-user TestNonoNestedUsernsOptIn",
 ]
 
 # Tests that may skip on the CI machine, and why.

@@ -271,14 +271,14 @@ a.sendto(b"@CANARY", "@DGRAM")'`,
 import socket
 a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
 a.send(b"x"); assert b.recv(1) == b"x"'`,
-		setup: dgramListener, judgedByHost: true, nono: nonoDgram},
+		setup: dgramListener, judgedByHost: true},
 	{name: "attach the user's System V shared memory", class: 9, agent: "shell", needs: []string{"python3"},
 		probe: `@PYTHON -c '
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
 raise SystemExit(0 if libc.shmget(ctypes.c_int(@SHMKEY), ctypes.c_size_t(0), 0) >= 0 else 1)'`,
 		neighbour: `@PYTHON -c 'import mmap; m = mmap.mmap(-1, 4096); m.write(b"x")'`,
-		setup:     sysvSegment, nono: nonoSysV},
+		setup:     sysvSegment},
 	{name: "read ~/.aws credentials", class: 1, agent: "shell",
 		probe: `cat @HOME/.aws/credentials`, neighbour: `cat @WORK/README`},
 	{name: "read ~/.gnupg", class: 1, agent: "shell",
@@ -349,8 +349,7 @@ raise SystemExit(0 if libc.shmget(ctypes.c_int(@SHMKEY), ctypes.c_size_t(0), 0) 
 		neighbourAgent: "open", setup: udpListener, judgedByHost: true, weaker: weakerUDP},
 	{name: "inject keystrokes with TIOCSTI", class: 17, agent: "shell", needs: []string{"python3"}, pty: true,
 		probe:     `@PYTHON -c 'import fcntl,termios; fcntl.ioctl(0, termios.TIOCSTI, b"x")'`,
-		neighbour: `@PYTHON -c 'import os; assert os.isatty(0)'`,
-		nono:      "nono filters no ioctl: TIOCSTI is refused only where the kernel refuses it (dev.tty.legacy_tiocsti=0, without CAP_SYS_ADMIN)"},
+		neighbour: `@PYTHON -c 'import os; assert os.isatty(0)'`},
 	{name: "read another terminal of the user", class: 18, agent: "shell", pty: true,
 		probe:     `head -c 6 @OTHERPTY`,
 		neighbour: `tty | grep -q /dev/pts/ && stty size >/dev/null`,
@@ -722,12 +721,6 @@ func openSecretFD(t *testing.T, w *world) (vars, func() string) {
 	w.extraFiles = []*os.File{f}
 	return nil, func() string { return "" }
 }
-
-// nonoDgram and nonoSysV: nono's pinned behaviour for the host IPC rows.
-const (
-	nonoDgram = "nono leaves datagram socketpairs and sendto by path to Landlock, which mediates Unix sockets by path only from ABI 9 (this kernel has 7)"
-	nonoSysV  = "nono has no IPC namespace and filters no System V IPC call"
-)
 
 // dgramListener binds a Unix datagram socket in the world's root (outside
 // every grant), as journald's /run/systemd/journal/socket, and records

@@ -14,7 +14,8 @@ package e2e
 // --no-sandbox, or without agent-sandbox at all) that must succeed, else
 // the row is skipped saying why. Rows run per backend and, where the
 // network mode matters, per mode: open, --offline and allow-list
-// (--allow-host localhost:1). A mode the binary refuses (exit 125) fails
+// (--allow-host localhost:1; under nono localhost, without the port nono
+// refuses). A mode the binary refuses (exit 125) fails
 // its rows: it is a mode the engine must support.
 //
 // Names: TestEscapeView/<backend>/<mode>/<case>, TestEscapeView/<backend>/<case>
@@ -173,9 +174,15 @@ func (v *view) exec(args []string, o opts) run {
 	return run{code, out.String()}
 }
 
-// sandboxFlags are the backend's and the mode's flags.
+// sandboxFlags are the backend's and the mode's flags. nono refuses an
+// allow-list entry with a port (its proxy would admit every port of the
+// host), so its allow-list mode names localhost without one.
 func (v *view) sandboxFlags() []string {
-	return append(append([]string{}, v.flags...), v.mode.flags...)
+	mode := v.mode.flags
+	if nonoSelected(v.flags) && v.mode.name == "allowlist" {
+		mode = []string{"--allow-host", "localhost"}
+	}
+	return append(append([]string{}, v.flags...), mode...)
 }
 
 // agent runs `agent-sandbox FLAGS FOLDER -c SCRIPT` (sandboxed) or
@@ -228,8 +235,9 @@ type viewCase struct {
 // Why nono's results differ from the built-in engine's, one phrase per
 // cause (README, "Escape classes by backend").
 const (
-	nonoUnix    = "nono leaves pathname Unix sockets unmediated (its linux.af_unix_mediation is off unless a profile asks, and agent-sandbox's profile does not): the agent connects to any socket it can name, in every network mode"
-	nonoKeyring = "nono gives the agent the launcher's session keyring and filters no keyring call"
+	// nonoOwnUnix: agent-sandbox's seccomp layer under nono refuses
+	// socket(AF_UNIX), the only way to keep host sockets out there.
+	nonoOwnUnix = "under nono agent-sandbox's seccomp layer refuses socket(AF_UNIX) (nono leaves pathname Unix sockets unmediated, and Landlock on this kernel cannot): the agent's own sockets fail too, unless the folder names their directory in unix_socket_dir_bind (TestNonoUnixSocketDirBind)"
 	nonoStat    = "Landlock does not restrict stat(2): the names and metadata (size, times) of files outside the grants are visible, their contents are not"
 	nonoInotify = "Landlock does not restrict inotify_add_watch: the agent can watch a directory it cannot read"
 	nonoProtect = "nono cannot keep the protected project files read-only inside a writable grant (Landlock cannot deny inside an allowed directory; README, Protected files: the ledger)"
@@ -241,11 +249,7 @@ const (
 	// nonoGitReplaced: the repository itself is not the guard's to keep.
 	nonoGitReplaced = "under nono the agent can move .git away and make a new one: the guard keeps git's code-running settings and hooks out of it, not the repository (its config changes)"
 	nonoRlimit      = "nono sets no resource limits: the agent keeps the launcher's"
-	nonoUserns      = "nono does not refuse new user namespaces"
-	nonoVsock       = "nono refuses AF_VSOCK sockets only when the network is blocked or allow-listed"
-	nonoNetlink     = "nono refuses netlink sockets only when the network is blocked or allow-listed"
 	nonoNetlinkOff  = "nono's seccomp refuses every netlink socket when the network is blocked or allow-listed, NETLINK_ROUTE (getifaddrs) included"
-	nonoIOUring     = "nono refuses io_uring only when the network is blocked or allow-listed"
 	nonoProcView    = "nono has no PID namespace and Landlock does not restrict /proc: the agent sees every process and reads the /proc/<pid> files of the user's processes"
 	nonoNetNS       = "nono has no network namespace: /proc/net/unix lists the host's Unix sockets"
 	nonoLoopback    = "nono's blocked and allow-listed networks close loopback inside the sandbox too (Landlock's TCP rules admit only the proxy's and the open ports, and seccomp refuses UDP sockets), so a server and its client inside cannot talk"
@@ -453,25 +457,25 @@ var viewCases = []viewCase{
 	// Class 1: host Unix sockets reached by path.
 	{name: "unix-socket-docker", needs: []string{"python3"},
 		setup: sockAt(func(v *view) string { return filepath.Join(v.home, ".docker.sock") }, nil),
-		probe: pyUnixConnect, neighbour: pyUnixLocal, nono: nonoUnix},
+		probe: pyUnixConnect, neighbour: pyUnixLocal, nonoNoNeighbour: nonoOwnUnix},
 	{name: "unix-socket-xdg-runtime-bus", needs: []string{"python3"},
 		setup: sockAt(func(v *view) string { return filepath.Join(v.root, "xdg-runtime", "bus") },
 			func(v *view, s string) { v.env["XDG_RUNTIME_DIR"] = filepath.Dir(s) }),
-		probe: pyUnixConnect, neighbour: pyUnixLocal, nono: nonoUnix},
+		probe: pyUnixConnect, neighbour: pyUnixLocal, nonoNoNeighbour: nonoOwnUnix},
 	{name: "unix-socket-x11-in-tmp", needs: []string{"python3"},
 		setup: sockAt(x11Sock, func(v *view, s string) { v.env["DISPLAY"] = ":0" }),
-		probe: pyUnixConnect, neighbour: pyUnixLocal, nono: nonoUnix},
+		probe: pyUnixConnect, neighbour: pyUnixLocal, nonoNoNeighbour: nonoOwnUnix},
 	{name: "unix-socket-ssh-agent", needs: []string{"python3"},
 		setup: sockAt(func(v *view) string { return filepath.Join(v.root, "ssh-agent", "agent.1") },
 			func(v *view, s string) { v.env["SSH_AUTH_SOCK"] = s }),
-		probe: pyUnixConnect, neighbour: pyUnixLocal, nono: nonoUnix},
+		probe: pyUnixConnect, neighbour: pyUnixLocal, nonoNoNeighbour: nonoOwnUnix},
 	{name: "proc-net-unix-lists-host-socket", modes: []string{"offline", "allowlist"}, needs: []string{"python3"},
 		setup: sockAt(func(v *view) string { return filepath.Join(v.home, ".docker.sock") }, nil),
 		probe: `grep -q @SOCK /proc/net/unix`,
 		neighbour: `cd @WORK && python3 -c '
 import socket
 s = socket.socket(socket.AF_UNIX); s.bind("nb2.sock"); s.listen(1)
-assert "nb2.sock" in open("/proc/net/unix").read()'`, nono: nonoNetNS},
+assert "nb2.sock" in open("/proc/net/unix").read()'`, nono: nonoNetNS, nonoNoNeighbour: nonoOwnUnix},
 
 	// Class 4: kernel keyrings.
 	{name: "keyring-read-session-canary", needs: []string{"python3"}, setup: keyringSetup,
@@ -483,7 +487,7 @@ n = libc.syscall(NR["keyctl"], L(11), L(kid), buf, L(512))
 if n < 0: raise SystemExit("keyctl read: errno %d" % ctypes.get_errno())
 print(buf.raw[:n].decode())'`,
 		neighbour: `python3 -c '` + pySyscalls + `
-assert libc.syscall(39 if os.uname().machine == "x86_64" else 172) == os.getpid()'`, nono: nonoKeyring},
+assert libc.syscall(39 if os.uname().machine == "x86_64" else 172) == os.getpid()'`},
 	{name: "keyring-syscalls-allowed", needs: []string{"python3"},
 		probe: `python3 -c '` + pySyscalls + `
 ok = []
@@ -492,7 +496,7 @@ for name, ring in (("user", -4), ("session", -3), ("user-session", -5)):
 if libc.syscall(NR["add_key"], b"user", b"agent-sandbox-probe", b"x", L(1), L(-3)) >= 0: ok.append("add_key session")
 print(ok)
 raise SystemExit(0 if ok else 1)'`,
-		neighbour: `python3 -c 'import os; assert os.getpid() > 0'`, nono: nonoKeyring},
+		neighbour: `python3 -c 'import os; assert os.getpid() > 0'`},
 
 	// Kernel surface no agent needs (issue 24, items 1, 2 and 9): a
 	// nested user namespace (every capability inside it), AF_VSOCK (past
@@ -502,17 +506,17 @@ raise SystemExit(0 if ok else 1)'`,
 	// (getifaddrs), ordinary file reads.
 	{name: "userns-nested", needs: []string{"unshare", "python3"},
 		probe:     `unshare -U true`,
-		neighbour: `python3 -c 'import subprocess, threading; t = threading.Thread(target=lambda: None); t.start(); t.join(); assert subprocess.run(["true"]).returncode == 0'`, nono: nonoUserns},
+		neighbour: `python3 -c 'import subprocess, threading; t = threading.Thread(target=lambda: None); t.start(); t.join(); assert subprocess.run(["true"]).returncode == 0'`},
 	{name: "vsock-socket", needs: []string{"python3"},
 		probe:     `python3 -c 'import socket; socket.socket(40, socket.SOCK_STREAM)'`,
-		neighbour: `python3 -c 'import socket; socket.socketpair()'`, nono: nonoVsock, nonoModes: []string{"open"}},
+		neighbour: `python3 -c 'import socket; socket.socketpair()'`},
 	{name: "netlink-sock-diag", needs: []string{"python3"},
-		probe:     `python3 -c 'import socket; socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, 4)'`,
-		neighbour: `python3 -c 'import socket; socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, 0); assert socket.if_nameindex()'`, nono: nonoNetlink, nonoModes: []string{"open"},
+		probe:           `python3 -c 'import socket; socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, 4)'`,
+		neighbour:       `python3 -c 'import socket; socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, 0); assert socket.if_nameindex()'`,
 		nonoNoNeighbour: nonoNetlinkOff, nonoNoNeighbourModes: []string{"offline", "allowlist"}},
 	{name: "io-uring-setup", needs: []string{"python3"},
 		probe:     `python3 -c 'import ctypes; libc = ctypes.CDLL(None, use_errno=True); raise SystemExit(0 if libc.syscall(425, 8, ctypes.create_string_buffer(120)) >= 0 else 1)'`,
-		neighbour: `python3 -c 'open("@WORK/README").read()'`, nono: nonoIOUring, nonoModes: []string{"open"}},
+		neighbour: `python3 -c 'open("@WORK/README").read()'`},
 
 	// The sandbox's init (issue 24 item 5): no thread of it may share the
 	// agent's Landlock domain, where the agent could signal it (SIGABRT

@@ -118,7 +118,9 @@ func TestNonoProxyPrograms(t *testing.T) {
 	r := newBrokerRun(t)
 	ca := filepath.Join(r.work, "ca.pem")
 	writeCA(t, ca, tlsSrv)
-	allow := append(append([]string{}, nonoFlags...), "--allow-host", hostPort(plain), "--allow-host", hostPort(tlsSrv))
+	// nono's proxy matches host names only, so agent-sandbox refuses an
+	// entry with a port under nono: the servers' host is listed whole.
+	allow := append(append([]string{}, nonoFlags...), "--allow-host", "127.0.0.2")
 
 	t.Run("curl through nono's proxy, HTTP and HTTPS", func(t *testing.T) {
 		script := fmt.Sprintf(`set -e
@@ -141,17 +143,16 @@ curl -sS --cacert %s https://%s/ ; echo`, hostPort(plain), ca, hostPort(tlsSrv))
 		}
 	})
 
-	t.Run("nono drops the port of an allow-list entry", func(t *testing.T) {
-		// nono's own behaviour, pinned: nono-cli strips ":port" from
-		// allow_domain entries ("the proxy host filter matches hostnames
-		// only"), so 127.0.0.2:<plain> lets the agent reach every port of
-		// 127.0.0.2 through the proxy; the built-in engine's broker keeps
-		// the port (TestBrokerRealPrograms).
-		code, out := r.cli(60*time.Second, nil, append(allow, r.folder(), "-c", "curl -sS http://"+hostPort(samehost)+"/")...)
-		if !strings.Contains(out, "CANARY-other-port-reached") {
-			t.Errorf("under nono a port not on the list used to be reached through the proxy (nono drops the port of an allow-list entry) and now is not (exit %d): update this pin and the README's table:\n%s", code, out)
-		} else {
-			t.Logf("nono's behaviour, pinned: allow-list entry %s also admitted %s", hostPort(plain), hostPort(samehost))
+	t.Run("an allow-list entry with a port is refused", func(t *testing.T) {
+		// nono-cli strips ":port" from allow_domain entries (measured with
+		// 0.78.0: 127.0.0.2:<plain> also admitted every other port of
+		// 127.0.0.2 through its proxy), so agent-sandbox refuses such an
+		// entry under nono (exit 125) instead of dropping the port; the
+		// built-in engine's broker keeps it (TestBrokerRealPrograms).
+		args := append(append([]string{}, nonoFlags...), "--allow-host", hostPort(plain), r.folder(), "-c", "curl -sS http://"+hostPort(samehost)+"/; echo RAN")
+		code, out := r.cli(60*time.Second, nil, args...)
+		if code != 125 || strings.Contains(out, "RAN") || strings.Contains(out, "CANARY") || !strings.Contains(out, fmt.Sprintf("--allow-host %q: nono cannot keep an allow-list entry to port", hostPort(plain))) {
+			t.Errorf("want exit 125 naming the entry, nothing run (exit %d):\n%s", code, out)
 		}
 	})
 
@@ -397,13 +398,15 @@ func TestNonoRealAgents(t *testing.T) {
 	}
 
 	api := newAPIStandInAt(t, "127.0.0.2:0")
+	// The allow list names the host without the port: agent-sandbox refuses
+	// an entry with a port under nono, whose proxy matches host names only.
 	host := "127.0.0.2:" + strconv.Itoa(api.port())
 
 	t.Run("claude completes a turn through nono's proxy", func(t *testing.T) {
 		realAgent(t, "claude", "@anthropic-ai/claude-code")
 		r := newBrokerRun(t)
 		env := []string{"ANTHROPIC_BASE_URL=http://" + host, "ANTHROPIC_API_KEY=sk-ant-standin-0000"}
-		code, out := r.cli(120*time.Second, env, append(append([]string{}, nonoFlags...), "--allow-host", host, "claude", "-p", "Say hello.")...)
+		code, out := r.cli(120*time.Second, env, append(append([]string{}, nonoFlags...), "--allow-host", "127.0.0.2", "claude", "-p", "Say hello.")...)
 		if code != 0 || !strings.Contains(out, standInReply) {
 			t.Fatalf("exit %d, want 0 and the stand-in's reply; requests %q:\n%s", code, api.requests(), out)
 		}
@@ -431,7 +434,7 @@ func TestNonoRealAgents(t *testing.T) {
 		r := newBrokerRun(t)
 		models := fmt.Sprintf(`{"providers": {"standin": {"baseUrl": "http://%s", "api": "anthropic-messages", "apiKey": "standin-key", "models": [{"id": "standin-model"}]}}}`, host)
 		write(t, filepath.Join(r.home, ".pi", "agent", "models.json"), models)
-		code, out := r.cli(120*time.Second, nil, append(append([]string{}, nonoFlags...), "--allow-host", host, "pi", "--provider", "standin", "--model", "standin-model", "--no-session", "-p", "Say hello.")...)
+		code, out := r.cli(120*time.Second, nil, append(append([]string{}, nonoFlags...), "--allow-host", "127.0.0.2", "pi", "--provider", "standin", "--model", "standin-model", "--no-session", "-p", "Say hello.")...)
 		if code != 0 || !strings.Contains(out, standInReply) {
 			t.Fatalf("exit %d, want 0 and the stand-in's reply; requests %q:\n%s", code, api.requests(), out)
 		}

@@ -68,8 +68,8 @@ type Description struct {
 	// plan (sbx: what reaches the guest).
 	Environment *Environment
 	// JSON are the backend's own keys of the --dry-run --json plan (nono:
-	// "profile" and "profile_path"; landlock: "landlock"). A documented
-	// key a backend leaves out prints as null.
+	// "profile", "profile_path" and on Linux "seccomp"; landlock:
+	// "landlock"). A documented key a backend leaves out prints as null.
 	JSON map[string]any
 }
 

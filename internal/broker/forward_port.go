@@ -116,6 +116,16 @@ func LoopbackPort(raw string) (int, bool) {
 	return e.port, e.name == "localhost"
 }
 
+// EntryPort reports whether an allow-list entry names a port (HOST:PORT,
+// [IPv6]:PORT), and that port; an entry that does not parse has none.
+func EntryPort(raw string) (int, bool) {
+	e, err := parseEntry(raw)
+	if err != nil || e.port == 0 {
+		return 0, false
+	}
+	return e.port, true
+}
+
 // CheckAllowList parses every entry of an allow list and returns the first
 // error, naming the entry; nil when the proxy would accept the list.
 func CheckAllowList(allow []string) error {

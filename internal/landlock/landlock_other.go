@@ -35,3 +35,8 @@ func RootEntries() ([]string, error) { return nil, errNeedsLinux }
 
 // ExecNarrowed is Linux-only.
 func ExecNarrowed(roots, argv, env []string) error { return errNeedsLinux }
+
+// StartFiltered returns an error and starts nothing: seccomp is Linux-only.
+func StartFiltered(cmd *exec.Cmd, sc Seccomp) (wait func() error, err error) {
+	return nil, errNeedsLinux
+}

@@ -96,11 +96,13 @@ type Plan struct {
 	StateDir    *string     `json:"state_dir"`
 	Warnings    []string    `json:"warnings"`
 	Commands    [][]string  `json:"commands"`
-	// Profile, ProfilePath and Landlock are the backend's own keys
-	// (Description.JSON: nono fills the first two, the built-in engine the
-	// third); null for a backend that does not fill them.
+	// Profile, ProfilePath, Seccomp and Landlock are the backend's own
+	// keys (Description.JSON: nono fills the first three, Seccomp on
+	// Linux only, the built-in engine the last); null for a backend that
+	// does not fill them.
 	Profile     any     `json:"profile"`
 	ProfilePath any     `json:"profile_path"`
+	Seccomp     any     `json:"seccomp"`
 	Refusal     *string `json:"refusal"`
 	Landlock    any     `json:"landlock"`
 	// RunGrants are the per-run grants of --read and --write, canonical
@@ -329,7 +331,7 @@ func Prestart(pst posture.Posture, stdio launch.Stdio) backend.Early {
 func (p *Plan) finish(prepared backend.Prepared) {
 	d := prepared.Describe()
 	p.Prepared, p.Description = prepared, d
-	p.Profile, p.ProfilePath, p.Landlock = d.JSON["profile"], d.JSON["profile_path"], d.JSON["landlock"]
+	p.Profile, p.ProfilePath, p.Seccomp, p.Landlock = d.JSON["profile"], d.JSON["profile_path"], d.JSON["seccomp"], d.JSON["landlock"]
 	p.Warnings = append(p.Warnings, d.Warnings...)
 	if d.Refusal != "" {
 		p.Refusal = &d.Refusal
@@ -598,7 +600,10 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 		}
 		s.Credentials = append(s.Credentials, spec.Credential{Env: c.Env, BaseURLEnv: c.BaseURLEnv, Upstream: c.Upstream, Header: c.Header, Source: src, BaseURLArgs: c.BaseURLArgs, Intercept: c.Intercept, Git: c.Git})
 	}
-	if s.NestedUserns = f.Config.NestedUserns || in.AllowUserns; s.NestedUserns && pst.Backend == posture.Landlock {
+	// The built-in engine refuses nested user namespaces, and so does the
+	// seccomp layer agent-sandbox puts under nono on Linux.
+	refusesUserns := pst.Backend == posture.Landlock || pst.Backend == posture.Nono && h.GOOS == "linux"
+	if s.NestedUserns = f.Config.NestedUserns || in.AllowUserns; s.NestedUserns && refusesUserns {
 		from := "--allow-userns"
 		if f.Config.NestedUserns {
 			from = filepath.Join(f.Dir, "agent.toml") + ": nested_userns"

@@ -18,7 +18,8 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 }
 
 // Describe is the nono launch, the profile and where it is written: the
-// plan's "profile" and "profile_path".
+// plan's "profile" and "profile_path"; on Linux also the seccomp layer
+// agent-sandbox puts under nono ("seccomp", Filter).
 func (p *Prepared) Describe() backend.Description {
 	comments := []string{"profile: " + p.ProfilePath}
 	if p.Unprotected != "" {
@@ -29,6 +30,11 @@ func (p *Prepared) Describe() backend.Description {
 	} else {
 		comments = append(comments, "resource limits: none (nono sets none; memory_max in agent.toml is passed as nono --memory)")
 	}
+	js := map[string]any{"profile": &p.Profile, "profile_path": &p.ProfilePath}
+	if line, sc := describeFilter(*p); line != "" {
+		comments = append(comments, line)
+		js["seccomp"] = sc
+	}
 	return backend.Description{
 		Commands: p.Steps,
 		Warnings: p.Warnings,
@@ -36,7 +42,7 @@ func (p *Prepared) Describe() backend.Description {
 		// The ledger is watched and audited, never read-only here.
 		Protection: backend.Protection{Why: p.Unprotected},
 		Comments:   comments,
-		JSON:       map[string]any{"profile": &p.Profile, "profile_path": &p.ProfilePath},
+		JSON:       js,
 	}
 }
 

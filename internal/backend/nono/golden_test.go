@@ -161,13 +161,6 @@ var goldenCases = []goldenCase{
 		s.Network = posture.Network{Mode: posture.NetBlocked, OpenPorts: []int{11434}, ListenPorts: []int{3000}, Source: "/agents/local-model/sandbox/nono.json"}
 		return s, Options{Path: "/usr/bin/nono"}
 	}},
-	{"allowlist-loopback-port", func(tr *tree) (spec.Spec, Options) {
-		// An allow-list entry naming a loopback host with a port opens
-		// that port (NO_PROXY sends clients there directly).
-		s := baseSpec(tr, "claude")
-		s.Network = posture.Network{Mode: posture.NetAllowlist, AllowDomains: []string{"api.anthropic.com", "localhost:8080", "127.0.0.1:9000"}, OpenPorts: []int{11434}, ListenPorts: []int{}, Source: "--allow-host"}
-		return s, Options{Path: "/usr/bin/nono"}
-	}},
 	{"git-worktree", func(tr *tree) (spec.Spec, Options) {
 		// The workdir is a linked worktree: its git dir and the common dir
 		// live in the main checkout, outside the workdir.

@@ -27,8 +27,23 @@ type Profile struct {
 	Network     Network     `json:"network"`
 	Environment Environment `json:"environment"`
 	Workdir     Workdir     `json:"workdir"`
+	// Linux is set where the folder names unix_socket_dir_bind (see
+	// Linux).
+	Linux *Linux `json:"linux,omitempty"`
 	// SeatbeltRules are raw macOS Seatbelt rules, kept only for macOS.
 	SeatbeltRules []string `json:"unsafe_macos_seatbelt_rules,omitempty"`
+}
+
+// Linux are nono's Linux hardening keys. agent-sandbox sets one:
+// af_unix_mediation "pathname" where the folder names unix_socket_dir_bind
+// directories. Elsewhere its own seccomp layer (Filter) refuses
+// socket(AF_UNIX) under nono; the agent's sockets in those directories
+// need it, so there nono's pathname mediation stands in: a connect or bind
+// by path only in the granted directories, never to a host socket such as
+// the Docker daemon's (nono resumes an allowed call through seccomp's user
+// notification, which a multi-threaded agent can race; README).
+type Linux struct {
+	AfUnixMediation string `json:"af_unix_mediation,omitempty"`
 }
 
 // Meta names the profile.
@@ -231,6 +246,9 @@ func (b *builder) build() (Profile, error) {
 		prof.Groups = &Groups{Include: []string{"nix_runtime"}}
 	}
 	prof.Filesystem = b.filesystem()
+	if s.GOOS == "linux" && len(prof.Filesystem.UnixSocketDirBind) > 0 {
+		prof.Linux = &Linux{AfUnixMediation: "pathname"}
+	}
 	if err := noGlobs(prof.Filesystem); err != nil {
 		return Profile{}, err
 	}
@@ -370,12 +388,21 @@ func network(s spec.Spec) (Network, error) {
 			out.Block = true
 			return out, nil
 		}
-		out.AllowDomain = uniq.Sorted(n.AllowDomains)
+		// nono's proxy matches host names only: nono-cli strips an
+		// entry's :port (0.78.0, measured: TestNonoProxyPrograms), so
+		// "host:8080" would admit every port of host (for a loopback
+		// host, every local service). A port nono cannot enforce is
+		// refused, never dropped.
 		for _, d := range n.AllowDomains {
-			if port, ok := broker.LoopbackPort(d); ok {
-				n.OpenPorts = append(n.OpenPorts, port)
+			if port, ok := broker.EntryPort(d); ok {
+				where := fmt.Sprintf("%s: network.allow_domain %q", n.Source, d)
+				if n.Source == "--allow-host" {
+					where = fmt.Sprintf("--allow-host %q", d)
+				}
+				return out, fmt.Errorf("%s: nono cannot keep an allow-list entry to port %d (its proxy matches host names only and admits every port of the host); list the host without the port to allow all its ports, or use --sandbox-backend landlock, whose broker keeps the port", where, port)
 			}
 		}
+		out.AllowDomain = uniq.Sorted(n.AllowDomains)
 		if n.Profile != "" {
 			if err := checkNetworkProfile(n.Profile, n.Source); err != nil {
 				return out, err

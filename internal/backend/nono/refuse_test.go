@@ -22,6 +22,12 @@ func TestRefusals(t *testing.T) {
 		edit func(tr *tree, s *spec.Spec, o *Options)
 		want []string // substrings of the error
 	}{
+		{"allow-list entry with a port (--allow-host)", func(tr *tree, s *spec.Spec, o *Options) {
+			s.Network = posture.Network{Mode: posture.NetAllowlist, AllowDomains: []string{"api.anthropic.com", "localhost:8080"}, Source: "--allow-host"}
+		}, []string{`--allow-host "localhost:8080": nono cannot keep an allow-list entry to port 8080`, "list the host without the port", "--sandbox-backend landlock"}},
+		{"allow-list entry with a port (nono.json)", func(tr *tree, s *spec.Spec, o *Options) {
+			s.Network = posture.Network{Mode: posture.NetAllowlist, AllowDomains: []string{"[::1]:9000"}, Source: "/agents/x/sandbox/nono.json"}
+		}, []string{`/agents/x/sandbox/nono.json: network.allow_domain "[::1]:9000": nono cannot keep an allow-list entry to port 9000`}},
 		{"workdir is home", func(tr *tree, s *spec.Spec, o *Options) {
 			s.Workdir = s.Home
 		}, []string{"working directory", "grants your whole home directory", "--workdir"}},

@@ -1,0 +1,78 @@
+//go:build linux
+
+package landlock
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"runtime"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// StartFiltered starts cmd from a thread that has no_new_privs and the
+// seccomp filter sc selects (the parts every filter has included:
+// terminal injection, foreign ABIs, AF_VSOCK, netlink but NETLINK_ROUTE,
+// io_uring, fscrypt's keys), and no Landlock ruleset of its own: the
+// child inherits the filter, which no process can remove, and everything
+// it starts inherits it too. It is the layer agent-sandbox puts under
+// another sandbox that confines by Landlock alone (nono on Linux): the
+// kernel surface Landlock does not mediate.
+//
+// The filter also applies to the sandbox's own supervisor (cmd itself),
+// so sc must leave it what it needs. sc.NotifyConnect is refused (nobody
+// would serve the listener). cmd gets Pdeathsig SIGKILL unless its
+// SysProcAttr sets one: a SIGKILLed agent-sandbox takes cmd with it.
+//
+// The returned wait waits for cmd (use it instead of cmd.Wait).
+func StartFiltered(cmd *exec.Cmd, sc Seccomp) (wait func() error, err error) {
+	if sc.NotifyConnect {
+		return nil, errors.New("landlock: StartFiltered cannot serve a connect listener")
+	}
+	if cmd.Process != nil {
+		return nil, errors.New("landlock: command already started")
+	}
+	if _, ok := seccompArches[runtime.GOARCH]; !ok {
+		return nil, fmt.Errorf("no seccomp filter for %s; agent-sandbox's filter supports amd64, arm64 and riscv64", runtime.GOARCH)
+	}
+	attr := new(syscall.SysProcAttr)
+	if cmd.SysProcAttr != nil {
+		*attr = *cmd.SysProcAttr
+	}
+	if attr.Pdeathsig == 0 {
+		attr.Pdeathsig = syscall.SIGKILL
+	}
+	cmd.SysProcAttr = attr
+
+	started := make(chan error, 1)
+	done := make(chan struct{})
+	var waitErr error
+	go func() {
+		// As in Process.run: the thread stays locked to this goroutine
+		// for good (no_new_privs and the filter cannot be undone), is
+		// cmd's parent for Pdeathsig, and ends when the goroutine
+		// returns, after cmd has ended.
+		runtime.LockOSThread()
+		defer close(done)
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			started <- fmt.Errorf("setting no_new_privs: %w", err)
+			return
+		}
+		if _, err := installSeccomp(sc); err != nil {
+			started <- err
+			return
+		}
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		waitErr = cmd.Wait()
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return func() error { <-done; return waitErr }, nil
+}
