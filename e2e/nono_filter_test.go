@@ -18,8 +18,11 @@ import (
 // TestEscapeView); here it keeps socket(AF_UNIX) and asks nono for its
 // pathname mediation instead, so that: the agent's own socket in that
 // directory works (bind, connect); one in the workdir does not; a host
-// socket outside the grants (as the Docker daemon's) is never reached; and
-// the rest of the layer holds (keyrings, nested user namespaces).
+// socket outside the grants (as the Docker daemon's) is not reached by a
+// plain connect; the rest of the layer holds (keyrings, nested user
+// namespaces); and every run warns that nono's mediation can be raced (a
+// symlink swapped between its check and the kernel's lookup: measured by a
+// review, not repeated here).
 func TestNonoUnixSocketDirBind(t *testing.T) {
 	nono := skipWithoutNono(t)
 	bin := buildAgentSandbox(t)
@@ -123,6 +126,9 @@ EOF`
 	}
 	if n := reached.Load(); n != 0 {
 		t.Errorf("the host socket was reached %d times", n)
+	}
+	if !strings.Contains(errb.String(), "filesystem.unix_socket_dir_bind: the agent may create Unix sockets") {
+		t.Errorf("no warning that nono's pathname mediation can be raced:\n%s", errb.String())
 	}
 	prof, err := os.ReadFile(filepath.Join(home, ".local", "state", "agent-sandbox", "agents", "sock", "nono-profile.json"))
 	if err != nil || !strings.Contains(string(prof), `"af_unix_mediation": "pathname"`) {

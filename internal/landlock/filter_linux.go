@@ -51,9 +51,12 @@ func StartFiltered(cmd *exec.Cmd, sc Seccomp) (wait func() error, err error) {
 	var waitErr error
 	go func() {
 		// As in Process.run: the thread stays locked to this goroutine
-		// for good (no_new_privs and the filter cannot be undone), is
-		// cmd's parent for Pdeathsig, and ends when the goroutine
-		// returns, after cmd has ended.
+		// for good (no_new_privs and the filter cannot be undone) and is
+		// cmd's parent for Pdeathsig. When the goroutine returns, after
+		// cmd has ended, the runtime ends the thread, or, when it is the
+		// process's main thread (often so), parks it for good: it never
+		// runs Go code again, but /proc/PID/status, which shows the main
+		// thread, then reports its no_new_privs and filter.
 		runtime.LockOSThread()
 		defer close(done)
 		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {

@@ -36,6 +36,11 @@ try:
 except PermissionError:
     print("unix denied")
 a, b = socket.socketpair(); print("socketpair ok")
+for name, ty in (("dgram", socket.SOCK_DGRAM), ("raw", socket.SOCK_RAW), ("seqpacket", socket.SOCK_SEQPACKET)):
+    try:
+        socket.socketpair(socket.AF_UNIX, ty); print("pair-" + name, "ok")
+    except PermissionError:
+        print("pair-" + name, "denied")
 print("userns", "denied" if libc.unshare(0x10000000) < 0 else "ok")
 for line in open("/proc/self/status"):
     if line.startswith(("NoNewPrivs:", "Seccomp:")): print(line.split()[0], line.split()[1])
@@ -44,9 +49,10 @@ for line in open("/proc/self/status"):
 		sc   Seccomp
 		want []string
 	}{
-		{Seccomp{}, []string{"keyctl ok", "unix ok", "socketpair ok", "NoNewPrivs: 1", "Seccomp: 2"}},
+		{Seccomp{}, []string{"keyctl ok", "unix ok", "socketpair ok", "pair-dgram ok", "pair-raw ok", "pair-seqpacket ok", "NoNewPrivs: 1", "Seccomp: 2"}},
 		{Seccomp{DenyKeyrings: true, DenyUnixSockets: true, DenyUserns: true, DenyHostIPC: true},
-			[]string{"keyctl denied", "unix denied", "socketpair ok", "userns denied", "NoNewPrivs: 1", "Seccomp: 2"}},
+			// A SOCK_RAW pair is a datagram pair to the kernel.
+			[]string{"keyctl denied", "unix denied", "socketpair ok", "pair-dgram denied", "pair-raw denied", "pair-seqpacket ok", "userns denied", "NoNewPrivs: 1", "Seccomp: 2"}},
 	} {
 		cmd := exec.Command(py, "-c", probe)
 		var out bytes.Buffer

@@ -16,8 +16,9 @@ type Seccomp struct {
 	DenyUserns bool `json:"deny_userns"`
 	// DenyHostIPC refuses what reaches the host's IPC where the agent
 	// has no IPC namespace (the weaker sandbox): System V shared memory,
-	// semaphores and message queues (EPERM), and datagram socketpairs
-	// (socketpair(AF_UNIX, SOCK_DGRAM)), whose sendto with an address
+	// semaphores and message queues (EPERM), and Unix socketpairs other
+	// than SOCK_STREAM and SOCK_SEQPACKET (SOCK_DGRAM, and SOCK_RAW, which
+	// the kernel makes a datagram socket), whose sendto with an address
 	// reaches any host datagram socket by path (journald's) where
 	// Landlock cannot mediate it (before ABI 9).
 	DenyHostIPC bool `json:"deny_host_ipc"`

@@ -175,13 +175,18 @@ func seccompFilter(a seccompArch, o Seccomp) []unix.SockFilter {
 		for _, nr := range a.sysvIPC {
 			b.jmp(jeq, nr, "deny", "")
 		}
-		// socketpair(AF_UNIX, SOCK_DGRAM | flags, ...)
+		// socketpair(AF_UNIX, type | flags, ...): only SOCK_STREAM and
+		// SOCK_SEQPACKET, whose sendto ignores an address. Every other
+		// type is refused: the kernel makes a SOCK_RAW Unix socket a
+		// datagram one (unix_create), and an unknown type is an error
+		// anyway.
 		b.jmp(jeq, a.socketpair, "", "not-socketpair")
 		b.op(ld, 16)
 		b.jmp(jeq, unix.AF_UNIX, "", "allow")
 		b.op(ld, 24)
 		b.op(unix.BPF_ALU|unix.BPF_AND|unix.BPF_K, 0xf)
-		b.jmp(jeq, unix.SOCK_DGRAM, "deny", "allow")
+		b.jmp(jeq, unix.SOCK_STREAM, "allow", "")
+		b.jmp(jeq, unix.SOCK_SEQPACKET, "allow", "deny")
 		b.label("not-socketpair")
 	}
 	if o.DenyUserns {

@@ -26,9 +26,9 @@ import (
 //     user's keyring hold Kerberos tickets and other secrets);
 //   - new user namespaces (every capability inside one), unless
 //     nested_userns or --allow-userns;
-//   - System V IPC and datagram socketpairs (no IPC namespace: the host's
-//     shared memory; a datagram socket's sendto by path reaches host
-//     sockets such as journald's);
+//   - System V IPC and Unix socketpairs other than stream and seqpacket
+//     (no IPC namespace: the host's shared memory; a datagram socket's
+//     sendto by path reaches host sockets such as journald's);
 //   - and what every filter of agent-sandbox refuses: TIOCSTI and
 //     TIOCLINUX (keystrokes pushed into the user's terminal), AF_VSOCK,
 //     netlink other than NETLINK_ROUTE, io_uring, fscrypt's keys, foreign
@@ -64,7 +64,7 @@ func describeFilter(p Prepared) (string, any) {
 		denied = append(denied, "new user namespaces")
 	}
 	if sc.DenyHostIPC {
-		denied = append(denied, "System V IPC, datagram socketpairs")
+		denied = append(denied, "System V IPC, Unix socketpairs but stream and seqpacket")
 	}
 	denied = append(denied, "TIOCSTI/TIOCLINUX, AF_VSOCK, netlink but NETLINK_ROUTE, io_uring, fscrypt keys")
 	return "seccomp: agent-sandbox starts nono with no_new_privs and its own filter, which nono and the agent inherit; it refuses " + strings.Join(denied, ", "), sc

@@ -97,7 +97,9 @@ type Prepared struct {
 	// Steps is the one nono launch: argv, and the variables set for nono
 	// beyond the host variables Environ passes.
 	Steps []spec.Command
-	// Warnings are extra warning lines (without the prefix); none today.
+	// Warnings are extra warning lines (without the prefix): on Linux,
+	// that unix_socket_dir_bind leans on nono's raceable pathname
+	// mediation.
 	Warnings []string
 	// Unprotected says which protected paths nono cannot keep read-only
 	// (protect.Unenforced), for --dry-run and doctor; "" when none.
@@ -140,6 +142,9 @@ func Prepare(s spec.Spec, o Options) (Prepared, error) {
 		Notes:       b.notes,
 		Verbose:     o.Verbose,
 		Spec:        s,
+	}
+	if prof.Linux != nil && prof.Linux.AfUnixMediation == "pathname" {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%s: filesystem.unix_socket_dir_bind: the agent may create Unix sockets, so agent-sandbox's seccomp layer cannot refuse socket(AF_UNIX) and only nono's pathname mediation keeps host sockets (the Docker daemon's, the session bus, ssh-agent) out; it checks a path and then lets the kernel resolve it again, so an agent that swaps a symlink in %s between the two reaches any socket on the host (measured with nono 0.78.0); use --sandbox-backend landlock, where host sockets are not in the sandbox", sandboxFile(s), strings.Join(prof.Filesystem.UnixSocketDirBind, ", ")))
 	}
 	p.Unprotected = protect.Unenforced("nono", protect.NonoCannot, s.Ledger)
 	if s.MemoryMax > 0 {

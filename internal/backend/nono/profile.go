@@ -39,9 +39,10 @@ type Profile struct {
 // directories. Elsewhere its own seccomp layer (Filter) refuses
 // socket(AF_UNIX) under nono; the agent's sockets in those directories
 // need it, so there nono's pathname mediation stands in: a connect or bind
-// by path only in the granted directories, never to a host socket such as
-// the Docker daemon's (nono resumes an allowed call through seccomp's user
-// notification, which a multi-threaded agent can race; README).
+// by path only in the granted directories. It is weaker than the filter:
+// nono checks the path and then resumes the call, which the kernel
+// resolves again, so a symlink swapped in a granted directory between the
+// two reaches a host socket (measured; Prepare warns on every run).
 type Linux struct {
 	AfUnixMediation string `json:"af_unix_mediation,omitempty"`
 }
