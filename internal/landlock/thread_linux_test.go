@@ -47,17 +47,9 @@ func onConfinedThread(confine func() error, f func() (string, error)) (string, e
 	return r.out, r.err
 }
 
-// TestConfineThreadSeccompOptions: the keyring calls and socket(AF_UNIX)
-// fail only when asked for; socketpair(AF_UNIX) keeps working.
-func TestConfineThreadSeccompOptions(t *testing.T) {
-	if runtime.GOARCH != "amd64" {
-		t.Skip("the probe uses amd64 system call numbers")
-	}
-	py := "/usr/bin/python3" // inside the system paths the policy grants
-	if _, err := exec.LookPath(py); err != nil {
-		t.Skipf("%s is missing: needed to make the system calls", py)
-	}
-	const probe = `
+// seccompProbe prints what a Python program gets of the optional parts
+// of the filter: "keyctl ok|denied", "unix ok|denied", "socketpair ok".
+const seccompProbe = `
 import ctypes, socket, sys
 libc = ctypes.CDLL(None, use_errno=True)
 key = libc.syscall(250, 0, -3, 0)  # keyctl(KEYCTL_GET_KEYRING_ID, session)
@@ -68,6 +60,18 @@ except PermissionError:
     print("unix denied")
 a, b = socket.socketpair(); print("socketpair ok")
 `
+
+// TestConfineThreadSeccompOptions: the keyring calls and socket(AF_UNIX)
+// fail only when asked for; socketpair(AF_UNIX) keeps working.
+func TestConfineThreadSeccompOptions(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("the probe uses amd64 system call numbers")
+	}
+	py := "/usr/bin/python3" // inside the system paths the policy grants
+	if _, err := exec.LookPath(py); err != nil {
+		t.Skipf("%s is missing: needed to make the system calls", py)
+	}
+	const probe = seccompProbe
 	for _, tc := range []struct {
 		sc   Seccomp
 		want []string
