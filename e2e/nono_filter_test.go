@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"bytes"
-	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -10,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestNonoUnixSocketDirBind runs the real nono with a folder that names a
@@ -24,36 +23,19 @@ import (
 // symlink swapped between its check and the kernel's lookup: measured by a
 // review, not repeated here).
 func TestNonoUnixSocketDirBind(t *testing.T) {
-	nono := skipWithoutNono(t)
-	bin := buildAgentSandbox(t)
+	skipWithoutNono(t)
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("needs python3 for the socket probes")
 	}
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	home := filepath.Join(root, "home")
-	work := filepath.Join(root, "work")
-	sockDir := filepath.Join(home, ".agent-browser")
+	r := newBrokerRun(t)
+	root := filepath.Dir(r.home)
+	sockDir := filepath.Join(r.home, ".agent-browser")
 	folder := filepath.Join(root, "agents", "sock")
-	for _, d := range []string{work, sockDir, filepath.Join(folder, "sandbox")} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.MkdirAll(sockDir, 0o700); err != nil {
+		t.Fatal(err)
 	}
-	files := map[string]string{
-		filepath.Join(folder, "agent.toml"):           "command = \"/bin/sh\"\n",
-		filepath.Join(folder, "sandbox", "nono.json"): `{"filesystem": {"unix_socket_dir_bind": ["~/.agent-browser"]}}` + "\n",
-	}
-	for p, content := range files {
-		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write(t, filepath.Join(folder, "agent.toml"), "command = \"/bin/sh\"\n")
+	write(t, filepath.Join(folder, "sandbox", "nono.json"), `{"filesystem": {"unix_socket_dir_bind": ["~/.agent-browser"]}}`+"\n")
 	// The host's socket, outside every grant.
 	hostSock := filepath.Join(root, "docker.sock")
 	l, err := net.Listen("unix", hostSock)
@@ -99,38 +81,29 @@ for name, f in (("sockdir", lambda: own("` + sockDir + `")), ("workdir", lambda:
     except Exception as e:
         print(name, "refused", e)
 EOF`
-	cmd := exec.Command(bin, "-q", "--sandbox-backend", "nono", folder, "-c", probe)
-	cmd.Dir = work
-	cmd.Env = withCover([]string{"HOME=" + home, "PATH=" + filepath.Dir(nono) + string(os.PathListSeparator) + agentPath(), "LANG=C"})
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err = cmd.Run()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatalf("running %s: %v", bin, err)
-	}
-	if err != nil {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", ee.ExitCode(), out.String(), errb.String())
+	code, out := r.cli(2*time.Minute, nil, append(append([]string{"-q"}, nonoFlags...), folder, "-c", probe)...)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
 	}
 	want := map[string]string{"sockdir": "ok", "workdir": "refused", "host": "refused", "keyring": "refused", "userns": "refused"}
 	got := map[string]string{}
-	for _, line := range strings.Split(out.String(), "\n") {
+	for _, line := range strings.Split(out, "\n") {
 		if f := strings.Fields(line); len(f) >= 2 {
 			got[f[0]] = f[1]
 		}
 	}
 	for k, v := range want {
 		if got[k] != v {
-			t.Errorf("%s: %q, want %q\nstdout:\n%s\nstderr:\n%s", k, got[k], v, out.String(), errb.String())
+			t.Errorf("%s: %q, want %q:\n%s", k, got[k], v, out)
 		}
 	}
 	if n := reached.Load(); n != 0 {
 		t.Errorf("the host socket was reached %d times", n)
 	}
-	if !strings.Contains(errb.String(), "filesystem.unix_socket_dir_bind: the agent may create Unix sockets") {
-		t.Errorf("no warning that nono's pathname mediation can be raced:\n%s", errb.String())
+	if !strings.Contains(out, "filesystem.unix_socket_dir_bind: the agent may create Unix sockets") {
+		t.Errorf("no warning that nono's pathname mediation can be raced:\n%s", out)
 	}
-	prof, err := os.ReadFile(filepath.Join(home, ".local", "state", "agent-sandbox", "agents", "sock", "nono-profile.json"))
+	prof, err := os.ReadFile(filepath.Join(r.home, ".local", "state", "agent-sandbox", "agents", "sock", "nono-profile.json"))
 	if err != nil || !strings.Contains(string(prof), `"af_unix_mediation": "pathname"`) {
 		t.Errorf("the profile does not ask for nono's pathname mediation (%v):\n%s", err, prof)
 	}
@@ -141,33 +114,16 @@ EOF`
 // nested_userns) gives it back, with the same warning as the built-in
 // engine's.
 func TestNonoNestedUsernsOptIn(t *testing.T) {
-	nono := skipWithoutNono(t)
-	bin := buildAgentSandbox(t)
+	skipWithoutNono(t)
 	needs(t, "unshare")
 	if out, err := exec.Command("unshare", "-U", "true").CombinedOutput(); err != nil {
 		t.Skipf("control: unshare -U fails even unsandboxed here (%v: %s), so the opt-in proves nothing", err, out)
 	}
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	home, work := filepath.Join(root, "home"), filepath.Join(root, "work")
-	for _, d := range []string{home, work} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
+	r := newBrokerRun(t)
 	run := func(flags ...string) (string, int) {
-		args := append([]string{"-q", "--sandbox-backend", "nono"}, flags...)
-		cmd := exec.Command(bin, append(args, "run", "--", "sh", "-c", "unshare -U true && echo USERNS-CREATED")...)
-		cmd.Dir = work
-		cmd.Env = withCover([]string{"HOME=" + home, "PATH=" + filepath.Dir(nono) + string(os.PathListSeparator) + agentPath(), "LANG=C"})
-		out, err := cmd.CombinedOutput()
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			t.Fatalf("running %s: %v", bin, err)
-		}
-		return string(out), cmd.ProcessState.ExitCode()
+		args := append(append(append([]string{"-q"}, nonoFlags...), flags...), "run", "--", "sh", "-c", "unshare -U true && echo USERNS-CREATED")
+		code, out := r.cli(2*time.Minute, nil, args...)
+		return out, code
 	}
 	if out, code := run(); code == 0 || strings.Contains(out, "USERNS-CREATED") {
 		t.Errorf("by default a nested user namespace was created under nono (exit %d): %s", code, out)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os/exec"
 	"runtime"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,8 +22,9 @@ import (
 //
 // The filter also applies to the sandbox's own supervisor (cmd itself),
 // so sc must leave it what it needs. sc.NotifyConnect is refused (nobody
-// would serve the listener). cmd gets Pdeathsig SIGKILL unless its
-// SysProcAttr sets one: a SIGKILLed agent-sandbox takes cmd with it.
+// would serve the listener), and so are ambient capabilities in cmd's
+// SysProcAttr. cmd gets Pdeathsig SIGKILL unless its SysProcAttr sets
+// one: a SIGKILLed agent-sandbox takes cmd with it.
 //
 // The returned wait waits for cmd (use it instead of cmd.Wait).
 func StartFiltered(cmd *exec.Cmd, sc Seccomp) (wait func() error, err error) {
@@ -34,15 +34,11 @@ func StartFiltered(cmd *exec.Cmd, sc Seccomp) (wait func() error, err error) {
 	if cmd.Process != nil {
 		return nil, errors.New("landlock: command already started")
 	}
-	if _, ok := seccompArches[runtime.GOARCH]; !ok {
-		return nil, fmt.Errorf("no seccomp filter for %s; agent-sandbox's filter supports amd64, arm64 and riscv64", runtime.GOARCH)
-	}
-	attr := new(syscall.SysProcAttr)
-	if cmd.SysProcAttr != nil {
-		*attr = *cmd.SysProcAttr
-	}
-	if attr.Pdeathsig == 0 {
-		attr.Pdeathsig = syscall.SIGKILL
+	// The same SysProcAttr as Start's without a network namespace: the
+	// caller's settings, no ambient capabilities, Pdeathsig SIGKILL.
+	attr, err := childAttr(cmd.SysProcAttr, Enforcement{})
+	if err != nil {
+		return nil, err
 	}
 	cmd.SysProcAttr = attr
 
