@@ -4,6 +4,8 @@
   testreport.py results FILE...  prints each package's result line and the
                                  output of every failed test; exits 1 on a
                                  failure.
+  testreport.py both ROOT USER   fails when an e2e test ran as root but
+                                 not as the ordinary user.
   testreport.py skips FILE...    prints every skipped test with its reason;
                                  exits 1 when a test that must run on the CI
                                  machine skipped (MUST_RUN), or any test
@@ -124,6 +126,13 @@ ALLOWED = {
     "e2e TestSbxRealRun": "sbx (Docker Sandboxes) needs KVM and `sbx login`",
     "e2e TestSbxRealOffline": "sbx (Docker Sandboxes) needs KVM and `sbx login`",
     "e2e TestSbxRealStalePrune": "sbx (Docker Sandboxes) needs KVM and `sbx login`",
+    "e2e-user TestSbxRealRun": "sbx (Docker Sandboxes) needs KVM and `sbx login`",
+    "e2e-user TestSbxRealOffline": "sbx (Docker Sandboxes) needs KVM and `sbx login`",
+    "e2e-user TestSbxRealStalePrune": "sbx (Docker Sandboxes) needs KVM and `sbx login`",
+    # Every e2e test runs as agentsb too (.ci/run); these two are a root
+    # caller's cases by their nature.
+    "e2e-user TestViewNodev": "mknod of a device node needs root on the host (the row runs as root)",
+    "e2e-user TestRootCallerEtc": "the case is a root caller's (what only root reads in /etc): the row runs as root",
     # The second run of the escape suite, as an ordinary user: writing /etc
     # fails for that user even unsandboxed, so the row proves nothing there
     # (it runs, and must pass, in the run as root).
@@ -249,8 +258,30 @@ def skips_report(paths):
     return 0
 
 
+def both_report(paths):
+    """Fails when a top-level e2e test ran as root (package e2e) but has no
+    result in the ordinary user's run (package e2e-user): every e2e test
+    runs as both, and a confinement test run only as root proves nothing
+    for the user."""
+    _, _, events = read(paths)
+    ran = {}
+    for _, pkg, test in events:
+        if "/" in test:
+            continue
+        ran.setdefault(pkg.rsplit("/", 1)[-1], set()).add(test)
+    root, user = ran.get("e2e", set()), ran.get("e2e-user", set())
+    missing = sorted(root - user)
+    print("e2e tests run as root: %d, as the ordinary user: %d" % (len(root), len(user)))
+    if missing:
+        print("FAIL: %d e2e test(s) ran as root only (they must run as agentsb too):" % len(missing))
+        for m in missing:
+            print("  " + m)
+        return 1
+    return 0
+
+
 if __name__ == "__main__":
-    modes = {"results": results, "skips": skips_report}
+    modes = {"results": results, "skips": skips_report, "both": both_report}
     if len(sys.argv) < 3 or sys.argv[1] not in modes:
-        sys.exit("usage: testreport.py results|skips FILE...")
+        sys.exit("usage: testreport.py results|skips|both FILE...")
     sys.exit(modes[sys.argv[1]](sys.argv[2:]))
