@@ -329,6 +329,9 @@ func (p *Proxy) decide(ctx context.Context, t target, a *attempt) ([]netip.Addr,
 	v := p.policy.check(t)
 	if !v.ok {
 		a.decision, a.reason = DecisionRefused, v.reason
+		if t.port == SSHPort {
+			a.reason = SSHRefusal + " (" + v.reason + ")"
+		}
 		a.refusedAs = refusalKey(t, v)
 		return nil, http.StatusForbidden
 	}
@@ -646,5 +649,33 @@ func writeRefusal(w io.Writer, status int, reason string) {
 		defer c.SetWriteDeadline(time.Time{})
 	}
 	fmt.Fprintf(w, "HTTP/1.1 %d %s\r\n%sContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
-		status, http.StatusText(status), extra, len(body), body)
+		status, statusPhrase(status, reason), extra, len(body), body)
 }
+
+// maxPhrase bounds the reason in a refusal's status line.
+const maxPhrase = 400
+
+// statusPhrase is the reason phrase of a refusal's status line: the
+// status text, then the reason, since a CONNECT client shows the status
+// line and nothing else (OpenBSD nc: `Proxy error: "HTTP/1.1 403 ..."`,
+// corkscrew, ncat, curl -v); printable ASCII only, bounded.
+func statusPhrase(status int, reason string) string {
+	r := []byte(sanitize(reason))
+	for i, c := range r {
+		if c < 0x20 || c > 0x7e {
+			r[i] = '?'
+		}
+	}
+	if len(r) > maxPhrase {
+		r = append(r[:maxPhrase-3], "..."...)
+	}
+	return http.StatusText(status) + " (agent-sandbox: " + string(r) + ")"
+}
+
+// SSHPort is ssh's port; a refused connection to it gets SSHRefusal.
+const SSHPort = 22
+
+// SSHRefusal says why ssh (git over an ssh remote) cannot work in the
+// sandbox and what does today; it leads the reason of a refused
+// connection to port 22, through the proxy or past it.
+const SSHRefusal = "ssh (port 22) does not work in the sandbox: it has no ssh key (~/.ssh is not granted) and no agent socket, so it could not log in even where the host is allowed; use the HTTPS remote (git remote set-url origin https://HOST/OWNER/REPO.git) with a credential route that injects the token (agent.toml [[credentials]] with git = true; README, \"Credentials the agent never holds\"), or push from the host after the run"
