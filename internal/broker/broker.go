@@ -84,6 +84,12 @@ type Config struct {
 	// Warn receives warnings (an audit write failing); default prints
 	// "agent-sandbox: warning: ..." on stderr.
 	Warn func(msg string)
+	// Refused, when set, is told each destination the run refuses (the
+	// key of Summary.RefusedHosts: a host, or HOST:PORT) with the reason,
+	// the first time it is refused and at once, so that the user learns
+	// of it while the agent retries rather than when the run ends. It is
+	// called outside the broker's lock, from the connection's goroutine.
+	Refused func(dest, reason string)
 	// Routes are the credentials the broker injects ([Route]): requests
 	// to /NAME/... on the proxy's port, authenticated by the phantom.
 	Routes []Route

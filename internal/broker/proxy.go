@@ -168,10 +168,14 @@ func (p *Proxy) record(a *attempt) {
 		noHost = true
 	case a.decision == DecisionRefused && a.refusedAs != "":
 		p.sum.Refused++
-		if _, ok := p.sum.RefusedHosts[a.refusedAs]; ok || len(p.sum.RefusedHosts) < maxRefusedHosts {
+		_, seen := p.sum.RefusedHosts[a.refusedAs]
+		if seen || len(p.sum.RefusedHosts) < maxRefusedHosts {
 			p.sum.RefusedHosts[a.refusedAs]++
 		} else {
 			p.sum.RefusedHosts[otherHosts]++
+		}
+		if !seen && p.cfg.Refused != nil {
+			defer p.cfg.Refused(a.refusedAs, a.reason)
 		}
 	}
 	write := p.audit != nil

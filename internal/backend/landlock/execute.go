@@ -118,6 +118,7 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 		return launch.ExitRefused
 	}
 	defer sess.close(true)
+	sess.setTerminal(stdio.Out)
 	env := withEnv(Env(s, os.LookupEnv), append([]string{"TMPDIR=" + runTmp}, sess.env(n.ProxyPort)...))
 	weak := func(cmd *exec.Cmd) (func() error, error) {
 		if len(n.Listen) > 0 {
