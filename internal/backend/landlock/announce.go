@@ -117,4 +117,3 @@ func sanitizeTitle(s string) string {
 		return r
 	}, s)
 }
-
