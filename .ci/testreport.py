@@ -79,6 +79,8 @@ MUST_RUN = [
     "e2e-user TestRefusalAnnounced",
     "e2e TestRefusalAnnouncedFullScreen",
     "e2e-user TestRefusalAnnouncedFullScreen",
+    "e2e TestExpectedRefusalNotWarned",
+    "e2e-user TestExpectedRefusalNotWarned",
     "e2e TestCredentialInjection",
     "e2e-user TestCredentialInjection",
     "e2e TestCredentialInjectionGit",

@@ -251,3 +251,33 @@ func (p *ptyReader) until(s string, timeout time.Duration) (string, bool) {
 	p.pos = end
 	return out, true
 }
+
+// TestExpectedRefusalNotWarned (issue 39 item 12): a refusal the agent
+// folder expects (agent.toml expected_refusals; the built-in claude folder
+// names downloads.claude.ai) is still refused and logged, but neither
+// announced nor in the end-of-run line; an unexpected refusal of the same
+// run is warned of as before.
+func TestExpectedRefusalNotWarned(t *testing.T) {
+	skipWithoutLandlock(t)
+	needs(t, "curl")
+	r := newBrokerRun(t)
+	folder := r.folder()
+	write(t, folder+"/agent.toml", "command = \"/bin/sh\"\nexpected_refusals = [\"expected.example\"]\n")
+	code, out := r.run(60*time.Second, nil, "--allow-host", "allowed.example", folder, "-c",
+		`curl -s -o /dev/null -w "expected:%{http_code}\n" https://expected.example/; curl -s -o /dev/null -w "other:%{http_code}\n" https://other.example/; true`)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if !strings.Contains(out, "expected:000") {
+		t.Errorf("the expected refusal was not refused:\n%s", out)
+	}
+	if strings.Contains(out, "expected.example") {
+		t.Errorf("an expected refusal was warned of:\n%s", out)
+	}
+	if !strings.Contains(out, "the sandbox refused a connection to other.example") || !strings.Contains(out, "refused 1 connection (other.example ×1)") {
+		t.Errorf("the unexpected refusal was not warned of:\n%s", out)
+	}
+	if a := r.audit("sh"); !strings.Contains(a, `"host":"expected.example"`) || !strings.Contains(a, "expected by the agent folder") {
+		t.Errorf("the expected refusal is not in the audit log:\n%s", a)
+	}
+}

@@ -155,9 +155,15 @@ const (
 )
 
 func (p *Proxy) record(a *attempt) {
+	expected := a.decision == DecisionRefused && a.refusedAs != "" && a.refusedAs != refusedAuth && a.refusedAs != refusedMalformed && p.isExpected(a)
+	if expected {
+		a.reason += expectedNote
+	}
 	p.mu.Lock()
 	noHost := false
 	switch {
+	case expected:
+		p.sum.Expected++
 	case a.decision == DecisionAllowed:
 		p.sum.Allowed++
 	case a.decision == DecisionRefused && a.refusedAs == refusedAuth:

@@ -112,7 +112,7 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 	if warning != "" {
 		diag.Warnf(stdio.Err, "%s", warning)
 	}
-	sess, err := newNetSession(n, s.AgentID, s.AuditDir(), routes, routeConf, ca, caFile, stdio.Err)
+	sess, err := newNetSession(n, s.AgentID, s.AuditDir(), s.ExpectedRefusals, routes, routeConf, ca, caFile, stdio.Err)
 	if err != nil {
 		diag.Errorf(stdio.Err, "%v", err)
 		return launch.ExitRefused

@@ -264,7 +264,7 @@ type netSession struct {
 // newNetSession opens what the run's network needs on the host: nil when
 // the network is open. A blocked network without ports gets one too: its
 // audit records the connections the agent attempts in vain (direct).
-func newNetSession(n Net, agentID, auditDir string, routes []broker.Route, conf map[string]spec.Credential, ca *broker.CA, caFile string, warn io.Writer) (*netSession, error) {
+func newNetSession(n Net, agentID, auditDir string, expected []string, routes []broker.Route, conf map[string]spec.Credential, ca *broker.CA, caFile string, warn io.Writer) (*netSession, error) {
 	if n.Mode == posture.NetOpen {
 		return nil, nil
 	}
@@ -274,7 +274,8 @@ func newNetSession(n Net, agentID, auditDir string, routes []broker.Route, conf 
 		AgentID: agentID, Allow: n.AllowDomains, Token: token, AuditDir: auditDir,
 		SandboxLoopback: true, Forwarded: n.ForwardPorts(), Routes: routes, CA: ca,
 		Warn:    func(msg string) { diag.Warnf(warn, "%s", msg) },
-		Refused: an.refused,
+		Refused:  an.refused,
+		Expected: expected,
 	})
 	if err != nil {
 		return nil, err
