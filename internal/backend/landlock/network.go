@@ -273,7 +273,7 @@ func newNetSession(n Net, agentID, auditDir string, expected []string, routes []
 	p, err := broker.New(broker.Config{
 		AgentID: agentID, Allow: n.AllowDomains, Token: token, AuditDir: auditDir,
 		SandboxLoopback: true, Forwarded: n.ForwardPorts(), Routes: routes, CA: ca,
-		Warn:    func(msg string) { diag.Warnf(warn, "%s", msg) },
+		Warn:     func(msg string) { diag.Warnf(warn, "%s", msg) },
 		Refused:  an.refused,
 		Expected: expected,
 	})
