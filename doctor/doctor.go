@@ -160,6 +160,7 @@ func Run(o Options) []Result {
 	for _, t := range targets {
 		r.folder(t)
 	}
+	r.missingCredentials()
 	if !o.FoldersOnly {
 		r.launcher(targets)
 	}
@@ -223,10 +224,15 @@ type run struct {
 	// host's /nix/store) except in tests, which build a store under a
 	// temporary root.
 	storeFS string
+	// missingCreds are the credential sources without a value ("ENV
+	// (source SRC: why)"), each with the agents that name it, in
+	// missingOrder (missingCredentials).
+	missingCreds map[string][]string
+	missingOrder []string
 }
 
 func newRun(o Options) *run {
-	r := &run{o: o, getenv: o.Getenv, lookPath: o.LookPath, goos: runtime.GOOS, timeout: o.ProbeTimeout, exists: map[string]error{}}
+	r := &run{o: o, getenv: o.Getenv, lookPath: o.LookPath, goos: runtime.GOOS, timeout: o.ProbeTimeout, exists: map[string]error{}, missingCreds: map[string][]string{}}
 	if r.getenv == nil {
 		r.getenv = os.Getenv
 	}
