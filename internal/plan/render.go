@@ -45,6 +45,11 @@ func (p *Plan) WriteText(w io.Writer) error {
 		backend = *p.Backend
 	}
 	fmt.Fprintf(&b, "# agent %s (%s: %s)\n", p.Agent, p.AgentSource, p.AgentFolder)
+	// The first look (Summary) leads; the per-path lines follow.
+	for _, l := range p.Summary() {
+		fmt.Fprintf(&b, "# %s\n", l)
+	}
+	b.WriteString("# --- in detail\n")
 	fmt.Fprintf(&b, "# backend: %s (decided by %s)\n", backend, p.Reason)
 	if p.Fallback != nil {
 		fmt.Fprintf(&b, "# %s\n", *p.Fallback)
