@@ -196,4 +196,3 @@ func plural(n int, one, many string) string {
 	}
 	return many
 }
-
