@@ -146,7 +146,20 @@ type Options struct {
 // Run runs the checks and returns their results, host first, then each
 // agent folder, then the launcher.
 func Run(o Options) []Result {
+	results, _ := RunWithSummary(o)
+	return results
+}
+
+// RunWithSummary is Run, with the first look that leads the text form
+// (Summary, WriteSummary).
+func RunWithSummary(o Options) ([]Result, Summary) {
 	r := newRun(o)
+	results := r.runAll()
+	return results, r.summary()
+}
+
+func (r *run) runAll() []Result {
+	o := r.o
 	if !o.FoldersOnly {
 		// Where a sandboxed agent can write is known before nono or sbx
 		// is probed: a planted one is reported, never executed.
@@ -229,6 +242,8 @@ type run struct {
 	// missingOrder (missingCredentials).
 	missingCreds map[string][]string
 	missingOrder []string
+	// looks are the agents' first looks (posture), for Summary.
+	looks []agentLook
 }
 
 func newRun(o Options) *run {

@@ -252,6 +252,7 @@ func (r *run) posture(check string, f *agent.Folder, installed bool, reported ma
 			return
 		}
 	}
+	r.looks = append(r.looks, agentLook{id: f.ID, facts: p.Facts()})
 	detail := fmt.Sprintf("%s (%s), network %s", pst.Backend, pst.Reason, pst.Network.Mode)
 	if len(pst.Network.AllowDomains) > 0 {
 		detail += " (" + strings.Join(pst.Network.AllowDomains, ",") + ")"

@@ -17,8 +17,11 @@ type Facts struct {
 	// Engine is the backend, with the built-in engine's kind ("landlock:
 	// namespace view"), or "none (unsandboxed)".
 	Engine string
-	// Network is the mode, with the allow list's hosts.
+	// Network is the mode, with the allow list's hosts; Mode and Hosts
+	// are its parts.
 	Network string
+	Mode    string
+	Hosts   []string
 	// Writable are the read-write and write-only grants, ~ for the home,
 	// but for the State parts of the agent's state directory (its
 	// mise-cache and tmp), which are counted.
@@ -40,7 +43,7 @@ type Facts struct {
 
 // Facts computes the plan's first look.
 func (p *Plan) Facts() Facts {
-	f := Facts{Engine: "none (unsandboxed)", Network: p.Network.Mode}
+	f := Facts{Engine: "none (unsandboxed)", Network: p.Network.Mode, Mode: p.Network.Mode, Hosts: p.Network.AllowDomains}
 	if p.Backend != nil {
 		f.Engine = *p.Backend
 		if kind := engineKind(p.Landlock); kind != "" {
@@ -176,11 +179,15 @@ func (p *Plan) Summary() []string {
 
 // Line is the facts as one line, for doctor's summary of an agent.
 func (f Facts) Line() string {
-	s := fmt.Sprintf("%s; network %s; %d writable", f.Engine, f.Network, len(f.Writable))
+	net := f.Mode
+	if len(f.Hosts) > 0 {
+		net += fmt.Sprintf(" (%d %s)", len(f.Hosts), plural(len(f.Hosts), "host", "hosts"))
+	}
+	s := fmt.Sprintf("%s; network %s; %d writable", f.Engine, net, len(f.Writable))
 	if len(f.Credentials) > 0 {
 		how := "passed in"
 		if f.Injected {
-			how = "injected"
+			how = "through the broker"
 		}
 		s += fmt.Sprintf("; %d %s %s", len(f.Credentials), plural(len(f.Credentials), "key", "keys"), how)
 	}
