@@ -34,8 +34,8 @@ func TestRefusalAnnounced(t *testing.T) {
 	needs(t, "curl", "bash", "git", "ssh")
 	const sshWhy = "ssh (port 22) does not work in the sandbox: it has no ssh key (~/.ssh is not granted) and no agent socket"
 	rows := []struct {
-		name, script, want string
-		weaker             bool
+		name, script, want   string
+		weaker, proxyCommand bool
 	}{
 		{name: "broker", script: `curl -s -o /dev/null https://refused.example/`,
 			want: "the sandbox refused a connection to refused.example: host not in the allow list; --allow-host refused.example allows it"},
@@ -43,12 +43,21 @@ func TestRefusalAnnounced(t *testing.T) {
 			want: "the sandbox refused a connection to refused.example: host not in the allow list"},
 		{name: "direct-ssh-port", script: `echo > /dev/tcp/192.0.2.1/22`,
 			want: "the sandbox refused a connection to 192.0.2.1:22: " + sshWhy},
+		// ssh through the proxy, as a ProxyCommand does it (OpenBSD nc's
+		// -X connect, here in Python, which prints the status line the
+		// way nc does): the client shows the reason and the fix.
+		{name: "git-push-ssh-proxy", proxyCommand: true, script: `W=$PWD && cd "$TMPDIR" && git init -q r && cd r && git -c user.name=a -c user.email=a@example.invalid commit -q --allow-empty -m x && GIT_SSH_COMMAND="ssh -o ProxyCommand='python3 $W/pc.py %h %p'" git push ssh://git@github.com/o/r.git HEAD`,
+			want: `Proxy error: "HTTP/1.1 403 Forbidden (agent-sandbox: ssh (port 22) does not work in the sandbox: it has no ssh key (~/.ssh is not granted) and no agent socket`},
 		{name: "git-push-ssh", script: `cd "$TMPDIR" && git init -q r && cd r && git -c user.name=a -c user.email=a@example.invalid commit -q --allow-empty -m x && git push ssh://git@192.0.2.1/x.git HEAD`,
 			want: "the sandbox refused a connection to 192.0.2.1:22: " + sshWhy},
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
 			r := newBrokerRun(t)
+			if row.proxyCommand {
+				needs(t, "python3")
+				write(t, r.work+"/pc.py", proxyCommand)
+			}
 			args := []string{r.bin}
 			env := []string{"HOME=" + r.home, "PATH=" + agentPath(), "LANG=C.UTF-8", "TERM=dumb"}
 			if row.weaker {
@@ -75,13 +84,36 @@ func TestRefusalAnnounced(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Read stderr until the announcement; the agent is then
-			// still blocked on its stdin.
-			sc := bufio.NewScanner(stderr)
+			// still blocked on its stdin. Once the agent says it waits,
+			// the announcement has 20 seconds more (init reports a
+			// direct attempt after the call returns).
+			lines := make(chan string)
+			go func() {
+				sc := bufio.NewScanner(stderr)
+				for sc.Scan() {
+					lines <- sc.Text()
+				}
+				close(lines)
+			}()
 			var before []string
+			var late <-chan time.Time
 			found := false
-			for !found && sc.Scan() {
-				before = append(before, sc.Text())
-				found = strings.Contains(sc.Text(), row.want)
+			for !found {
+				select {
+				case l, ok := <-lines:
+					if !ok {
+						late = nil
+						break
+					}
+					before = append(before, l)
+					found = strings.Contains(l, row.want)
+					if l == "agent-waits" && late == nil {
+						late = time.After(20 * time.Second)
+					}
+					continue
+				case <-late:
+				}
+				break
 			}
 			if !found {
 				stdin.Close()
@@ -95,9 +127,12 @@ func TestRefusalAnnounced(t *testing.T) {
 			}
 			io.WriteString(stdin, "go\n")
 			stdin.Close()
-			rest, _ := io.ReadAll(stderr)
+			var rest []string
+			for l := range lines {
+				rest = append(rest, l)
+			}
 			cmd.Wait()
-			all := strings.Join(before, "\n") + "\n" + string(rest)
+			all := strings.Join(append(before, rest...), "\n")
 			t.Logf("stderr:\n%s", all)
 			if !strings.Contains(all, "agent-read-go") {
 				t.Errorf("the agent did not go on after the announcement:\n%s", all)
@@ -105,12 +140,27 @@ func TestRefusalAnnounced(t *testing.T) {
 			if n := strings.Count(all, "the sandbox refused a connection to "); n != 1 {
 				t.Errorf("%d announcements, want 1 (once per destination):\n%s", n, all)
 			}
-			if !strings.Contains(string(rest), "the egress broker refused ") {
+			if !strings.Contains(strings.Join(rest, "\n"), "the egress broker refused ") {
 				t.Errorf("no end-of-run line after the announcement:\n%s", all)
 			}
 		})
 	}
 }
+
+// proxyCommand is an ssh ProxyCommand that tunnels through HTTPS_PROXY
+// with CONNECT and, on a refusal, prints the status line as OpenBSD nc's
+// `-X connect` does.
+const proxyCommand = `import base64, os, socket, sys, threading, urllib.parse
+u = urllib.parse.urlsplit(os.environ["HTTPS_PROXY"])
+s = socket.create_connection((u.hostname, u.port))
+auth = base64.b64encode(("%s:%s" % (u.username, u.password)).encode()).decode()
+s.sendall(("CONNECT %s:%s HTTP/1.1\r\nHost: %s:%s\r\nProxy-Authorization: Basic %s\r\n\r\n" % (sys.argv[1], sys.argv[2], sys.argv[1], sys.argv[2], auth)).encode())
+f = s.makefile("rb")
+status = f.readline().decode().rstrip("\r\n")
+if not status.startswith("HTTP/1.1 200"):
+    sys.stderr.write('Proxy error: "%s"\n' % status)
+    sys.exit(1)
+`
 
 // TestRefusalAnnouncedFullScreen (issue 39 item 8): under a full-screen
 // program (the terminal in non-canonical mode, as a TUI or an editor keeps
