@@ -343,5 +343,9 @@ func StateDirError(dir string, err error) error {
 	if pe, ok := err.(*os.PathError); ok {
 		cause = pe.Err
 	}
-	return fmt.Errorf("agent-sandbox's state directory %s cannot be created or written (%v at %s): it holds the run's TMPDIR and records and must be writable by you; make %s writable (chmod u+w %s, or chown it to you), or set XDG_STATE_HOME to a directory you own", dir, cause, blocker, blocker, blocker)
+	fix := fmt.Sprintf("make %s writable (chmod u+w %s, or chown it to you)", blocker, blocker)
+	if st, serr := os.Stat(blocker); serr == nil && !st.IsDir() {
+		fix = fmt.Sprintf("%s is not a directory: move it away", blocker)
+	}
+	return fmt.Errorf("agent-sandbox's state directory %s cannot be created or written (%v at %s): it holds the run's TMPDIR and records and must be writable by you; %s, or set XDG_STATE_HOME to a directory you own", dir, cause, blocker, fix)
 }
