@@ -124,7 +124,7 @@ func WriteProfile(p Prepared) error {
 	}
 	dir := filepath.Dir(p.ProfilePath)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("cannot create the state dir %s: %v", dir, err)
+		return backend.StateDirError(dir, err)
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return fmt.Errorf("cannot restrict the state dir %s to mode 0700: %v", dir, err)
