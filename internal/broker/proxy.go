@@ -154,11 +154,34 @@ const (
 	maxAuditReason = 512
 )
 
-func (p *Proxy) record(a *attempt) {
-	expected := a.decision == DecisionRefused && a.refusedAs != "" && a.refusedAs != refusedAuth && a.refusedAs != refusedMalformed && p.isExpected(a)
-	if expected {
-		a.reason += expectedNote
+// expectedRefusal says whether a is a refusal Config.Expected names, and
+// then notes it in a's reason.
+func (p *Proxy) expectedRefusal(a *attempt) bool {
+	switch {
+	case a.decision != DecisionRefused, a.refusedAs == "", a.refusedAs == refusedAuth, a.refusedAs == refusedMalformed:
+		return false
+	case !p.isExpected(a):
+		return false
 	}
+	a.reason += expectedNote
+	return true
+}
+
+// countRefused counts a policy refusal in the summary (p.mu held) and
+// reports whether its destination is refused for the first time.
+func (p *Proxy) countRefused(a *attempt) bool {
+	p.sum.Refused++
+	_, seen := p.sum.RefusedHosts[a.refusedAs]
+	if seen || len(p.sum.RefusedHosts) < maxRefusedHosts {
+		p.sum.RefusedHosts[a.refusedAs]++
+	} else {
+		p.sum.RefusedHosts[otherHosts]++
+	}
+	return !seen
+}
+
+func (p *Proxy) record(a *attempt) {
+	expected := p.expectedRefusal(a)
 	p.mu.Lock()
 	noHost := false
 	switch {
@@ -173,14 +196,7 @@ func (p *Proxy) record(a *attempt) {
 		p.sum.Malformed++
 		noHost = true
 	case a.decision == DecisionRefused && a.refusedAs != "":
-		p.sum.Refused++
-		_, seen := p.sum.RefusedHosts[a.refusedAs]
-		if seen || len(p.sum.RefusedHosts) < maxRefusedHosts {
-			p.sum.RefusedHosts[a.refusedAs]++
-		} else {
-			p.sum.RefusedHosts[otherHosts]++
-		}
-		if !seen && p.cfg.Refused != nil {
+		if p.countRefused(a) && p.cfg.Refused != nil {
 			defer p.cfg.Refused(a.refusedAs, a.reason)
 		}
 	}
