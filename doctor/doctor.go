@@ -146,7 +146,20 @@ type Options struct {
 // Run runs the checks and returns their results, host first, then each
 // agent folder, then the launcher.
 func Run(o Options) []Result {
+	results, _ := RunWithSummary(o)
+	return results
+}
+
+// RunWithSummary is Run, with the first look that leads the text form
+// (Summary, WriteSummary).
+func RunWithSummary(o Options) ([]Result, Summary) {
 	r := newRun(o)
+	results := r.runAll()
+	return results, r.summary()
+}
+
+func (r *run) runAll() []Result {
+	o := r.o
 	if !o.FoldersOnly {
 		// Where a sandboxed agent can write is known before nono or sbx
 		// is probed: a planted one is reported, never executed.
@@ -160,6 +173,7 @@ func Run(o Options) []Result {
 	for _, t := range targets {
 		r.folder(t)
 	}
+	r.missingCredentials()
 	if !o.FoldersOnly {
 		r.launcher(targets)
 	}
@@ -223,10 +237,17 @@ type run struct {
 	// host's /nix/store) except in tests, which build a store under a
 	// temporary root.
 	storeFS string
+	// missingCreds are the credential sources without a value ("ENV
+	// (source SRC: why)"), each with the agents that name it, in
+	// missingOrder (missingCredentials).
+	missingCreds map[string][]string
+	missingOrder []string
+	// looks are the agents' first looks (posture), for Summary.
+	looks []agentLook
 }
 
 func newRun(o Options) *run {
-	r := &run{o: o, getenv: o.Getenv, lookPath: o.LookPath, goos: runtime.GOOS, timeout: o.ProbeTimeout, exists: map[string]error{}}
+	r := &run{o: o, getenv: o.Getenv, lookPath: o.LookPath, goos: runtime.GOOS, timeout: o.ProbeTimeout, exists: map[string]error{}, missingCreds: map[string][]string{}}
 	if r.getenv == nil {
 		r.getenv = os.Getenv
 	}

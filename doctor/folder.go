@@ -252,6 +252,7 @@ func (r *run) posture(check string, f *agent.Folder, installed bool, reported ma
 			return
 		}
 	}
+	r.looks = append(r.looks, agentLook{id: f.ID, facts: p.Facts()})
 	detail := fmt.Sprintf("%s (%s), network %s", pst.Backend, pst.Reason, pst.Network.Mode)
 	if len(pst.Network.AllowDomains) > 0 {
 		detail += " (" + strings.Join(pst.Network.AllowDomains, ",") + ")"
@@ -418,6 +419,21 @@ func (r *run) storePaths(check string, files []folderFile, profile *nono.Profile
 // read (a command is not run: it may prompt or cost): a variable that is
 // set, a readable file. A missing value is a warning (that agent gets no
 // key and no route), never a failure.
+// missingCredentials is the one line, for every agent checked, that names
+// the [[credentials]] sources without a value and the agents that name
+// each.
+func (r *run) missingCredentials() {
+	if len(r.missingOrder) == 0 {
+		return
+	}
+	parts := make([]string, len(r.missingOrder))
+	for i, m := range r.missingOrder {
+		parts[i] = fmt.Sprintf("%s; named by %s)", strings.TrimSuffix(m, ")"), strings.Join(r.missingCreds[m], ", "))
+	}
+	r.add("credentials", Warn, "no value for "+strings.Join(parts, "; ")+"; with an allow list the built-in engine's broker injects only keys it can read",
+		"set the variable or create the file for the agents that need the key; a subscription login needs none")
+}
+
 func (r *run) credentials(check string, f *agent.Folder, tomlPath string) {
 	if len(f.Config.Credentials) == 0 {
 		return
@@ -452,9 +468,13 @@ func (r *run) credentials(check string, f *agent.Folder, tomlPath string) {
 		}
 		ok = append(ok, c.Env+" (source "+src+")")
 	}
-	if len(missing) > 0 {
-		r.add(check, Warn, fmt.Sprintf("%s: no value for %s: with an allow list the built-in engine's broker injects only keys it can read", tomlPath, strings.Join(missing, ", ")),
-			"set the variable or create the file if the agent needs the key; a subscription login needs none")
+	for _, m := range missing {
+		// One line for every agent (missingCredentials): several
+		// folders name the same key.
+		if _, seen := r.missingCreds[m]; !seen {
+			r.missingOrder = append(r.missingOrder, m)
+		}
+		r.missingCreds[m] = append(r.missingCreds[m], f.ID)
 	}
 	if len(ok) > 0 {
 		r.add(check, OK, fmt.Sprintf("injected by the broker with an allow list (the agent holds a phantom): %s", strings.Join(ok, ", ")), "")

@@ -69,6 +69,7 @@ func (f *fixture) folders(foldersOnly bool) []Result {
 	for _, t := range r.targets() {
 		r.folder(t)
 	}
+	r.missingCredentials()
 	for _, res := range r.results {
 		wellFormed(f.t, res)
 	}
@@ -467,12 +468,12 @@ source = "command:touch /nonexistent-dir/ran"
 	rs := f.folders(false)
 	var got []string
 	for _, r := range rs {
-		if r.Check == "keyed credentials" {
+		if r.Check == "keyed credentials" || r.Check == "credentials" {
 			got = append(got, string(r.Status)+": "+r.Detail)
 		}
 	}
 	joined := strings.Join(got, "\n")
-	if !strings.Contains(joined, "warn: "+filepath.Join(f.folder, "agent.toml")+": no value for UNSET_KEY") ||
+	if !strings.Contains(joined, "warn: no value for UNSET_KEY (source env:UNSET_KEY: not set; named by keyed);") ||
 		!strings.Contains(joined, "ok: injected by the broker") || !strings.Contains(joined, "SET_KEY (source env:SET_KEY)") ||
 		!strings.Contains(joined, "CMD_KEY (source command:touch /nonexistent-dir/ran: run when a run starts, not by doctor)") {
 		t.Errorf("doctor's credentials checks:\n%s", joined)

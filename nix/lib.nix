@@ -35,6 +35,7 @@ rec {
     "tmp_size"
     "memory_max"
     "credentials"
+    "expected_refusals"
     "sbx"
   ];
   agentTomlSbxKeys = [

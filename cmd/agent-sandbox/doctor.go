@@ -14,7 +14,7 @@ import (
 // any check fails. It needs no $HOME with --folders-only, so it runs before
 // Main resolves the home directory.
 func runDoctor(stdio launch.Stdio, d cli.Doctor) int {
-	results := doctor.Run(doctor.Options{
+	results, summary := doctor.RunWithSummary(doctor.Options{
 		Agents:      d.Agents,
 		FoldersOnly: d.FoldersOnly,
 		Getenv:      os.Getenv,
@@ -23,6 +23,9 @@ func runDoctor(stdio launch.Stdio, d cli.Doctor) int {
 	write := doctor.WriteText
 	if d.JSON {
 		write = doctor.WriteJSON
+	} else if err := doctor.WriteSummary(stdio.Out, summary); err != nil {
+		// The first look leads the text form; the checks follow.
+		return fail(stdio.Err, err)
 	}
 	if err := write(stdio.Out, results); err != nil {
 		return fail(stdio.Err, err)

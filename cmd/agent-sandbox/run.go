@@ -27,28 +27,9 @@ func runAgent(e env, r cli.Run) int {
 		// clears the owner's bits; the agent gets the caller's.
 		launch.OwnUmask()
 	}
-	workdir, err := resolveWorkdir(r.Workdir)
+	workdir, folder, pst, err := resolveRun(e, r)
 	if err != nil {
-		return fail(e.stdio.Err, err)
-	}
-	lookup := e.lookup(workdir)
-	folder, warn, err := findAgent(r, lookup)
-	if err != nil {
-		return fail(e.stdio.Err, err)
-	}
-	_, nonoErr := e.lookPath("nono")
-	pst, err := posture.Resolve(posture.Input{
-		Agent: folder.ID,
-		Flags: r.Posture,
-		Nono:  folder.Nono,
-		Sbx:   folder.Sbx,
-		Host:  posture.Host{GOOS: runtime.GOOS, NonoFound: nonoErr == nil},
-	})
-	if err != nil {
-		return fail(e.stdio.Err, err)
-	}
-	if warn != "" {
-		pst.Warnings = append([]string{warn}, pst.Warnings...)
+		return refuseRun(e, r, workdir, folder, pst, err)
 	}
 	if pst.Sandboxed && !r.DryRun {
 		// A descriptor the caller left open (`agent-sandbox ... 7<~/.ssh/id_ed25519`)
@@ -64,19 +45,19 @@ func runAgent(e env, r cli.Run) int {
 	if !r.DryRun {
 		// What the backend can start before its run is planned (the
 		// built-in engine's init) starts now; it waits for the plan.
-		if early = plan.Prestart(pst, e.stdio); early != nil {
+		if early = plan.Prestart(*pst, e.stdio); early != nil {
 			defer early.Abort()
 		}
 	}
 	p, err := plan.Build(plan.Input{
-		Folder: folder, Posture: pst, Home: e.home, Workdir: workdir, Args: r.Args,
-		Getenv: e.getenv, LookPath: e.lookPath, Protected: lookup.Paths(),
+		Folder: folder, Posture: *pst, Home: e.home, Workdir: workdir, Args: r.Args,
+		Getenv: e.getenv, LookPath: e.lookPath, Protected: e.lookup(workdir).Paths(),
 		NixStore: plan.NixStore(), Verbose: r.Verbose, Quiet: r.Quiet, TTY: launch.IsTerminal(os.Stdout),
 		RunRead: cliPaths(r.Read), RunWrite: cliPaths(r.Write),
 		AllowEdit: r.AllowEdit, AllowUserns: r.AllowUserns, Early: early,
 	})
 	if err != nil {
-		return fail(e.stdio.Err, err)
+		return refuseRun(e, r, workdir, folder, pst, err)
 	}
 	if !p.Spec.CommandFound && (p.Backend == nil || *p.Backend != "sbx") && !r.DryRun {
 		// One line: the command is missing (the plan's warning says the same).
@@ -114,6 +95,50 @@ func runAgent(e env, r cli.Run) int {
 		diag.Notef(e.stdio.Err, "%s", hint)
 	}
 	return code
+}
+
+// resolveRun finds the run's working directory, agent folder and posture;
+// on an error, what was found before it (for refuseRun).
+func resolveRun(e env, r cli.Run) (string, *agent.Folder, *posture.Posture, error) {
+	workdir, err := resolveWorkdir(r.Workdir)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	folder, warn, err := findAgent(r, e.lookup(workdir))
+	if err != nil {
+		return workdir, nil, nil, err
+	}
+	_, nonoErr := e.lookPath("nono")
+	pst, err := posture.Resolve(posture.Input{
+		Agent: folder.ID,
+		Flags: r.Posture,
+		Nono:  folder.Nono,
+		Sbx:   folder.Sbx,
+		Host:  posture.Host{GOOS: runtime.GOOS, NonoFound: nonoErr == nil},
+	})
+	if err != nil {
+		return workdir, folder, nil, err
+	}
+	if warn != "" {
+		pst.Warnings = append([]string{warn}, pst.Warnings...)
+	}
+	return workdir, folder, &pst, nil
+}
+
+// refuseRun ends a run refused before its plan exists (exit 125, one
+// error line); --dry-run --json still prints a plan, with refusal saying
+// why and what was known (folder, pst may be nil).
+func refuseRun(e env, r cli.Run, workdir string, folder *agent.Folder, pst *posture.Posture, err error) int {
+	if r.DryRun && r.JSON {
+		name := r.Agent
+		if r.Program != "" {
+			name = r.Program
+		}
+		if werr := plan.Refused(name, folder, pst, workdir, err.Error()).WriteJSON(e.stdio.Out); werr != nil {
+			return fail(e.stdio.Err, werr)
+		}
+	}
+	return fail(e.stdio.Err, err)
 }
 
 // failureHint is the line printed after a sandboxed run that failed: the

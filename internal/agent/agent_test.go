@@ -274,7 +274,7 @@ func TestNixProfilesCodeMatchBuiltins(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(built.CodePaths, nix.CodePaths) || !reflect.DeepEqual(built.CodeKeys, nix.CodeKeys) || !reflect.DeepEqual(built.Credentials, nix.Credentials) {
+		if !reflect.DeepEqual(built.CodePaths, nix.CodePaths) || !reflect.DeepEqual(built.CodeKeys, nix.CodeKeys) || !reflect.DeepEqual(built.Credentials, nix.Credentials) || !reflect.DeepEqual(built.ExpectedRefusals, nix.ExpectedRefusals) {
 			t.Errorf("%s: nix/profiles code settings differ from the built-in's:\n%+v %+v\n%+v %+v", name, nix.CodePaths, nix.CodeKeys, built.CodePaths, built.CodeKeys)
 		}
 		if len(built.CodeKeys) == 0 {

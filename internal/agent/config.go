@@ -16,6 +16,7 @@ import (
 
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	"github.com/agent-sandbox/agent-sandbox/internal/protect"
+	"github.com/agent-sandbox/agent-sandbox/internal/sandboxfile"
 	"github.com/agent-sandbox/agent-sandbox/internal/suggest"
 )
 
@@ -78,6 +79,11 @@ type Config struct {
 	// Credentials are the agent's keys the built-in engine's broker
 	// injects: the agent holds a per-run phantom, never the real value.
 	Credentials []Credential `toml:"credentials"`
+	// ExpectedRefusals name destinations the agent is known to try and
+	// that its sandbox refuses (Claude Code's downloads.claude.ai), in
+	// allow_domain's grammar: the built-in engine's broker still refuses
+	// and logs them, but does not warn of them. They never widen egress.
+	ExpectedRefusals []string `toml:"expected_refusals"`
 }
 
 // Credential is one [[credentials]] table of agent.toml: an API key the
@@ -222,7 +228,7 @@ func ParseConfig(path string, b []byte) (*Config, error) {
 			known = append(known, k)
 		}
 		sort.Strings(known)
-		return nil, fmt.Errorf("%s: %s: unknown key%s; agent.toml accepts command, args, description, config_paths, read_paths, code_paths, env, set_env, exec_paths, allow_edit, loopback_env, tmp_size, memory_max, nested_userns, [[code_keys]] file, keys, commands, [[credentials]] and [sbx] install, version_command, home", path, keys[0], suggest.Phrase(keys[0], known))
+		return nil, fmt.Errorf("%s: %s: unknown key%s; agent.toml accepts command, args, description, config_paths, read_paths, code_paths, env, set_env, exec_paths, allow_edit, loopback_env, tmp_size, memory_max, nested_userns, expected_refusals, [[code_keys]] file, keys, commands, [[credentials]] and [sbx] install, version_command, home", path, keys[0], suggest.Phrase(keys[0], known))
 	}
 	if err := c.validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -304,6 +310,11 @@ func (c *Config) validate() error {
 		}
 		if strings.ContainsRune(v, 0) {
 			return fmt.Errorf("set_env.%s: value contains a NUL byte", k)
+		}
+	}
+	for i, h := range c.ExpectedRefusals {
+		if err := sandboxfile.CheckHost(h); err != nil {
+			return fmt.Errorf("expected_refusals[%d]: %v", i, err)
 		}
 	}
 	if err := protect.CheckNames("allow_edit", c.AllowEdit); err != nil {

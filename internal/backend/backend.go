@@ -308,3 +308,44 @@ func CreateConfig(s spec.Spec) error {
 	}
 	return nil
 }
+
+// StateDirs creates the run's state directories (s.StateDir and the parts
+// the agent may write) and the run's private TMPDIR under s.TempDir(),
+// which it returns; the caller removes it after the run. An error names
+// agent-sandbox's state directory as the cause and what to do
+// (StateDirError), never the policy.
+func StateDirs(s spec.Spec) (string, error) {
+	for _, d := range append([]string{s.StateDir}, s.AgentStateDirs()...) {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return "", StateDirError(d, err)
+		}
+	}
+	runTmp, err := os.MkdirTemp(s.TempDir(), "run-")
+	if err != nil {
+		return "", StateDirError(s.TempDir(), err)
+	}
+	return runTmp, nil
+}
+
+// StateDirError says that agent-sandbox's own state directory (dir, under
+// $XDG_STATE_HOME/agent-sandbox) could not be created or written, which
+// directory refused it, and what to do: it is the host's filesystem, not a
+// policy the backend cannot enforce.
+func StateDirError(dir string, err error) error {
+	blocker := dir
+	for {
+		if _, serr := os.Lstat(blocker); serr == nil || filepath.Dir(blocker) == blocker {
+			break
+		}
+		blocker = filepath.Dir(blocker)
+	}
+	cause := err
+	if pe, ok := err.(*os.PathError); ok {
+		cause = pe.Err
+	}
+	fix := fmt.Sprintf("make %s writable (chmod u+w %s, or chown it to you)", blocker, blocker)
+	if st, serr := os.Stat(blocker); serr == nil && !st.IsDir() {
+		fix = fmt.Sprintf("%s is not a directory: move it away", blocker)
+	}
+	return fmt.Errorf("agent-sandbox's state directory %s cannot be created or written (%v at %s): it holds the run's TMPDIR and records and must be writable by you; %s, or set XDG_STATE_HOME to a directory you own", dir, cause, blocker, fix)
+}

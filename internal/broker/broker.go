@@ -84,6 +84,18 @@ type Config struct {
 	// Warn receives warnings (an audit write failing); default prints
 	// "agent-sandbox: warning: ..." on stderr.
 	Warn func(msg string)
+	// Refused, when set, is told each destination the run refuses (the
+	// key of Summary.RefusedHosts: a host, or HOST:PORT) with the reason,
+	// the first time it is refused and at once, so that the user learns
+	// of it while the agent retries rather than when the run ends. It is
+	// called outside the broker's lock, from the connection's goroutine.
+	Refused func(dest, reason string)
+	// Expected are refusals the agent folder expects (agent.toml
+	// expected_refusals), in the allow list's grammar: a refused
+	// connection one of them matches is still refused and logged, but
+	// counted as Summary.Expected, not warned of (neither Refused nor
+	// the end-of-run line). They never admit anything.
+	Expected []string
 	// Routes are the credentials the broker injects ([Route]): requests
 	// to /NAME/... on the proxy's port, authenticated by the phantom.
 	Routes []Route
@@ -104,7 +116,9 @@ type Config struct {
 type Proxy struct {
 	cfg    Config
 	policy *policy
-	audit  *auditLog
+	// expected are Config.Expected, parsed.
+	expected []entry
+	audit    *auditLog
 
 	mu        sync.Mutex
 	closed    bool
@@ -133,6 +147,14 @@ func New(cfg Config) (*Proxy, error) {
 	pol, err := newPolicy(cfg.Allow, cfg.Deny)
 	if err != nil {
 		return nil, fmt.Errorf("broker: %v", err)
+	}
+	var expected []entry
+	for _, x := range cfg.Expected {
+		e, err := parseEntry(x)
+		if err != nil {
+			return nil, fmt.Errorf("broker: expected refusal %q: %v", x, err)
+		}
+		expected = append(expected, e)
 	}
 	if cfg.SandboxLoopback {
 		pol.sandboxLoopback(cfg.Forwarded)
@@ -182,6 +204,7 @@ func New(cfg Config) (*Proxy, error) {
 	p := &Proxy{
 		cfg:       cfg,
 		policy:    pol,
+		expected:  expected,
 		listeners: map[net.Listener]struct{}{},
 		conns:     map[net.Conn]struct{}{},
 		sum:       Summary{Agent: cfg.AgentID, RefusedHosts: map[string]int{}},
@@ -381,6 +404,9 @@ type Summary struct {
 	// RefusedHosts maps each refused host (as the client named it, lower
 	// case, with ":PORT" when the refusal was about the port) to its count.
 	RefusedHosts map[string]int
+	// Expected counts refused requests the agent folder expects
+	// (Config.Expected): logged, not warned of.
+	Expected int
 	// Unauthenticated counts requests without the right token (407).
 	Unauthenticated int
 	// Malformed counts requests that could not be read (400, 408, 431).
@@ -468,6 +494,26 @@ func plural(n int, one, many string) string {
 
 // sanitize drops control characters from untrusted text (host names sent
 // by the agent) before it reaches a terminal.
+// isExpected says whether a refused attempt is one Config.Expected names.
+func (p *Proxy) isExpected(a *attempt) bool {
+	if len(p.expected) == 0 {
+		return false
+	}
+	t, err := parseTarget(strings.TrimSuffix(strings.TrimPrefix(a.host, "["), "]"), a.port)
+	if err != nil {
+		return false
+	}
+	for i := range p.expected {
+		if p.expected[i].matches(t.name, t.ip, t.port) {
+			return true
+		}
+	}
+	return false
+}
+
+// expectedNote ends the audit reason of an expected refusal.
+const expectedNote = "; expected by the agent folder (agent.toml expected_refusals): logged, not warned of"
+
 func sanitize(s string) string {
 	return strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {

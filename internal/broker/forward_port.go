@@ -41,6 +41,9 @@ func (p *Proxy) RecordDirect(addr netip.AddrPort) {
 		a.reason = fmt.Sprintf("the agent connected to its own loopback port %d, which nothing forwards: --allow-host localhost:%d (or open_port) forwards it to the host's", addr.Port(), addr.Port())
 	} else {
 		a.reason = "the agent connected directly, past the proxy (HTTPS_PROXY): the sandbox has no route but the broker's; a client that ignores the proxy variables reaches nothing"
+		if addr.Port() == SSHPort {
+			a.reason = SSHRefusal + " (" + a.reason + ")"
+		}
 	}
 	a.refusedAs = fmt.Sprintf("%s:%d", host, addr.Port())
 	p.record(a)

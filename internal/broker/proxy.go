@@ -154,10 +154,39 @@ const (
 	maxAuditReason = 512
 )
 
+// expectedRefusal says whether a is a refusal Config.Expected names, and
+// then notes it in a's reason.
+func (p *Proxy) expectedRefusal(a *attempt) bool {
+	switch {
+	case a.decision != DecisionRefused, a.refusedAs == "", a.refusedAs == refusedAuth, a.refusedAs == refusedMalformed:
+		return false
+	case !p.isExpected(a):
+		return false
+	}
+	a.reason += expectedNote
+	return true
+}
+
+// countRefused counts a policy refusal in the summary (p.mu held) and
+// reports whether its destination is refused for the first time.
+func (p *Proxy) countRefused(a *attempt) bool {
+	p.sum.Refused++
+	_, seen := p.sum.RefusedHosts[a.refusedAs]
+	if seen || len(p.sum.RefusedHosts) < maxRefusedHosts {
+		p.sum.RefusedHosts[a.refusedAs]++
+	} else {
+		p.sum.RefusedHosts[otherHosts]++
+	}
+	return !seen
+}
+
 func (p *Proxy) record(a *attempt) {
+	expected := p.expectedRefusal(a)
 	p.mu.Lock()
 	noHost := false
 	switch {
+	case expected:
+		p.sum.Expected++
 	case a.decision == DecisionAllowed:
 		p.sum.Allowed++
 	case a.decision == DecisionRefused && a.refusedAs == refusedAuth:
@@ -167,11 +196,8 @@ func (p *Proxy) record(a *attempt) {
 		p.sum.Malformed++
 		noHost = true
 	case a.decision == DecisionRefused && a.refusedAs != "":
-		p.sum.Refused++
-		if _, ok := p.sum.RefusedHosts[a.refusedAs]; ok || len(p.sum.RefusedHosts) < maxRefusedHosts {
-			p.sum.RefusedHosts[a.refusedAs]++
-		} else {
-			p.sum.RefusedHosts[otherHosts]++
+		if p.countRefused(a) && p.cfg.Refused != nil {
+			defer p.cfg.Refused(a.refusedAs, a.reason)
 		}
 	}
 	write := p.audit != nil
@@ -329,6 +355,9 @@ func (p *Proxy) decide(ctx context.Context, t target, a *attempt) ([]netip.Addr,
 	v := p.policy.check(t)
 	if !v.ok {
 		a.decision, a.reason = DecisionRefused, v.reason
+		if t.port == SSHPort {
+			a.reason = SSHRefusal + " (" + v.reason + ")"
+		}
 		a.refusedAs = refusalKey(t, v)
 		return nil, http.StatusForbidden
 	}
@@ -646,5 +675,33 @@ func writeRefusal(w io.Writer, status int, reason string) {
 		defer c.SetWriteDeadline(time.Time{})
 	}
 	fmt.Fprintf(w, "HTTP/1.1 %d %s\r\n%sContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
-		status, http.StatusText(status), extra, len(body), body)
+		status, statusPhrase(status, reason), extra, len(body), body)
 }
+
+// maxPhrase bounds the reason in a refusal's status line.
+const maxPhrase = 400
+
+// statusPhrase is the reason phrase of a refusal's status line: the
+// status text, then the reason, since a CONNECT client shows the status
+// line and nothing else (OpenBSD nc: `Proxy error: "HTTP/1.1 403 ..."`,
+// corkscrew, ncat, curl -v); printable ASCII only, bounded.
+func statusPhrase(status int, reason string) string {
+	r := []byte(sanitize(reason))
+	for i, c := range r {
+		if c < 0x20 || c > 0x7e {
+			r[i] = '?'
+		}
+	}
+	if len(r) > maxPhrase {
+		r = append(r[:maxPhrase-3], "..."...)
+	}
+	return http.StatusText(status) + " (agent-sandbox: " + string(r) + ")"
+}
+
+// SSHPort is ssh's port; a refused connection to it gets SSHRefusal.
+const SSHPort = 22
+
+// SSHRefusal says why ssh (git over an ssh remote) cannot work in the
+// sandbox and what does today; it leads the reason of a refused
+// connection to port 22, through the proxy or past it.
+const SSHRefusal = "ssh (port 22) does not work in the sandbox: it has no ssh key (~/.ssh is not granted) and no agent socket, so it could not log in even where the host is allowed; use the HTTPS remote (git remote set-url origin https://HOST/OWNER/REPO.git) with a credential route that injects the token (agent.toml [[credentials]] with git = true; README, \"Credentials the agent never holds\"), or push from the host after the run"

@@ -593,6 +593,7 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 		// for is refused rather than dropped.
 		return s, nil, nil, fmt.Errorf("%s: memory_max = %q: the sbx backend does not apply it (a microVM's memory is fixed when sbx creates it, and agent-sandbox reuses an existing sandbox); remove the key or use --sandbox-backend landlock or nono", filepath.Join(f.Dir, "agent.toml"), f.Config.MemoryMax)
 	}
+	s.ExpectedRefusals = f.Config.ExpectedRefusals
 	for _, c := range f.Config.Credentials {
 		src := c.Source
 		if src == "" {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/agent"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -44,6 +45,11 @@ func (p *Plan) WriteText(w io.Writer) error {
 		backend = *p.Backend
 	}
 	fmt.Fprintf(&b, "# agent %s (%s: %s)\n", p.Agent, p.AgentSource, p.AgentFolder)
+	// The first look (Summary) leads; the per-path lines follow.
+	for _, l := range p.Summary() {
+		fmt.Fprintf(&b, "# %s\n", l)
+	}
+	b.WriteString("# --- in detail\n")
 	fmt.Fprintf(&b, "# backend: %s (decided by %s)\n", backend, p.Reason)
 	if p.Fallback != nil {
 		fmt.Fprintf(&b, "# %s\n", *p.Fallback)
@@ -112,4 +118,46 @@ func (p *Plan) Starts() (bool, string) {
 		return false, fmt.Sprintf("command %q not found on PATH", name)
 	}
 	return true, ""
+}
+
+// Refused is the plan --dry-run --json prints when the run is refused
+// before a plan exists (the agent folder, its nono.json, a grant, the
+// posture or the backend cannot be used): every documented field is
+// present, arrays are empty, what is known (the agent, its folder, the
+// working directory, the posture) is filled in, and refusal says why.
+// folder and pst may be nil (not found or not resolved yet); name is the
+// agent as named on the command line.
+func Refused(name string, folder *agent.Folder, pst *posture.Posture, workdir, reason string) *Plan {
+	p := &Plan{
+		Agent:       name,
+		Workdir:     workdir,
+		Network:     Network{AllowDomains: []string{}, OpenPorts: []int{}, ListenPorts: []int{}},
+		Filesystem:  Filesystem{Read: []string{}, Write: []string{}, Allow: []string{}, Exec: []string{}, ExecClosure: []string{}, Missing: []string{}},
+		Environment: Environment{Pass: []string{}, Set: map[string]string{}},
+		Warnings:    []string{},
+		Commands:    [][]string{},
+		RunGrants:   RunGrants{Read: []string{}, Write: []string{}},
+		Refusal:     &reason,
+	}
+	if folder != nil {
+		p.Agent, p.AgentFolder, p.AgentSource = folder.ID, folder.Dir, string(folder.Source)
+	}
+	if pst != nil {
+		p.Sandboxed, p.Reason = pst.Sandboxed, string(pst.Reason)
+		n := pst.Network
+		p.Network.Mode, p.Network.Source = string(n.Mode), n.Source
+		p.Network.AllowDomains = append(p.Network.AllowDomains, n.AllowDomains...)
+		if !pst.Sandboxed {
+			p.Network.Mode, p.Network.Source = "unrestricted", "no sandbox"
+		}
+		if pst.Sandboxed {
+			b := string(pst.Backend)
+			p.Backend = &b
+		}
+		if pst.Fallback != "" {
+			fb := pst.Fallback
+			p.Fallback = &fb
+		}
+	}
+	return p
 }

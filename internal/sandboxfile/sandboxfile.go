@@ -25,6 +25,7 @@ import (
 
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	"github.com/agent-sandbox/agent-sandbox/internal/optfile"
+	"github.com/agent-sandbox/agent-sandbox/internal/suggest"
 	"github.com/tailscale/hujson"
 )
 
@@ -337,11 +338,60 @@ func (r *reader) ports(m member, lo int) ([]int, error) {
 }
 
 func (r *reader) unknown(m member, f *File) error {
+	didYouMean := ""
+	if c := Closest(m.path); c != "" {
+		didYouMean = fmt.Sprintf(" did you mean %q?", c)
+	}
 	if r.kind == Sbx {
-		f.Warnings = append(f.Warnings, fmt.Sprintf("%s: unsupported key %q ignored (sbx.json supports sandbox, filesystem.read/write/allow and network.block/allow_domain)", r.path, m.path))
+		f.Warnings = append(f.Warnings, fmt.Sprintf("%s: unsupported key %q ignored;%s sbx.json supports sandbox, filesystem.read/write/allow and network.block/allow_domain", r.path, m.path, didYouMean))
 		return nil
 	}
-	return r.errAt(m.name, m.path, "unknown key (value %s); nono.json accepts sandbox, filesystem.{read,write,allow,unix_socket_dir_bind}, network.{block,allow_domain,open_port,listen_port,network_profile} and unsafe_macos_seatbelt_rules", show(m.val))
+	return r.errAt(m.name, m.path, "unknown key (value %s);%s nono.json accepts sandbox, filesystem.{read,write,allow,unix_socket_dir_bind}, network.{block,allow_domain,open_port,listen_port,network_profile} and unsafe_macos_seatbelt_rules", show(m.val), didYouMean)
+}
+
+// Keys are the key paths a nono.json accepts, dotted.
+var Keys = []string{
+	"sandbox", "filesystem", "network", "unsafe_macos_seatbelt_rules",
+	"filesystem.read", "filesystem.write", "filesystem.allow", "filesystem.unix_socket_dir_bind",
+	"network.block", "network.allow_domain", "network.open_port", "network.listen_port", "network.network_profile",
+}
+
+// Closest is the known key path an unknown one (dotted) was probably meant
+// to be, or "": a near name in the same object first ("network.allow_domains"
+// is "network.allow_domain"), else a near name in another object
+// ("allow_domain" at the top is "network.allow_domain").
+func Closest(keyPath string) string {
+	parent, leaf := "", keyPath
+	if i := strings.LastIndexByte(keyPath, '.'); i >= 0 {
+		parent, leaf = keyPath[:i], keyPath[i+1:]
+	}
+	var here, elsewhere []string
+	full := map[string]string{}
+	for _, k := range Keys {
+		kp, kl := "", k
+		if i := strings.LastIndexByte(k, '.'); i >= 0 {
+			kp, kl = k[:i], k[i+1:]
+		}
+		if kp == parent {
+			here = append(here, kl)
+		} else if _, seen := full[kl]; !seen {
+			elsewhere = append(elsewhere, kl)
+			full[kl] = k
+		}
+	}
+	if c := suggest.Closest(leaf, here); c != "" {
+		if parent == "" {
+			return c
+		}
+		return parent + "." + c
+	}
+	if k, ok := full[leaf]; ok {
+		return k
+	}
+	if c := suggest.Closest(leaf, elsewhere); c != "" {
+		return full[c]
+	}
+	return ""
 }
 
 // dropNonoOnly drops a nono-only key from an sbx.json with the dedicated

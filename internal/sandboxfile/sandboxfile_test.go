@@ -189,3 +189,21 @@ func TestCheckHost(t *testing.T) {
 		}
 	}
 }
+
+// TestClosestKey: a mistyped key path is matched in its own object first,
+// then by name in the object it belongs to; nothing near, no suggestion.
+func TestClosestKey(t *testing.T) {
+	for in, want := range map[string]string{
+		"network.allow_domains":   "network.allow_domain",
+		"allow_domain":            "network.allow_domain",
+		"filesystem.wirte":        "filesystem.write",
+		"netwrok":                 "network",
+		"network.read":            "filesystem.read",
+		"colour":                  "",
+		"filesystem.unix_sockets": "",
+	} {
+		if got := Closest(in); got != want {
+			t.Errorf("Closest(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

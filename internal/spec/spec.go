@@ -41,6 +41,9 @@ type Spec struct {
 	// Credentials are agent.toml's [[credentials]]: keys the built-in
 	// engine's broker injects (sources, never values).
 	Credentials []Credential
+	// ExpectedRefusals are agent.toml's expected_refusals: refusals the
+	// built-in engine's broker logs without warning of them.
+	ExpectedRefusals []string
 	// AgentDir is the agent folder on disk, granted read-only; "" for a
 	// built-in folder, which exists only inside the binary.
 	AgentDir string

@@ -556,6 +556,7 @@ let
         "tmp_size"
         "memory_max"
         "credentials"
+        "expected_refusals"
         "sbx"
       ];
     };

@@ -60,11 +60,16 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 	} else {
 		pre.Abort()
 	}
-	for _, d := range append([]string{s.StateDir}, s.AgentStateDirs()...) {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return refuse(stdio.Err, fmt.Errorf("creating %s: %v", d, err))
-		}
+	// TMPDIR is private to this run: a fresh directory under the agent's
+	// tmp/, granted instead of tmp/ itself and removed afterwards, so that
+	// concurrent or later runs share nothing through it (not even its own
+	// extended attributes, or a descriptor kept to it: it is never reused).
+	runTmp, err := backend.StateDirs(s)
+	if err != nil {
+		diag.Errorf(stdio.Err, "%v", err)
+		return launch.ExitRefused
 	}
+	defer os.RemoveAll(runTmp)
 	if err := backend.CreateConfig(s); err != nil {
 		return refuse(stdio.Err, err)
 	}
@@ -76,15 +81,6 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 		launch.Banner(stdio.Err, "landlock")
 	}
 	p.ReadWrite = append(p.ReadWrite, TerminalNodes(stdio)...)
-	// TMPDIR is private to this run: a fresh directory under the agent's
-	// tmp/, granted instead of tmp/ itself and removed afterwards, so that
-	// concurrent or later runs share nothing through it (not even its own
-	// extended attributes, or a descriptor kept to it: it is never reused).
-	runTmp, err := os.MkdirTemp(s.TempDir(), "run-")
-	if err != nil {
-		return refuse(stdio.Err, fmt.Errorf("creating the run's TMPDIR: %v", err))
-	}
-	defer os.RemoveAll(runTmp)
 	tmp, canonTmp := s.TempDir(), grant.Canonical(s.TempDir())
 	for i, d := range p.ReadWrite {
 		if d == tmp || d == canonTmp {
@@ -116,12 +112,13 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 	if warning != "" {
 		diag.Warnf(stdio.Err, "%s", warning)
 	}
-	sess, err := newNetSession(n, s.AgentID, s.AuditDir(), routes, routeConf, ca, caFile, stdio.Err)
+	sess, err := newNetSession(n, s.AgentID, s.AuditDir(), s.ExpectedRefusals, routes, routeConf, ca, caFile, stdio.Err)
 	if err != nil {
 		diag.Errorf(stdio.Err, "%v", err)
 		return launch.ExitRefused
 	}
 	defer sess.close(true)
+	sess.setTerminal(stdio.Out)
 	env := withEnv(Env(s, os.LookupEnv), append([]string{"TMPDIR=" + runTmp}, sess.env(n.ProxyPort)...))
 	weak := func(cmd *exec.Cmd) (func() error, error) {
 		if len(n.Listen) > 0 {

@@ -257,25 +257,30 @@ type netSession struct {
 	conf   map[string]spec.Credential
 	// caFile is the agent's trust bundle when a route intercepts.
 	caFile string
+	// announce tells the user of each refused destination at once.
+	announce *announcer
 }
 
 // newNetSession opens what the run's network needs on the host: nil when
 // the network is open. A blocked network without ports gets one too: its
 // audit records the connections the agent attempts in vain (direct).
-func newNetSession(n Net, agentID, auditDir string, routes []broker.Route, conf map[string]spec.Credential, ca *broker.CA, caFile string, warn io.Writer) (*netSession, error) {
+func newNetSession(n Net, agentID, auditDir string, expected []string, routes []broker.Route, conf map[string]spec.Credential, ca *broker.CA, caFile string, warn io.Writer) (*netSession, error) {
 	if n.Mode == posture.NetOpen {
 		return nil, nil
 	}
 	token := broker.NewToken()
+	an := newAnnouncer(warn, agentID)
 	p, err := broker.New(broker.Config{
 		AgentID: agentID, Allow: n.AllowDomains, Token: token, AuditDir: auditDir,
 		SandboxLoopback: true, Forwarded: n.ForwardPorts(), Routes: routes, CA: ca,
-		Warn: func(msg string) { diag.Warnf(warn, "%s", msg) },
+		Warn:     func(msg string) { diag.Warnf(warn, "%s", msg) },
+		Refused:  an.refused,
+		Expected: expected,
 	})
 	if err != nil {
 		return nil, err
 	}
-	s := &netSession{net: n, proxy: p, token: token, warn: warn, routes: routes, conf: conf, caFile: caFile}
+	s := &netSession{net: n, proxy: p, token: token, warn: warn, routes: routes, conf: conf, caFile: caFile, announce: an}
 	for _, port := range n.Listen {
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port.Port))
 		if err != nil {
@@ -285,6 +290,13 @@ func newNetSession(n Net, agentID, auditDir string, routes []broker.Route, conf 
 		s.listen = append(s.listen, l)
 	}
 	return s, nil
+}
+
+// setTerminal tells the announcer the agent's stdout (announcer).
+func (s *netSession) setTerminal(stdout any) {
+	if s != nil {
+		s.announce.setTerminal(stdout)
+	}
 }
 
 // env is the proxy environment for a broker on 127.0.0.1:port.
@@ -358,6 +370,7 @@ func (s *netSession) close(report bool) {
 		l.Close()
 	}
 	_ = s.proxy.Close()
+	s.announce.end()
 	if msg := s.proxy.Summary().Message(); report && msg != "" {
 		fmt.Fprintln(s.warn, msg)
 	}

@@ -51,27 +51,19 @@ func Execute(p Prepared, s spec.Spec, stdio launch.Stdio) int {
 		diag.Errorf(stdio.Err, "%s: command %q not found on PATH; install it, or set command to its absolute path", agentToml(s), cmd)
 		return launch.ExitNotFound
 	}
-	if err := os.MkdirAll(s.StateDir, 0o700); err != nil {
-		return fail(fmt.Errorf("cannot create the state dir %s: %v", s.StateDir, err))
-	}
-	if err := backend.CreateConfig(s); err != nil {
-		return fail(err)
-	}
-	for _, d := range s.AgentStateDirs() {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return fail(fmt.Errorf("cannot create %s: %v", d, err))
-		}
-	}
 	// TMPDIR is private to this run, as under the built-in engine: a fresh
 	// directory under the agent's tmp/, granted instead of tmp/ itself and
 	// removed afterwards. nono sets no TMPDIR, and its system_write_linux
 	// group makes /tmp write-only (a file can be created there but not
 	// opened read-write, so mkstemp, mktemp and Python's tempfile fail).
-	runTmp, err := os.MkdirTemp(s.TempDir(), "run-")
+	runTmp, err := backend.StateDirs(s)
 	if err != nil {
-		return fail(fmt.Errorf("cannot create the run's TMPDIR in %s: %v", s.TempDir(), err))
+		return fail(err)
 	}
 	defer os.RemoveAll(runTmp)
+	if err := backend.CreateConfig(s); err != nil {
+		return fail(err)
+	}
 	p.Profile = WithRunTemp(p.Profile, s.TempDir(), runTmp)
 	if err := WriteProfile(p); err != nil {
 		return fail(err)
@@ -132,7 +124,7 @@ func WriteProfile(p Prepared) error {
 	}
 	dir := filepath.Dir(p.ProfilePath)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("cannot create the state dir %s: %v", dir, err)
+		return backend.StateDirError(dir, err)
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return fmt.Errorf("cannot restrict the state dir %s to mode 0700: %v", dir, err)

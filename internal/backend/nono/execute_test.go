@@ -319,7 +319,7 @@ func TestExecuteRefusals(t *testing.T) {
 			t.Fatal(err)
 		}
 		var e bytes.Buffer
-		if code := Execute(p, s, stdio(&e)); code != 125 || !strings.Contains(e.String(), "cannot create the state dir") {
+		if code := Execute(p, s, stdio(&e)); code != 125 || !strings.Contains(e.String(), "agent-sandbox's state directory "+s.StateDir+" cannot be created or written") || !strings.Contains(e.String(), "is not a directory: move it away") {
 			t.Errorf("exit %d, stderr %q", code, e.String())
 		}
 	})
