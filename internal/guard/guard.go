@@ -123,6 +123,12 @@ type state struct {
 	// found as before the run (the host's own harmless changes kept):
 	// what a restore writes back.
 	accepted []byte
+	// lock says that its lock file (git's "<name>.lock", created,
+	// written and renamed over it) exists now; refused counts the lock
+	// files removed without that rename: a change the read-only bind
+	// refused (see [Guard.refusedLocks]).
+	lock    bool
+	refused int
 }
 
 // Finding is one thing the guard found and did.
@@ -240,6 +246,9 @@ func (g *Guard) End(stderr io.Writer, interrupted <-chan struct{}, release func(
 		sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
 		diag.Notef(stderr, "the host replaced protected files %d time(s) during the run; each was read-only again in the sandbox within %v (median), %v at most", len(ws), sorted[len(sorted)/2].Round(time.Microsecond), sorted[len(sorted)-1].Round(time.Microsecond))
 	}
+	for _, text := range g.refusedLocks() {
+		diag.Notef(stderr, "%s", text)
+	}
 	out := g.Findings()
 	for _, f := range out {
 		text := f.Text
@@ -284,6 +293,75 @@ func (g *Guard) Windows() []time.Duration {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return append([]time.Duration(nil), g.windows...)
+}
+
+// lockEvent follows the lock file of a read-only entry, which git (and
+// other tools with its protocol) creates beside the file, writes, and
+// renames over it: under the view that rename fails (the entry is a
+// mount point: "Device or resource busy", which says nothing of the
+// sandbox) and the tool removes its lock file. mask is the event's on the
+// lock file: created, renamed away (the change went through: the host's
+// own, or an engine that binds nothing), or removed while it still
+// existed (refused).
+func (g *Guard) lockEvent(st *state, mask uint32) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case mask&(syscall.IN_CREATE|syscall.IN_MOVED_TO) != 0:
+		st.lock = true
+	case mask&syscall.IN_MOVED_FROM != 0:
+		st.lock = false
+	case mask&syscall.IN_DELETE != 0 && st.lock:
+		st.lock = false
+		if g.bound {
+			st.refused++
+		}
+	}
+}
+
+// refusedLocks are the notes on the read-only entries a tool inside tried
+// to replace in vain (lockEvent): that the refusal was the sandbox's, and
+// what to run to see why and to allow it.
+func (g *Guard) refusedLocks() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []string
+	for _, st := range g.states {
+		if st.refused == 0 {
+			continue
+		}
+		name := st.e.Path
+		if rel, err := filepath.Rel(g.opts.Workdir, st.e.Path); err == nil && g.opts.Workdir != "" && !strings.HasPrefix(rel, "..") {
+			name = rel
+		}
+		count := "a change"
+		if st.refused > 1 {
+			count = fmt.Sprintf("%d changes", st.refused)
+		}
+		out = append(out, fmt.Sprintf("the sandbox refused %s to %s (the \"Device or resource busy\" or \"Read-only file system\" inside came from the sandbox): it stays read-only because %s; `agent-sandbox why --write %s` explains, and `--allow-edit %s` lets the agent change it",
+			count, shellWord(name), whyLower(st.e.Why), shellWord(name), st.e.Name))
+	}
+	return out
+}
+
+// whyLower is an entry's Why as the end of a sentence.
+func whyLower(why string) string {
+	if why == "" {
+		return "your tools run code from it"
+	}
+	r, n := utf8.DecodeRuneInString(why)
+	return string(unicode.ToLower(r)) + why[n:]
+}
+
+// shellWord is a path as a shell word: as it is when it holds only
+// ordinary characters, else single-quoted.
+func shellWord(p string) string {
+	for _, r := range p {
+		if !(unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("/._-+,:@%", r)) {
+			return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
+		}
+	}
+	return p
 }
 
 // note records a finding for path (the latest text wins; the count

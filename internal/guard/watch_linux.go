@@ -151,14 +151,12 @@ func (w *watcher) stop() {
 // inotifyFd is the instance's descriptor, for the tree's watch.
 func (w *watcher) inotifyFd() int { return w.fd }
 
-// drain gives the tree's watch the events still queued once the loop
-// has ended, then ends it (treeWatch.finish). A read that fails leaves
-// the tree's watch vouching for nothing.
+// drain gives the tree's watch, and the lock files of read-only entries
+// (lockEvent), the events still queued once the loop has ended, then
+// ends the tree's watch (treeWatch.finish). A read that fails leaves the
+// tree's watch vouching for nothing.
 func (w *watcher) drain() {
-	tw := w.g.tw
-	if tw == nil {
-		return
-	}
+	tw := w.g.tw // nil when only the lock files of read-only entries are to be seen (lockEvent)
 	defer tw.finish()
 	buf := make([]byte, 64*1024)
 	for {
@@ -184,6 +182,12 @@ func (w *watcher) drain() {
 		}
 		events(buf[:n], func(ev *unix.InotifyEvent, name string) {
 			tw.event(ev.Wd, ev.Mask, name, true) // nothing to remove: the instance is closed next
+			w.mu.Lock()
+			dir, ok := w.wds[ev.Wd]
+			w.mu.Unlock()
+			if ok {
+				w.lockEvent(filepath.Join(dir, name), ev.Mask)
+			}
 		})
 	}
 }
@@ -261,6 +265,7 @@ func (w *watcher) handle(buf []byte) {
 			pinsHit = append(pinsHit, path)
 			rewatch = true
 		}
+		w.lockEvent(path, ev.Mask)
 		if st := w.g.byPath[path]; st != nil {
 			if _, seen := touched[st]; !seen {
 				order = append(order, st)
@@ -287,6 +292,16 @@ func (w *watcher) handle(buf []byte) {
 	}
 	for _, st := range order {
 		w.act(st, touched[st])
+	}
+}
+
+// lockEvent passes an event on path to the guard when path is the lock
+// file of a read-only entry (Guard.lockEvent).
+func (w *watcher) lockEvent(path string, mask uint32) {
+	if base, ok := strings.CutSuffix(path, ".lock"); ok {
+		if st := w.g.byPath[base]; st != nil && st.e.Guard == protect.ReadOnly && !st.e.Dir {
+			w.g.lockEvent(st, mask)
+		}
 	}
 }
 

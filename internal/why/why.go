@@ -25,6 +25,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	"github.com/agent-sandbox/agent-sandbox/internal/plan"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
+	"github.com/agent-sandbox/agent-sandbox/internal/protect"
 )
 
 // Access is what is asked about a path.
@@ -64,7 +65,7 @@ type Answer struct {
 	// Rule is the kind of rule that decided: workdir, grant, per-run grant,
 	// config path, state, git dir, agent folder, system path, device,
 	// closure, toolchain, git configuration, agent-sandbox, credential,
-	// refused, private, not granted, unsandboxed, network.
+	// refused, private, protected, not granted, unsandboxed, network.
 	Rule string `json:"rule"`
 	// By is the policy entry or file that decided ("" when none).
 	By string `json:"by"`
@@ -127,6 +128,12 @@ func Path(in Input) (Answer, error) {
 		a.Rule, a.Reason = origin(in, rule, list, system)
 		return a, nil
 	}
+	if e, ok := protectedEntry(pl, p); ok && in.Access == Write && exact && rights.Read {
+		a.Rule, a.By = "protected", e.Path
+		a.Reason = fmt.Sprintf("%s is protected (%s): %s; the sandbox binds it read-only, so a write to it inside fails with \"Read-only file system\" (\"Device or resource busy\" from a program that renames a new version over it, as git does)", p, e.Name, e.Why)
+		a.Fix = fmt.Sprintf("pass --allow-edit %s for one run, or add %q to allow_edit in %s%s", e.Name, e.Name, tomlPath(in.Folder), copyNote(in))
+		return a, nil
+	}
 	switch {
 	case reach.Masked != "":
 		a.Rule, a.By = "credential", reach.Masked
@@ -180,6 +187,17 @@ func Path(in Input) (Answer, error) {
 	}
 	a.Fix = fix(in, p, list, system)
 	return a, nil
+}
+
+// protectedEntry is the ledger entry the plan keeps read-only that p is,
+// or lies in (a protected directory).
+func protectedEntry(pl *plan.Plan, p string) (protect.Entry, bool) {
+	for _, e := range pl.Spec.Ledger.ReadOnly() {
+		if e.Path == p || e.Dir && grant.Within(p, e.Path) {
+			return e, true
+		}
+	}
+	return protect.Entry{}, false
 }
 
 func verb(a Access) string {
