@@ -295,6 +295,30 @@ func (g *Guard) Windows() []time.Duration {
 	return append([]time.Duration(nil), g.windows...)
 }
 
+// restoreLink puts back a symlink entry (Entry.Link) the agent removed,
+// repointed or replaced: what is there now is moved to the quarantine and
+// the link made again as it was. (In the view the link is a mount point
+// the agent cannot touch; the host's own change lands here too, and is
+// kept in the quarantine.)
+func (g *Guard) restoreLink(st *state, cur snapshot) {
+	e := st.e
+	what := describeChange(st.base, cur)
+	text := fmt.Sprintf("%s, a symlink to %s, changed during the run (%s): put back as it was (%s)", e.Path, e.Link, what, e.Why)
+	if cur.exists {
+		kept, err := g.moveAside(e.Path)
+		if err != nil {
+			g.note(e.Path, fmt.Sprintf("DANGER: %s, a symlink to %s, changed during the run (%s) and could not be moved aside (%v): inspect it before you use it (%s)", e.Path, e.Link, what, err, e.Why))
+			return
+		}
+		text += "; what was there is kept at " + kept
+	}
+	if err := os.Symlink(e.Link, e.Path); err != nil {
+		g.note(e.Path, fmt.Sprintf("DANGER: %s, a symlink to %s, changed during the run (%s) and could not be made again (%v): make it again yourself (%s)", e.Path, e.Link, what, err, e.Why))
+		return
+	}
+	g.note(e.Path, text)
+}
+
 // lockEvent follows the lock file of a read-only entry, which git (and
 // other tools with its protocol) creates beside the file, writes, and
 // renames over it: under the view that rename fails (the entry is a
@@ -393,6 +417,8 @@ func (g *Guard) audit(st *state, final bool) {
 	switch {
 	case cur.err != nil:
 		g.note(e.Path, fmt.Sprintf("%s could not be checked after the run (%v): inspect it (%s)", e.Path, cur.err, e.Why))
+	case e.Link != "":
+		g.restoreLink(st, cur)
 	case e.Guard == protect.Audited && cur.exists && (cur.other || st.base.exists && cur.dir != st.base.dir || !st.base.exists && cur.dir):
 		// The agent writes an audited file, never replaces it with a
 		// symlink (its tool follows it), a FIFO (the next read blocks) or

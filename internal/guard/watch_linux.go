@@ -311,7 +311,7 @@ const structural = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_DELETE | unix.IN_
 // act handles the events mask of one entry.
 func (w *watcher) act(st *state, mask uint32) {
 	e := st.e
-	if e.Guard == protect.ReadOnly && mask&structural != 0 && w.g.reprotect != nil {
+	if e.Guard == protect.ReadOnly && mask&structural != 0 && w.g.reprotect != nil && e.Link == "" {
 		w.reprotect(st)
 	}
 	// A file is audited once a write is complete (closed, or renamed

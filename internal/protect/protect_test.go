@@ -138,22 +138,65 @@ func TestCheck(t *testing.T) {
 		t.Errorf("entries no writable path holds: %q", paths(got))
 	}
 
-	// Symlinks: the path itself, or a directory on its way.
+	// Symlinks the user made (issue 39, item 6), the path itself or a
+	// directory on its way: the link is an entry of its own (kept as it
+	// is); where it leads is protected when a writable grant holds it,
+	// and needs nothing elsewhere; a cycle refuses the run.
 	if err := os.Symlink(root+"/elsewhere", w+"/.claude"); err != nil {
 		t.Fatal(err)
 	}
-	if l := build(w, "", "", nil); !strings.Contains(l.Problem, "is a symlink") || !strings.Contains(l.Problem, "--allow-edit .claude/") {
-		t.Errorf("Problem = %q, want a symlink refusal naming --allow-edit", l.Problem)
+	l = build(w, "", "", nil)
+	if l.Problem != "" {
+		t.Errorf("a .claude symlink out of the grants refuses the run: %q", l.Problem)
+	}
+	if e, ok := entry(l, w+"/.claude"); !ok || e.Link != root+"/elsewhere" || e.Guard != ReadOnly || e.Root != w {
+		t.Errorf("the .claude link is not kept: %+v %v", e, ok)
+	}
+	for _, p := range paths(l) {
+		if strings.HasPrefix(p, root+"/elsewhere") || strings.HasPrefix(p, w+"/.claude/") {
+			t.Errorf("an entry through the link, or where no writable grant reaches: %s", p)
+		}
 	}
 	os.Remove(w + "/.claude")
+	mk(t, w+"/shared-claude/")
+	if err := os.Symlink("shared-claude", w+"/.claude"); err != nil {
+		t.Fatal(err)
+	}
+	l = build(w, "", "", nil)
+	if e, ok := entry(l, w+"/shared-claude/settings.json"); l.Problem != "" || !ok || !e.Missing || e.Name != ".claude/settings.json" || e.Link != "" {
+		t.Errorf("a .claude link inside the workdir: its target's settings are not protected: %+v %v %q", e, ok, l.Problem)
+	}
+	os.Remove(w + "/.claude")
+	if err := os.Symlink(".c2", w+"/.claude"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(".claude", w+"/.c2"); err != nil {
+		t.Fatal(err)
+	}
+	if l := build(w, "", "", nil); !strings.Contains(l.Problem, "cycle of symlinks") || !strings.Contains(l.Problem, "--allow-edit .claude/") {
+		t.Errorf("Problem = %q, want a cycle refusal naming --allow-edit", l.Problem)
+	}
+	os.Remove(w + "/.claude")
+	os.Remove(w + "/.c2")
 	if err := os.Symlink(root+"/elsewhere/x", w+"/.envrc"); err != nil {
 		t.Fatal(err)
 	}
-	if l := build(w, "", "", nil); !strings.Contains(l.Problem, "is a symlink") || !strings.Contains(l.Problem, "--allow-edit .envrc") {
-		t.Errorf("Problem = %q, want a symlink refusal naming --allow-edit .envrc", l.Problem)
+	if l := build(w, "", "", nil); l.Problem != "" || slices.Contains(paths(l), root+"/elsewhere/x") {
+		t.Errorf(".envrc to a file out of the grants: %q %q", l.Problem, paths(l))
 	}
-	if l := build(w, "", "", []string{".envrc"}); l.Problem != "" {
-		t.Errorf("an allowed name still refused: %q", l.Problem)
+	if l := build(w, "", "", []string{".envrc"}); slices.Contains(paths(l), w+"/.envrc") {
+		t.Errorf("an allowed name is still kept: %q", paths(l))
+	}
+	os.Remove(w + "/.envrc")
+	if err := os.Symlink("envrc.real", w+"/.envrc"); err != nil {
+		t.Fatal(err)
+	}
+	l = build(w, "", "", nil)
+	if e, ok := entry(l, w+"/envrc.real"); l.Problem != "" || !ok || e.Guard != ReadOnly || !e.Missing {
+		t.Errorf(".envrc to a file in the workdir: its target is not protected: %+v %v %q", e, ok, l.Problem)
+	}
+	if e, ok := entry(l, w+"/.envrc"); !ok || e.Link != "envrc.real" {
+		t.Errorf("the .envrc link is not kept: %+v %v", e, ok)
 	}
 	os.Remove(w + "/.envrc")
 	// A file where a directory is needed on the way.

@@ -749,6 +749,8 @@ func place(stage string, m Mount, srcFd, devNull int, dirs *stagedDirs) error {
 		}
 		defer unix.Close(parent)
 		return unix.Symlinkat(m.Target, parent, baseOf(m.Path))
+	case Link:
+		return placeLink(stage, m, dirs)
 	}
 	return fmt.Errorf("unknown mount kind %q", m.Kind)
 }

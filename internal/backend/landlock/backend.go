@@ -309,6 +309,9 @@ func protectedComments(s spec.Spec) []string {
 		switch e.Guard {
 		case protect.ReadOnly:
 			line = fmt.Sprintf("protected (read-only, bound again when the host replaces it; %s): %s", e.Why, e.Path)
+			if e.Link != "" {
+				line = fmt.Sprintf("protected symlink (the link itself, bound onto itself: neither removed nor replaced; put back after the run if it changed; %s): %s", e.Why, e.Path)
+			}
 			if e.Missing {
 				kind := "an empty file"
 				if e.Dir {

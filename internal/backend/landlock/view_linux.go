@@ -220,6 +220,13 @@ func protectedMounts(l protect.Ledger) []view.Mount {
 		out = append(out, view.Mount{Kind: view.ReadWrite, Path: pin, Pin: true, Guarded: true})
 	}
 	for _, e := range l.ReadOnly() {
+		if e.Link != "" {
+			// A symlink the user made on the way to an entry: the
+			// link itself, bound onto itself (not guarded: a link the
+			// host replaces is the guard's to put back at the end).
+			out = append(out, view.Mount{Kind: view.Link, Path: e.Path, Target: e.Link})
+			continue
+		}
 		out = append(out, view.Mount{Kind: view.ReadOnly, Path: e.Path, Guarded: true})
 	}
 	return out
