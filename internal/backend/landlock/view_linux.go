@@ -164,6 +164,9 @@ func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string, la
 	c.Mounts = append(c.Mounts,
 		view.Mount{Kind: view.Tmpfs, Path: "/tmp", Size: size},
 		view.Mount{Kind: view.Tmpfs, Path: "/var/tmp", Size: size},
+		// Where tools that lock a device or a resource put their lock
+		// files (firejail's sandboxes have it too): private, small.
+		view.Mount{Kind: view.Tmpfs, Path: "/var/lock", Size: varLockSize},
 		view.Mount{Kind: view.Tmpfs, Path: "/dev/shm", Size: size},
 		view.Mount{Kind: view.Dir, Path: "/dev"},
 		view.Mount{Kind: view.Devpts, Path: "/dev/pts"},
@@ -182,7 +185,7 @@ func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string, la
 	lp.Network = ll.NetOpen
 	lp.AllowTCPConnect = nil
 	lp.ReadOnly = append(append(append([]string{}, p.ReadOnly...), viewMounted...), "/dev")
-	lp.ReadWrite = append(append(append(append([]string{}, p.ReadWrite...), "/tmp", "/var/tmp", "/dev/shm", "/dev/pts"), scratch...), caches...)
+	lp.ReadWrite = append(append(append(append([]string{}, p.ReadWrite...), "/tmp", "/var/tmp", "/var/lock", "/dev/shm", "/dev/pts"), scratch...), caches...)
 	if len(p.WriteOnly) == 0 {
 		// Every directory of the view can be listed: what is not
 		// granted is not there (`ls /`, `find /usr`). Landlock cannot
@@ -195,6 +198,10 @@ func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string, la
 	c.Seccomp = ll.Seccomp{DenyKeyrings: true, DenyUserns: !s.NestedUserns}
 	return c
 }
+
+// varLockSize bounds the view's private /var/lock: lock files are empty
+// or hold a pid.
+const varLockSize = 16 << 20
 
 // readlinkAtRoot is os.Readlink of path when path is an entry of the root
 // directory (/lib, /bin on a merged-/usr system); an error for any other.
