@@ -28,10 +28,10 @@ const maxLinks = 40
 // errLoop marks a resolution that met too many symlinks.
 var errLoop = errors.New("too many levels of symbolic links")
 
-// followLinks replaces each read-only entry that lies at or below a
-// symlink inside its writable root by the first such link (an entry of
-// its own) and, when the path resolves into a writable grant, the entry
-// at the resolved path (itself checked the same way). writable are the
+// followLinks replaces each read-only entry whose path passes through a
+// symlink by every link on the way that a writable grant holds (an entry
+// each: the agent could repoint any of them) and, when the path resolves
+// into a writable grant, the entry at the resolved path. writable are the
 // run's writable grants.
 func followLinks(entries []Entry, writable []string) ([]Entry, error) {
 	var out []Entry
@@ -40,35 +40,35 @@ func followLinks(entries []Entry, writable []string) ([]Entry, error) {
 		seen[e.Path] = true
 	}
 	links := map[string]bool{}
-	queue := append([]Entry(nil), entries...)
-	for len(queue) > 0 {
-		e := queue[0]
-		queue = queue[1:]
+	for _, e := range entries {
 		if e.Guard != ReadOnly || e.Link != "" {
 			out = append(out, e)
 			continue
 		}
-		link, target, err := firstLink(e)
-		if err != nil {
-			return nil, err
-		}
-		if link == "" {
-			out = append(out, e)
-			continue
-		}
-		rp, err := resolve(e.Path)
-		if errors.Is(err, errLoop) {
-			return nil, fmt.Errorf("protected path %s: %s is a cycle of symlinks (%s), or a chain of more than %d: agent-sandbox keeps %s read-only so that the agent cannot plant code your tools run later, and cannot tell where it leads; fix or remove the link, or %s", e.Path, link, chain(link), maxLinks, e.Path, e.lift())
-		}
-		if err != nil {
-			return nil, fmt.Errorf("protected path %s: following the symlink %s: %v; fix or remove the link, or %s", e.Path, link, err, e.lift())
-		}
-		if !links[link] {
+		first := ""
+		rp, err := resolveVisit(e.Path, func(link, target string) {
+			if first == "" {
+				first = link
+			}
+			root := grantRoot(link, writable)
+			if root == "" || links[link] {
+				return // no writable grant holds it: the agent cannot repoint it
+			}
 			links[link] = true
 			out = append(out, Entry{
-				Path: link, Name: e.Name, Root: e.Root, Guard: ReadOnly, Link: target,
+				Path: link, Name: e.Name, Root: root, Guard: ReadOnly, Link: target,
 				Why: fmt.Sprintf("a symlink (to %s) on the way to %s: %s", target, e.Path, e.Why),
 			})
+		})
+		if first == "" && err == nil {
+			out = append(out, e) // no symlink on its way
+			continue
+		}
+		if errors.Is(err, errLoop) {
+			return nil, fmt.Errorf("protected path %s: %s is a cycle of symlinks (%s), or a chain of more than %d: agent-sandbox keeps %s read-only so that the agent cannot plant code your tools run later, and cannot tell where it leads; fix or remove the link, or %s", e.Path, first, chain(first), maxLinks, e.Path, e.lift())
+		}
+		if err != nil {
+			return nil, fmt.Errorf("protected path %s: following the symlinks on its way: %v; fix or remove the link, or %s", e.Path, err, e.lift())
 		}
 		root := grantRoot(rp, writable)
 		if root == "" || seen[rp] {
@@ -81,42 +81,17 @@ func followLinks(entries []Entry, writable []string) ([]Entry, error) {
 		if _, err := os.Lstat(rp); errors.Is(err, fs.ErrNotExist) {
 			r.Missing = true
 		}
-		queue = append(queue, r)
+		out = append(out, r)
 	}
 	return out, nil
 }
 
-// firstLink returns the first component of e's path below its root that
-// is a symlink ("" for none) and its target.
-func firstLink(e Entry) (link, target string, err error) {
-	cur := e.Root
-	for _, part := range strings.Split(strings.TrimPrefix(e.Path, e.Root+"/"), "/") {
-		cur = filepath.Join(cur, part)
-		st, err := os.Lstat(cur)
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-			return "", "", nil
-		}
-		if err != nil {
-			return "", "", fmt.Errorf("protected path %s: %v", e.Path, err)
-		}
-		if st.Mode()&os.ModeSymlink != 0 {
-			t, err := os.Readlink(cur)
-			if err != nil {
-				return "", "", fmt.Errorf("protected path %s: reading the link %s: %v", e.Path, cur, err)
-			}
-			return cur, t, nil
-		}
-		if !st.IsDir() {
-			return "", "", nil // check says what is wrong
-		}
-	}
-	return "", "", nil
-}
-
-// resolve returns where the absolute path p leads, following every
+// resolveVisit returns where the absolute path p leads, following every
 // symlink on the way (the last component's too), as open(2) with O_CREAT
-// would: a missing component ends the resolution, the rest appended.
-func resolve(p string) (string, error) {
+// would: a missing component ends the resolution, the rest appended. It
+// calls visit with each symlink it follows (its path, no symlink in it,
+// and its target).
+func resolveVisit(p string, visit func(link, target string)) (string, error) {
 	cur := "/"
 	comps := strings.Split(strings.TrimPrefix(filepath.Clean(p), "/"), "/")
 	n := 0
@@ -133,7 +108,9 @@ func resolve(p string) (string, error) {
 		next := filepath.Join(cur, name)
 		st, err := os.Lstat(next)
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+				// Missing (or below a file, which check reports): what
+				// follows is not looked up.
 				return filepath.Join(append([]string{next}, comps...)...), nil
 			}
 			return "", err
@@ -149,6 +126,7 @@ func resolve(p string) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		visit(next, t)
 		if filepath.IsAbs(t) {
 			cur = "/"
 		}

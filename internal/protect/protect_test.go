@@ -166,7 +166,37 @@ func TestCheck(t *testing.T) {
 	if e, ok := entry(l, w+"/shared-claude/settings.json"); l.Problem != "" || !ok || !e.Missing || e.Name != ".claude/settings.json" || e.Link != "" {
 		t.Errorf("a .claude link inside the workdir: its target's settings are not protected: %+v %v %q", e, ok, l.Problem)
 	}
+	// A chain: every link a writable grant holds is kept (the agent could
+	// repoint any of them), one outside every writable grant is not, and
+	// the end of the chain is protected where a writable grant holds it.
 	os.Remove(w + "/.claude")
+	if err := os.Symlink("hop", w+"/.claude"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(root+"/elsewhere/hop2", w+"/hop"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(w+"/shared-claude", root+"/elsewhere/hop2"); err != nil {
+		t.Fatal(err)
+	}
+	l = build(w, "", "", nil)
+	if l.Problem != "" {
+		t.Fatal(l.Problem)
+	}
+	for _, p := range []string{w + "/.claude", w + "/hop"} {
+		if e, ok := entry(l, p); !ok || e.Link == "" {
+			t.Errorf("a link of the chain in the workdir is not kept: %s %+v %v", p, e, ok)
+		}
+	}
+	if _, ok := entry(l, root+"/elsewhere/hop2"); ok {
+		t.Errorf("a link no writable grant holds is an entry")
+	}
+	if _, ok := entry(l, w+"/shared-claude/settings.json"); !ok {
+		t.Errorf("the end of the chain is not protected: %q", paths(l))
+	}
+	for _, p := range []string{w + "/.claude", w + "/hop", root + "/elsewhere/hop2"} {
+		os.Remove(p)
+	}
 	if err := os.Symlink(".c2", w+"/.claude"); err != nil {
 		t.Fatal(err)
 	}
