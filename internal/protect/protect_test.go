@@ -138,101 +138,82 @@ func TestCheck(t *testing.T) {
 		t.Errorf("entries no writable path holds: %q", paths(got))
 	}
 
-	// Symlinks the user made (issue 39, item 6), the path itself or a
-	// directory on its way: the link is an entry of its own (kept as it
-	// is); where it leads is protected when a writable grant holds it,
-	// and needs nothing elsewhere; a cycle refuses the run.
-	if err := os.Symlink(root+"/elsewhere", w+"/.claude"); err != nil {
-		t.Fatal(err)
-	}
-	l = build(w, "", "", nil)
-	if l.Problem != "" {
-		t.Errorf("a .claude symlink out of the grants refuses the run: %q", l.Problem)
-	}
-	if e, ok := entry(l, w+"/.claude"); !ok || e.Link != root+"/elsewhere" || e.Guard != ReadOnly || e.Root != w {
-		t.Errorf("the .claude link is not kept: %+v %v", e, ok)
-	}
-	for _, p := range paths(l) {
-		if strings.HasPrefix(p, root+"/elsewhere") || strings.HasPrefix(p, w+"/.claude/") {
-			t.Errorf("an entry through the link, or where no writable grant reaches: %s", p)
-		}
-	}
-	os.Remove(w + "/.claude")
-	mk(t, w+"/shared-claude/")
-	if err := os.Symlink("shared-claude", w+"/.claude"); err != nil {
-		t.Fatal(err)
-	}
-	l = build(w, "", "", nil)
-	if e, ok := entry(l, w+"/shared-claude/settings.json"); l.Problem != "" || !ok || !e.Missing || e.Name != ".claude/settings.json" || e.Link != "" {
-		t.Errorf("a .claude link inside the workdir: its target's settings are not protected: %+v %v %q", e, ok, l.Problem)
-	}
-	// A chain: every link a writable grant holds is kept (the agent could
-	// repoint any of them), one outside every writable grant is not, and
-	// the end of the chain is protected where a writable grant holds it.
-	os.Remove(w + "/.claude")
-	if err := os.Symlink("hop", w+"/.claude"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(root+"/elsewhere/hop2", w+"/hop"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(w+"/shared-claude", root+"/elsewhere/hop2"); err != nil {
-		t.Fatal(err)
-	}
-	l = build(w, "", "", nil)
-	if l.Problem != "" {
-		t.Fatal(l.Problem)
-	}
-	for _, p := range []string{w + "/.claude", w + "/hop"} {
-		if e, ok := entry(l, p); !ok || e.Link == "" {
-			t.Errorf("a link of the chain in the workdir is not kept: %s %+v %v", p, e, ok)
-		}
-	}
-	if _, ok := entry(l, root+"/elsewhere/hop2"); ok {
-		t.Errorf("a link no writable grant holds is an entry")
-	}
-	if _, ok := entry(l, w+"/shared-claude/settings.json"); !ok {
-		t.Errorf("the end of the chain is not protected: %q", paths(l))
-	}
-	for _, p := range []string{w + "/.claude", w + "/hop", root + "/elsewhere/hop2"} {
-		os.Remove(p)
-	}
-	if err := os.Symlink(".c2", w+"/.claude"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(".claude", w+"/.c2"); err != nil {
-		t.Fatal(err)
-	}
-	if l := build(w, "", "", nil); !strings.Contains(l.Problem, "cycle of symlinks") || !strings.Contains(l.Problem, "--allow-edit .claude/") {
-		t.Errorf("Problem = %q, want a cycle refusal naming --allow-edit", l.Problem)
-	}
-	os.Remove(w + "/.claude")
-	os.Remove(w + "/.c2")
-	if err := os.Symlink(root+"/elsewhere/x", w+"/.envrc"); err != nil {
-		t.Fatal(err)
-	}
-	if l := build(w, "", "", nil); l.Problem != "" || slices.Contains(paths(l), root+"/elsewhere/x") {
-		t.Errorf(".envrc to a file out of the grants: %q %q", l.Problem, paths(l))
-	}
-	if l := build(w, "", "", []string{".envrc"}); slices.Contains(paths(l), w+"/.envrc") {
-		t.Errorf("an allowed name is still kept: %q", paths(l))
-	}
-	os.Remove(w + "/.envrc")
-	if err := os.Symlink("envrc.real", w+"/.envrc"); err != nil {
-		t.Fatal(err)
-	}
-	l = build(w, "", "", nil)
-	if e, ok := entry(l, w+"/envrc.real"); l.Problem != "" || !ok || e.Guard != ReadOnly || !e.Missing {
-		t.Errorf(".envrc to a file in the workdir: its target is not protected: %+v %v %q", e, ok, l.Problem)
-	}
-	if e, ok := entry(l, w+"/.envrc"); !ok || e.Link != "envrc.real" {
-		t.Errorf("the .envrc link is not kept: %+v %v", e, ok)
-	}
-	os.Remove(w + "/.envrc")
 	// A file where a directory is needed on the way.
 	mk(t, w+"/.claude")
 	if l := build(w, "", "", nil); !strings.Contains(l.Problem, "is not a directory") {
 		t.Errorf("a file on the way: Problem = %q", l.Problem)
+	}
+}
+
+// TestCheckSymlinks: protected names that are symlinks the user made
+// (issue 39, item 6), the path itself or a directory on its way: every link
+// a writable grant holds is an entry of its own (kept as it is; one no
+// writable grant holds is not: the agent cannot repoint it); where the
+// path leads is protected when a writable grant holds it, and needs
+// nothing elsewhere; a cycle refuses the run.
+func TestCheckSymlinks(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		links  [][2]string // link (relative to the root) -> target (@ is the root)
+		allow  []string
+		kept   []string // link entries (relative to the root)
+		want   []string // other entries that must be there
+		absent []string // paths that must not be entries
+		cycle  bool
+	}{
+		{name: "dir-out-of-grants", links: [][2]string{{"w/.claude", "@/elsewhere"}},
+			kept: []string{"w/.claude"}, absent: []string{"elsewhere/settings.json", "w/.claude/settings.json"}},
+		{name: "dir-in-workdir", links: [][2]string{{"w/.claude", "shared-claude"}},
+			kept: []string{"w/.claude"}, want: []string{"w/shared-claude/settings.json", "w/shared-claude/commands"}},
+		{name: "chain", links: [][2]string{{"w/.claude", "hop"}, {"w/hop", "@/elsewhere/hop2"}, {"elsewhere/hop2", "@/w/shared-claude"}},
+			kept: []string{"w/.claude", "w/hop"}, want: []string{"w/shared-claude/settings.json"}, absent: []string{"elsewhere/hop2"}},
+		{name: "cycle", links: [][2]string{{"w/.claude", ".c2"}, {"w/.c2", ".claude"}}, cycle: true},
+		{name: "file-out-of-grants", links: [][2]string{{"w/.envrc", "@/elsewhere/x"}},
+			kept: []string{"w/.envrc"}, absent: []string{"elsewhere/x"}},
+		{name: "file-in-workdir", links: [][2]string{{"w/.envrc", "envrc.real"}},
+			kept: []string{"w/.envrc"}, want: []string{"w/envrc.real"}},
+		{name: "allowed", links: [][2]string{{"w/.envrc", "envrc.real"}}, allow: []string{".envrc"},
+			absent: []string{"w/.envrc", "w/envrc.real"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { checkSymlinkCase(t, tc.links, tc.allow, tc.kept, tc.want, tc.absent, tc.cycle) })
+	}
+}
+
+// checkSymlinkCase builds the ledger of a workdir w (below a fresh root,
+// with root/elsewhere out of every grant) holding links, and checks it.
+func checkSymlinkCase(t *testing.T, links [][2]string, allow, kept, want, absent []string, cycle bool) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	w := filepath.Join(root, "w")
+	mk(t, w+"/shared-claude/", root+"/elsewhere/")
+	for _, l := range links {
+		if err := os.Symlink(strings.ReplaceAll(l[1], "@", root), filepath.Join(root, l[0])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := build(w, "", "", allow)
+	if cycle {
+		if !strings.Contains(l.Problem, "cycle of symlinks") || !strings.Contains(l.Problem, "--allow-edit .claude/") {
+			t.Errorf("Problem = %q, want a cycle refusal naming --allow-edit", l.Problem)
+		}
+		return
+	}
+	if l.Problem != "" {
+		t.Fatalf("refused: %s", l.Problem)
+	}
+	for _, k := range kept {
+		if e, ok := entry(l, filepath.Join(root, k)); !ok || e.Link == "" || e.Guard != ReadOnly {
+			t.Errorf("the link %s is not kept: %+v %v", k, e, ok)
+		}
+	}
+	for _, p := range want {
+		if e, ok := entry(l, filepath.Join(root, p)); !ok || e.Link != "" || e.Guard != ReadOnly {
+			t.Errorf("where the link leads, %s is not protected: %+v %v %q", p, e, ok, paths(l))
+		}
+	}
+	for _, p := range absent {
+		if slices.Contains(paths(l), filepath.Join(root, p)) {
+			t.Errorf("%s is an entry: %q", p, paths(l))
+		}
 	}
 }
 
