@@ -319,30 +319,6 @@ func (g *Guard) restoreLink(st *state, cur snapshot) {
 	g.note(e.Path, text)
 }
 
-// lockEvent follows the lock file of a read-only entry, which git (and
-// other tools with its protocol) creates beside the file, writes, and
-// renames over it: under the view that rename fails (the entry is a
-// mount point: "Device or resource busy", which says nothing of the
-// sandbox) and the tool removes its lock file. mask is the event's on the
-// lock file: created, renamed away (the change went through: the host's
-// own, or an engine that binds nothing), or removed while it still
-// existed (refused).
-func (g *Guard) lockEvent(st *state, mask uint32) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	switch {
-	case mask&(syscall.IN_CREATE|syscall.IN_MOVED_TO) != 0:
-		st.lock = true
-	case mask&syscall.IN_MOVED_FROM != 0:
-		st.lock = false
-	case mask&syscall.IN_DELETE != 0 && st.lock:
-		st.lock = false
-		if g.bound {
-			st.refused++
-		}
-	}
-}
-
 // refusedLocks are the notes on the read-only entries a tool inside tried
 // to replace in vain (lockEvent): that the refusal was the sandbox's, and
 // what to run to see why and to allow it.

@@ -295,6 +295,30 @@ func (w *watcher) handle(buf []byte) {
 	}
 }
 
+// lockEvent follows the lock file of a read-only entry, which git (and
+// other tools with its protocol) creates beside the file, writes, and
+// renames over it: under the view that rename fails (the entry is a
+// mount point: "Device or resource busy", which says nothing of the
+// sandbox) and the tool removes its lock file. mask is the event's on the
+// lock file: created, renamed away (the change went through: the host's
+// own, or an engine that binds nothing), or removed while it still
+// existed (refused).
+func (g *Guard) lockEvent(st *state, mask uint32) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0:
+		st.lock = true
+	case mask&unix.IN_MOVED_FROM != 0:
+		st.lock = false
+	case mask&unix.IN_DELETE != 0 && st.lock:
+		st.lock = false
+		if g.bound {
+			st.refused++
+		}
+	}
+}
+
 // lockEvent passes an event on path to the guard when path is the lock
 // file of a read-only entry (Guard.lockEvent).
 func (w *watcher) lockEvent(path string, mask uint32) {
