@@ -7,7 +7,7 @@ package e2e
 // renamed aside and rebuilt) must not be written, created or replaced by
 // the agent; a project file beside them stays writable; the same probe
 // works with --no-sandbox. Then the cases that need their own shape: a
-// protected name that is a symlink refuses the run, --allow-edit and
+// protected name that is a symlink is kept with what it leads to, --allow-edit and
 // allow_edit lift the protection for named paths, and a .git created by
 // `git init` in a subdirectory (which no mount can predict) is reported
 // after the run, while git inside still finds the parent repository.
@@ -190,7 +190,7 @@ func protectCasesFor(t *testing.T, bin string, b backend) {
 		nonoProtectCases(t, bin, b)
 		return
 	}
-	t.Run("protect-symlink-refused", func(t *testing.T) { protectSymlink(t, bin, b) })
+	t.Run("protect-symlink-kept", func(t *testing.T) { protectSymlink(t, bin, b) })
 	t.Run("protect-allow-edit", func(t *testing.T) { protectAllowEdit(t, bin, b) })
 	t.Run("protect-nested-git-reported", func(t *testing.T) { nestedGitReported(t, bin, b) })
 	t.Run("protect-subdir-tool-files-reported", func(t *testing.T) { subdirToolFilesReported(t, bin, b) })
@@ -244,10 +244,12 @@ func subdirToolFilesReported(t *testing.T, bin string, b backend) {
 }
 
 // protectSymlink: .vscode is a symlink to a directory in the project
-// (the agent could repoint it, or write through it). Pass: the run is
-// refused with 125 naming it and --allow-edit, the agent never starts, and
-// --dry-run says so too. Neighbour: with --allow-edit .vscode the same run
-// starts and writes through the link. Control: unsandboxed it writes.
+// (the agent could repoint it, or write through it). Pass (issue 39, item
+// 6): the run starts; the link can be neither removed nor replaced, and
+// what it leads to (the project's editor/) is read-only too, so nothing
+// is written through it; --dry-run lists both. Neighbour: with
+// --allow-edit .vscode the same run writes through the link. Control:
+// unsandboxed it writes.
 func protectSymlink(t *testing.T, bin string, b backend) {
 	setup := func() (*view, string) {
 		v := newView(t, bin, b, netMode{name: "open"})
@@ -264,15 +266,18 @@ func protectSymlink(t *testing.T, bin string, b backend) {
 		t.Skipf("control: writing through the link fails even unsandboxed (exit %d): %s", r.code, r.out)
 	}
 	v, probe = setup()
-	r := v.agent(true, v.folder, probe, opts{})
-	if r.code != 125 || !strings.Contains(r.out, filepath.Join(v.work, ".vscode")+" is a symlink") || !strings.Contains(r.out, "--allow-edit .vscode") {
-		t.Errorf("a protected name that is a symlink: exit %d, want 125 naming it and --allow-edit: %s", r.code, r.out)
+	r := v.agent(true, v.folder, probe+"; rm -f "+filepath.Join(v.work, ".vscode")+" && echo LINK-REMOVED; true", opts{})
+	if r.code != 0 || strings.Contains(r.out, "LINK-REMOVED") {
+		t.Errorf("a protected name that is a symlink: exit %d (want 0: the run starts), or the link was removed: %s", r.code, r.out)
 	}
 	if _, err := os.Stat(filepath.Join(v.work, "editor", "tasks.json")); err == nil {
 		t.Errorf("the agent wrote through the link")
 	}
-	if r := v.exec(append(v.sandboxFlags(), "--dry-run", v.folder, "-c", "true"), opts{}); !strings.Contains(r.out, "is a symlink") {
-		t.Errorf("--dry-run does not say the run would be refused: %s", r.out)
+	if got, err := os.Readlink(filepath.Join(v.work, ".vscode")); err != nil || got != "editor" {
+		t.Errorf("the link after the run: %q %v", got, err)
+	}
+	if r := v.exec(append(v.sandboxFlags(), "--dry-run", v.folder, "-c", "true"), opts{}); !strings.Contains(r.out, "protected symlink") || !strings.Contains(r.out, filepath.Join(v.work, "editor")) {
+		t.Errorf("--dry-run does not list the link and its target: %s", r.out)
 	}
 	v, probe = setup()
 	r = v.exec(append(v.sandboxFlags(), "--allow-edit", ".vscode", v.folder, "-c", probe), opts{})

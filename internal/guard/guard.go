@@ -123,6 +123,12 @@ type state struct {
 	// found as before the run (the host's own harmless changes kept):
 	// what a restore writes back.
 	accepted []byte
+	// lock says that its lock file (git's "<name>.lock", created,
+	// written and renamed over it) exists now; refused counts the lock
+	// files removed without that rename: a change the read-only bind
+	// refused (see [Guard.refusedLocks]).
+	lock    bool
+	refused int
 }
 
 // Finding is one thing the guard found and did.
@@ -240,6 +246,9 @@ func (g *Guard) End(stderr io.Writer, interrupted <-chan struct{}, release func(
 		sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
 		diag.Notef(stderr, "the host replaced protected files %d time(s) during the run; each was read-only again in the sandbox within %v (median), %v at most", len(ws), sorted[len(sorted)/2].Round(time.Microsecond), sorted[len(sorted)-1].Round(time.Microsecond))
 	}
+	for _, text := range g.refusedLocks() {
+		diag.Notef(stderr, "%s", text)
+	}
 	out := g.Findings()
 	for _, f := range out {
 		text := f.Text
@@ -286,6 +295,75 @@ func (g *Guard) Windows() []time.Duration {
 	return append([]time.Duration(nil), g.windows...)
 }
 
+// restoreLink puts back a symlink entry (Entry.Link) the agent removed,
+// repointed or replaced: what is there now is moved to the quarantine and
+// the link made again as it was. (In the view the link is a mount point
+// the agent cannot touch; the host's own change lands here too, and is
+// kept in the quarantine.)
+func (g *Guard) restoreLink(st *state, cur snapshot) {
+	e := st.e
+	what := describeChange(st.base, cur)
+	text := fmt.Sprintf("%s, a symlink to %s, changed during the run (%s): put back as it was (%s)", e.Path, e.Link, what, e.Why)
+	if cur.exists {
+		kept, err := g.moveAside(e.Path)
+		if err != nil {
+			g.note(e.Path, fmt.Sprintf("DANGER: %s, a symlink to %s, changed during the run (%s) and could not be moved aside (%v): inspect it before you use it (%s)", e.Path, e.Link, what, err, e.Why))
+			return
+		}
+		text += "; what was there is kept at " + kept
+	}
+	if err := os.Symlink(e.Link, e.Path); err != nil {
+		g.note(e.Path, fmt.Sprintf("DANGER: %s, a symlink to %s, changed during the run (%s) and could not be made again (%v): make it again yourself (%s)", e.Path, e.Link, what, err, e.Why))
+		return
+	}
+	g.note(e.Path, text)
+}
+
+// refusedLocks are the notes on the read-only entries a tool inside tried
+// to replace in vain (lockEvent): that the refusal was the sandbox's, and
+// what to run to see why and to allow it.
+func (g *Guard) refusedLocks() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []string
+	for _, st := range g.states {
+		if st.refused == 0 {
+			continue
+		}
+		name := st.e.Path
+		if rel, err := filepath.Rel(g.opts.Workdir, st.e.Path); err == nil && g.opts.Workdir != "" && !strings.HasPrefix(rel, "..") {
+			name = rel
+		}
+		count := "a change"
+		if st.refused > 1 {
+			count = fmt.Sprintf("%d changes", st.refused)
+		}
+		out = append(out, fmt.Sprintf("the sandbox refused %s to %s (the \"Device or resource busy\" or \"Read-only file system\" inside came from the sandbox): it stays read-only because %s; `agent-sandbox why --write %s` explains, and `--allow-edit %s` lets the agent change it",
+			count, shellWord(name), whyLower(st.e.Why), shellWord(name), st.e.Name))
+	}
+	return out
+}
+
+// whyLower is an entry's Why as the end of a sentence.
+func whyLower(why string) string {
+	if why == "" {
+		return "your tools run code from it"
+	}
+	r, n := utf8.DecodeRuneInString(why)
+	return string(unicode.ToLower(r)) + why[n:]
+}
+
+// shellWord is a path as a shell word: as it is when it holds only
+// ordinary characters, else single-quoted.
+func shellWord(p string) string {
+	for _, r := range p {
+		if !(unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("/._-+,:@%", r)) {
+			return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
+		}
+	}
+	return p
+}
+
 // note records a finding for path (the latest text wins; the count
 // grows).
 func (g *Guard) note(path, text string) {
@@ -315,6 +393,8 @@ func (g *Guard) audit(st *state, final bool) {
 	switch {
 	case cur.err != nil:
 		g.note(e.Path, fmt.Sprintf("%s could not be checked after the run (%v): inspect it (%s)", e.Path, cur.err, e.Why))
+	case e.Link != "":
+		g.restoreLink(st, cur)
 	case e.Guard == protect.Audited && cur.exists && (cur.other || st.base.exists && cur.dir != st.base.dir || !st.base.exists && cur.dir):
 		// The agent writes an audited file, never replaces it with a
 		// symlink (its tool follows it), a FIFO (the next read blocks) or

@@ -394,3 +394,33 @@ func TestScanFoldsCase(t *testing.T) {
 		}
 	}
 }
+
+// A symlink the user made on the way to a protected name (Entry.Link),
+// which an engine that binds nothing leaves writable: replaced by the
+// agent with a directory of its own, it is put back after the run and
+// the directory kept aside (issue 39, item 6).
+func TestAuditLink(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	w := filepath.Join(root, "w")
+	shared := filepath.Join(root, "shared")
+	write(t, filepath.Join(shared, "settings.json"), "{}\n")
+	link := filepath.Join(w, ".claude")
+	if err := os.MkdirAll(w, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(shared, link); err != nil {
+		t.Fatal(err)
+	}
+	g := newTest(t, w, protect.Entry{Path: link, Name: ".claude/settings.json", Guard: protect.ReadOnly, Link: shared, Why: "a symlink"})
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(link, "settings.json"), `{"hooks": {"Stop": "touch /tmp/pwned"}}`)
+	out := endText(g, false)
+	if got, err := os.Readlink(link); err != nil || got != shared {
+		t.Errorf("the link was not put back: %q %v", got, err)
+	}
+	if !strings.Contains(out, "put back as it was") || !strings.Contains(out, "kept at") {
+		t.Errorf("findings: %s", out)
+	}
+}

@@ -151,14 +151,12 @@ func (w *watcher) stop() {
 // inotifyFd is the instance's descriptor, for the tree's watch.
 func (w *watcher) inotifyFd() int { return w.fd }
 
-// drain gives the tree's watch the events still queued once the loop
-// has ended, then ends it (treeWatch.finish). A read that fails leaves
-// the tree's watch vouching for nothing.
+// drain gives the tree's watch, and the lock files of read-only entries
+// (lockEvent), the events still queued once the loop has ended, then
+// ends the tree's watch (treeWatch.finish). A read that fails leaves the
+// tree's watch vouching for nothing.
 func (w *watcher) drain() {
-	tw := w.g.tw
-	if tw == nil {
-		return
-	}
+	tw := w.g.tw // nil when only the lock files of read-only entries are to be seen (lockEvent)
 	defer tw.finish()
 	buf := make([]byte, 64*1024)
 	for {
@@ -184,6 +182,12 @@ func (w *watcher) drain() {
 		}
 		events(buf[:n], func(ev *unix.InotifyEvent, name string) {
 			tw.event(ev.Wd, ev.Mask, name, true) // nothing to remove: the instance is closed next
+			w.mu.Lock()
+			dir, ok := w.wds[ev.Wd]
+			w.mu.Unlock()
+			if ok {
+				w.lockEvent(filepath.Join(dir, name), ev.Mask)
+			}
 		})
 	}
 }
@@ -261,6 +265,7 @@ func (w *watcher) handle(buf []byte) {
 			pinsHit = append(pinsHit, path)
 			rewatch = true
 		}
+		w.lockEvent(path, ev.Mask)
 		if st := w.g.byPath[path]; st != nil {
 			if _, seen := touched[st]; !seen {
 				order = append(order, st)
@@ -290,13 +295,47 @@ func (w *watcher) handle(buf []byte) {
 	}
 }
 
+// lockEvent follows the lock file of a read-only entry, which git (and
+// other tools with its protocol) creates beside the file, writes, and
+// renames over it: under the view that rename fails (the entry is a
+// mount point: "Device or resource busy", which says nothing of the
+// sandbox) and the tool removes its lock file. mask is the event's on the
+// lock file: created, renamed away (the change went through: the host's
+// own, or an engine that binds nothing), or removed while it still
+// existed (refused).
+func (g *Guard) lockEvent(st *state, mask uint32) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0:
+		st.lock = true
+	case mask&unix.IN_MOVED_FROM != 0:
+		st.lock = false
+	case mask&unix.IN_DELETE != 0 && st.lock:
+		st.lock = false
+		if g.bound {
+			st.refused++
+		}
+	}
+}
+
+// lockEvent passes an event on path to the guard when path is the lock
+// file of a read-only entry (Guard.lockEvent).
+func (w *watcher) lockEvent(path string, mask uint32) {
+	if base, ok := strings.CutSuffix(path, ".lock"); ok {
+		if st := w.g.byPath[base]; st != nil && st.e.Guard == protect.ReadOnly && !st.e.Dir {
+			w.g.lockEvent(st, mask)
+		}
+	}
+}
+
 // structural events replace or remove a directory entry.
 const structural = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_DELETE | unix.IN_MOVED_FROM
 
 // act handles the events mask of one entry.
 func (w *watcher) act(st *state, mask uint32) {
 	e := st.e
-	if e.Guard == protect.ReadOnly && mask&structural != 0 && w.g.reprotect != nil {
+	if e.Guard == protect.ReadOnly && mask&structural != 0 && w.g.reprotect != nil && e.Link == "" {
 		w.reprotect(st)
 	}
 	// A file is audited once a write is complete (closed, or renamed

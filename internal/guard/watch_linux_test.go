@@ -83,3 +83,73 @@ func TestWatch(t *testing.T) {
 		t.Errorf("no window was counted")
 	}
 }
+
+// A tool that updates a read-only entry by git's lock protocol (create
+// NAME.lock, rename it over NAME) and finds the rename refused removes its
+// lock file: the run's end names the refusal as the sandbox's, with the
+// `why` and --allow-edit to run (issue 39, item 7). A lock renamed into
+// place (the host's own git) is no refusal, nor is any lock file when
+// the engine binds nothing (the rename goes through there).
+func TestWatchRefusedLock(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		bound   bool
+		renamed bool
+		want    bool
+	}{
+		{"refused", true, false, true},
+		{"host-renamed", true, true, false},
+		{"not-bound", false, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root, _ := filepath.EvalSymlinks(t.TempDir())
+			w := filepath.Join(root, "w")
+			cfg := filepath.Join(w, ".git", "config")
+			write(t, cfg, "[core]\n\tbare = false\n")
+			g := newTest(t, w,
+				protect.Entry{Path: cfg, Name: protect.GitConfig, Why: "Git runs the commands its settings name", Guard: protect.ReadOnly, Format: protect.FormatGit},
+				protect.Entry{Path: filepath.Join(w, ".envrc"), Name: ".envrc", Why: "direnv runs it on cd", Guard: protect.ReadOnly})
+			var r Reprotect
+			if tc.bound {
+				r = func(string) error { return nil }
+			}
+			g.Watch(r)
+			write(t, cfg+".lock", "[user]\n\tname = x\n")
+			if tc.renamed {
+				if err := os.Rename(cfg+".lock", cfg); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := os.Remove(cfg + ".lock"); err != nil {
+				t.Fatal(err)
+			}
+			// A marker event after the lock's: once it is seen, so
+			// were the lock's.
+			// (Bound: the host creates .envrc, which is bound again;
+			// not bound: a planted setting, which is restored.)
+			if tc.bound {
+				write(t, filepath.Join(w, ".envrc"), "echo marker\n")
+			} else {
+				write(t, cfg, "[core]\n\tfsmonitor = touch /tmp/x\n")
+			}
+			waitFor(t, "the marker's event", func() bool {
+				if tc.bound {
+					return len(g.Windows()) > 0 // the marker was bound again
+				}
+				return len(g.Findings()) > 0 // the marker was audited
+			})
+			var out bytes.Buffer
+			g.End(&out, nil, nil)
+			got := strings.Contains(out.String(), "the sandbox refused a change to .git/config")
+			if got != tc.want {
+				t.Fatalf("refusal named: %v, want %v:\n%s", got, tc.want, out.String())
+			}
+			if tc.want {
+				for _, w := range []string{"git runs the commands its settings name", "`agent-sandbox why --write .git/config`", "`--allow-edit .git/config`", "Device or resource busy"} {
+					if !strings.Contains(out.String(), w) {
+						t.Errorf("the note does not say %q:\n%s", w, out.String())
+					}
+				}
+			}
+		})
+	}
+}

@@ -30,6 +30,9 @@ import (
 // The child runs with no_new_privs and without capabilities, even when
 // the caller is root; its uid and gid stay the caller's.
 //
+// The standard streams that are files get a rule of their own with their
+// descriptor's access (see [Ruleset.AddDescriptors]).
+//
 // Call the returned Process's Wait instead of cmd.Wait.
 func Start(cmd *exec.Cmd, p Policy) (*Process, error) {
 	return start(cmd, p, Seccomp{}, hostKernel(p))
@@ -80,6 +83,9 @@ func start(cmd *exec.Cmd, p Policy, sc Seccomp, k kernel) (*Process, error) {
 		}
 	}
 	cmd.SysProcAttr = attr
+	if err := addDescriptorRules(rulesetFd, handledFS(e.ABI), streamFds(cmd)); err != nil {
+		return nil, err
+	}
 
 	proc := &Process{Enforcement: e, done: make(chan struct{})}
 	started := make(chan error, 1)
@@ -89,6 +95,19 @@ func start(cmd *exec.Cmd, p Policy, sc Seccomp, k kernel) (*Process, error) {
 	}
 	proc.Pid = cmd.Process.Pid
 	return proc, nil
+}
+
+// streamFds are the descriptors of cmd's standard streams that are files
+// (the others reach the child through a pipe exec makes), which get a rule
+// of their own (see [Ruleset.AddDescriptors]).
+func streamFds(cmd *exec.Cmd) []int {
+	var fds []int
+	for _, s := range []any{cmd.Stdin, cmd.Stdout, cmd.Stderr} {
+		if f, ok := s.(*os.File); ok {
+			fds = append(fds, int(f.Fd()))
+		}
+	}
+	return fds
 }
 
 // childAttr returns the SysProcAttr the child is started with.

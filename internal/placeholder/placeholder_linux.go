@@ -141,6 +141,9 @@ func Make(l protect.Ledger, stateRoot, workdir string) (*Set, error) {
 		}
 	}()
 	for _, e := range l.ReadOnly() {
+		if e.Link != "" {
+			continue // a link the user made: kept as it is, never created
+		}
 		root, ok := roots[e.Root]
 		if !ok {
 			if root, err = safefs.OpenFd(e.Root, unix.O_PATH|unix.O_DIRECTORY, 0); err != nil {
@@ -173,7 +176,7 @@ func Make(l protect.Ledger, stateRoot, workdir string) (*Set, error) {
 // refused.
 func (s *Set) Ensure(path string) error {
 	for _, e := range s.ledger.ReadOnly() {
-		if e.Path == path {
+		if e.Path == path && e.Link == "" {
 			root, err := safefs.OpenFd(e.Root, unix.O_PATH|unix.O_DIRECTORY, 0)
 			if err != nil {
 				return fmt.Errorf("protected path %s: opening %s: %w", e.Path, e.Root, err)

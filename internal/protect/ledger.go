@@ -71,6 +71,10 @@ type Entry struct {
 	Format   Format   `json:"format,omitempty"`
 	Keys     []string `json:"keys,omitempty"`
 	Commands string   `json:"commands,omitempty"`
+	// Link, when not empty, says the entry is a symlink the user made on
+	// the way to another entry, pointing at Link: it is kept as it is
+	// (never followed; see followLinks).
+	Link string `json:"link,omitempty"`
 }
 
 // Ledger is every path of a run that makes the user's tools, or the
@@ -239,7 +243,12 @@ func Build(in Input) Ledger {
 		user = append(user, Entry{Path: p, Name: GitConfig, Format: FormatGit})
 	}
 	commandEntries(user, in.Workdir, in.Home, add)
-	if err := check(l.Entries); err != nil {
+	entries, err := followLinks(l.Entries, in.Writable)
+	if err == nil {
+		l.Entries = entries
+		err = check(l.Entries)
+	}
+	if err != nil {
 		l.Problem = err.Error()
 	}
 	return l
@@ -287,7 +296,7 @@ var ErrSymlink = errors.New("is a symlink")
 // other hard links.
 func check(entries []Entry) error {
 	for _, e := range entries {
-		if e.Guard != ReadOnly {
+		if e.Guard != ReadOnly || e.Link != "" {
 			continue
 		}
 		parts := strings.Split(strings.TrimPrefix(e.Path, e.Root+"/"), "/")

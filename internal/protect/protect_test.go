@@ -138,28 +138,82 @@ func TestCheck(t *testing.T) {
 		t.Errorf("entries no writable path holds: %q", paths(got))
 	}
 
-	// Symlinks: the path itself, or a directory on its way.
-	if err := os.Symlink(root+"/elsewhere", w+"/.claude"); err != nil {
-		t.Fatal(err)
-	}
-	if l := build(w, "", "", nil); !strings.Contains(l.Problem, "is a symlink") || !strings.Contains(l.Problem, "--allow-edit .claude/") {
-		t.Errorf("Problem = %q, want a symlink refusal naming --allow-edit", l.Problem)
-	}
-	os.Remove(w + "/.claude")
-	if err := os.Symlink(root+"/elsewhere/x", w+"/.envrc"); err != nil {
-		t.Fatal(err)
-	}
-	if l := build(w, "", "", nil); !strings.Contains(l.Problem, "is a symlink") || !strings.Contains(l.Problem, "--allow-edit .envrc") {
-		t.Errorf("Problem = %q, want a symlink refusal naming --allow-edit .envrc", l.Problem)
-	}
-	if l := build(w, "", "", []string{".envrc"}); l.Problem != "" {
-		t.Errorf("an allowed name still refused: %q", l.Problem)
-	}
-	os.Remove(w + "/.envrc")
 	// A file where a directory is needed on the way.
 	mk(t, w+"/.claude")
 	if l := build(w, "", "", nil); !strings.Contains(l.Problem, "is not a directory") {
 		t.Errorf("a file on the way: Problem = %q", l.Problem)
+	}
+}
+
+// TestCheckSymlinks: protected names that are symlinks the user made
+// (issue 39, item 6), the path itself or a directory on its way: every link
+// a writable grant holds is an entry of its own (kept as it is; one no
+// writable grant holds is not: the agent cannot repoint it); where the
+// path leads is protected when a writable grant holds it, and needs
+// nothing elsewhere; a cycle refuses the run.
+func TestCheckSymlinks(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		links  [][2]string // link (relative to the root) -> target (@ is the root)
+		allow  []string
+		kept   []string // link entries (relative to the root)
+		want   []string // other entries that must be there
+		absent []string // paths that must not be entries
+		cycle  bool
+	}{
+		{name: "dir-out-of-grants", links: [][2]string{{"w/.claude", "@/elsewhere"}},
+			kept: []string{"w/.claude"}, absent: []string{"elsewhere/settings.json", "w/.claude/settings.json"}},
+		{name: "dir-in-workdir", links: [][2]string{{"w/.claude", "shared-claude"}},
+			kept: []string{"w/.claude"}, want: []string{"w/shared-claude/settings.json", "w/shared-claude/commands"}},
+		{name: "chain", links: [][2]string{{"w/.claude", "hop"}, {"w/hop", "@/elsewhere/hop2"}, {"elsewhere/hop2", "@/w/shared-claude"}},
+			kept: []string{"w/.claude", "w/hop"}, want: []string{"w/shared-claude/settings.json"}, absent: []string{"elsewhere/hop2"}},
+		{name: "cycle", links: [][2]string{{"w/.claude", ".c2"}, {"w/.c2", ".claude"}}, cycle: true},
+		{name: "file-out-of-grants", links: [][2]string{{"w/.envrc", "@/elsewhere/x"}},
+			kept: []string{"w/.envrc"}, absent: []string{"elsewhere/x"}},
+		{name: "file-in-workdir", links: [][2]string{{"w/.envrc", "envrc.real"}},
+			kept: []string{"w/.envrc"}, want: []string{"w/envrc.real"}},
+		{name: "allowed", links: [][2]string{{"w/.envrc", "envrc.real"}}, allow: []string{".envrc"},
+			absent: []string{"w/.envrc", "w/envrc.real"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { checkSymlinkCase(t, tc.links, tc.allow, tc.kept, tc.want, tc.absent, tc.cycle) })
+	}
+}
+
+// checkSymlinkCase builds the ledger of a workdir w (below a fresh root,
+// with root/elsewhere out of every grant) holding links, and checks it.
+func checkSymlinkCase(t *testing.T, links [][2]string, allow, kept, want, absent []string, cycle bool) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	w := filepath.Join(root, "w")
+	mk(t, w+"/shared-claude/", root+"/elsewhere/")
+	for _, l := range links {
+		if err := os.Symlink(strings.ReplaceAll(l[1], "@", root), filepath.Join(root, l[0])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := build(w, "", "", allow)
+	if cycle {
+		if !strings.Contains(l.Problem, "cycle of symlinks") || !strings.Contains(l.Problem, "--allow-edit .claude/") {
+			t.Errorf("Problem = %q, want a cycle refusal naming --allow-edit", l.Problem)
+		}
+		return
+	}
+	if l.Problem != "" {
+		t.Fatalf("refused: %s", l.Problem)
+	}
+	for _, k := range kept {
+		if e, ok := entry(l, filepath.Join(root, k)); !ok || e.Link == "" || e.Guard != ReadOnly {
+			t.Errorf("the link %s is not kept: %+v %v", k, e, ok)
+		}
+	}
+	for _, p := range want {
+		if e, ok := entry(l, filepath.Join(root, p)); !ok || e.Link != "" || e.Guard != ReadOnly {
+			t.Errorf("where the link leads, %s is not protected: %+v %v %q", p, e, ok, paths(l))
+		}
+	}
+	for _, p := range absent {
+		if slices.Contains(paths(l), filepath.Join(root, p)) {
+			t.Errorf("%s is an entry: %q", p, paths(l))
+		}
 	}
 }
 

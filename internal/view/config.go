@@ -43,6 +43,11 @@ const (
 	// Dir creates an empty directory (a mount point for nothing, such as
 	// $HOME when only parts of it are granted).
 	Dir Kind = "dir"
+	// Link binds the symlink at Path (a link the view shows through an
+	// enclosing bind) onto itself, never following it: it can be neither
+	// removed nor replaced. Target is what it must point at; another
+	// target (or no link) stops the start.
+	Link Kind = "link"
 	// Overlay mounts an overlay at Path: Source (when it exists) as the
 	// read-only lower layer, Upper and Work (directories of
 	// agent-sandbox's state) as the writable layer. Writes land in Upper,
@@ -171,9 +176,9 @@ func (c Config) Validate() error {
 			if m.Source != "" && !clean(m.Source) {
 				return fmt.Errorf("view: mount source %q is not an absolute clean path", m.Source)
 			}
-		case Symlink:
+		case Symlink, Link:
 			if m.Target == "" {
-				return fmt.Errorf("view: symlink %s has no target", m.Path)
+				return fmt.Errorf("view: %s %s has no target", m.Kind, m.Path)
 			}
 		case Overlay:
 			if !clean(m.Upper) || !clean(m.Work) || (m.Source != "" && !clean(m.Source)) {

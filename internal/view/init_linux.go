@@ -183,6 +183,11 @@ func setUp(c Config) (*landlock.Ruleset, error) {
 	if err := rules.AddRest(); err != nil {
 		return nil, fmt.Errorf("confining the agent: %w", err)
 	}
+	// The agent's standard streams (init's) may be files outside the
+	// view: /dev/stderr and the like open them again.
+	if err := rules.AddDescriptors(0, 1, 2); err != nil {
+		return nil, fmt.Errorf("confining the agent: %w", err)
+	}
 	if c.Network != NetHost {
 		if err := loopbackUp(); err != nil {
 			return nil, fmt.Errorf("bringing up loopback in the sandbox's network namespace: %w", err)
@@ -744,6 +749,8 @@ func place(stage string, m Mount, srcFd, devNull int, dirs *stagedDirs) error {
 		}
 		defer unix.Close(parent)
 		return unix.Symlinkat(m.Target, parent, baseOf(m.Path))
+	case Link:
+		return placeLink(stage, m, dirs)
 	}
 	return fmt.Errorf("unknown mount kind %q", m.Kind)
 }

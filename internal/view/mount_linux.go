@@ -356,3 +356,30 @@ func dirent(b []byte) (direntry, int, bool) {
 	}
 	return direntry{typ: b[18], name: string(name)}, reclen, true
 }
+
+// placeLink binds the symlink a Link mount names (shown in the staged root
+// by the bind that encloses it) onto itself, read-only, without following
+// it: a mount point can be neither removed nor renamed over. A link that
+// is gone or points elsewhere than m.Target stops the start: what it led
+// to was what the run protects.
+func placeLink(stage string, m Mount, dirs *stagedDirs) error {
+	parent, err := makeTarget(dirs, stage, parentOf(m.Path), true)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(parent)
+	fd, err := unix.Openat(parent, baseOf(m.Path), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("the protected link is gone: %w", err)
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlinkat(fd, "", buf)
+	if err != nil {
+		return fmt.Errorf("%s is no longer a symlink: %w", m.Path, err)
+	}
+	if string(buf[:n]) != m.Target {
+		return fmt.Errorf("%s was repointed after it was checked (to %s, not %s)", m.Path, buf[:n], m.Target)
+	}
+	return bindAt(fd, fd, true, true)
+}

@@ -25,6 +25,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	"github.com/agent-sandbox/agent-sandbox/internal/plan"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
+	"github.com/agent-sandbox/agent-sandbox/internal/protect"
 )
 
 // Access is what is asked about a path.
@@ -64,7 +65,7 @@ type Answer struct {
 	// Rule is the kind of rule that decided: workdir, grant, per-run grant,
 	// config path, state, git dir, agent folder, system path, device,
 	// closure, toolchain, git configuration, agent-sandbox, credential,
-	// refused, private, not granted, unsandboxed, network.
+	// refused, private, protected, not granted, unsandboxed, network.
 	Rule string `json:"rule"`
 	// By is the policy entry or file that decided ("" when none).
 	By string `json:"by"`
@@ -117,14 +118,13 @@ func Path(in Input) (Answer, error) {
 		rights, rule, list = specRights(pl, p)
 	}
 	granted := map[Access]bool{Read: rights.Read, Write: rights.Write, Exec: rights.Exec}[in.Access]
-	if granted && reach.Cache != "" {
-		a.Allowed, a.By, a.Rule = true, reach.Cache, "cache"
-		a.Reason = fmt.Sprintf("%s is a toolchain cache: the sandbox shows it as a private, writable layer over yours; the agent's writes are kept in its own state and never reach your cache", reach.Cache)
-		return a, nil
-	}
 	if granted {
-		a.Allowed, a.By = true, rule
-		a.Rule, a.Reason = origin(in, rule, list, system)
+		return grantedAnswer(a, in, reach, rule, list, system), nil
+	}
+	if e, ok := protectedEntry(pl, p, in.Access, exact && rights.Read); ok {
+		a.Rule, a.By = "protected", e.Path
+		a.Reason = fmt.Sprintf("%s is protected (%s): %s; the sandbox binds it read-only, so a write to it inside fails with \"Read-only file system\" (\"Device or resource busy\" from a program that renames a new version over it, as git does)", p, e.Name, e.Why)
+		a.Fix = fmt.Sprintf("pass --allow-edit %s for one run, or add %q to allow_edit in %s%s", e.Name, e.Name, tomlPath(in.Folder), copyNote(in))
 		return a, nil
 	}
 	switch {
@@ -180,6 +180,34 @@ func Path(in Input) (Answer, error) {
 	}
 	a.Fix = fix(in, p, list, system)
 	return a, nil
+}
+
+// grantedAnswer is the answer for an access the plan grants.
+func grantedAnswer(a Answer, in Input, reach backend.Reach, rule, list string, system bool) Answer {
+	a.Allowed = true
+	if reach.Cache != "" {
+		a.By, a.Rule = reach.Cache, "cache"
+		a.Reason = fmt.Sprintf("%s is a toolchain cache: the sandbox shows it as a private, writable layer over yours; the agent's writes are kept in its own state and never reach your cache", reach.Cache)
+		return a
+	}
+	a.By = rule
+	a.Rule, a.Reason = origin(in, rule, list, system)
+	return a
+}
+
+// protectedEntry is, for a write the engine's own view refuses where the
+// path is readable (readableExact), the ledger entry the plan keeps
+// read-only that p is, or lies in (a protected directory).
+func protectedEntry(pl *plan.Plan, p string, access Access, readableExact bool) (protect.Entry, bool) {
+	if access != Write || !readableExact {
+		return protect.Entry{}, false
+	}
+	for _, e := range pl.Spec.Ledger.ReadOnly() {
+		if e.Path == p || e.Dir && grant.Within(p, e.Path) {
+			return e, true
+		}
+	}
+	return protect.Entry{}, false
 }
 
 func verb(a Access) string {

@@ -190,7 +190,7 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 
 // viewPrivate are the paths the view has its own of, empty at each start:
 // the host's are not what the agent sees there.
-var viewPrivate = []string{"/tmp", "/var/tmp", "/dev/shm", "/dev", "/proc"}
+var viewPrivate = []string{"/tmp", "/var/tmp", "/var/lock", "/dev/shm", "/dev", "/proc"}
 
 // privateRefusal refuses a workdir or grant that is one of the view's
 // private paths: the agent would see, and write into, the sandbox's own,
@@ -309,6 +309,9 @@ func protectedComments(s spec.Spec) []string {
 		switch e.Guard {
 		case protect.ReadOnly:
 			line = fmt.Sprintf("protected (read-only, bound again when the host replaces it; %s): %s", e.Why, e.Path)
+			if e.Link != "" {
+				line = fmt.Sprintf("protected symlink (the link itself, bound onto itself: neither removed nor replaced; put back after the run if it changed; %s): %s", e.Why, e.Path)
+			}
 			if e.Missing {
 				kind := "an empty file"
 				if e.Dir {

@@ -164,6 +164,9 @@ func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string, la
 	c.Mounts = append(c.Mounts,
 		view.Mount{Kind: view.Tmpfs, Path: "/tmp", Size: size},
 		view.Mount{Kind: view.Tmpfs, Path: "/var/tmp", Size: size},
+		// Where tools that lock a device or a resource put their lock
+		// files (firejail's sandboxes have it too): private, small.
+		view.Mount{Kind: view.Tmpfs, Path: "/var/lock", Size: varLockSize},
 		view.Mount{Kind: view.Tmpfs, Path: "/dev/shm", Size: size},
 		view.Mount{Kind: view.Dir, Path: "/dev"},
 		view.Mount{Kind: view.Devpts, Path: "/dev/pts"},
@@ -182,7 +185,7 @@ func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string, la
 	lp.Network = ll.NetOpen
 	lp.AllowTCPConnect = nil
 	lp.ReadOnly = append(append(append([]string{}, p.ReadOnly...), viewMounted...), "/dev")
-	lp.ReadWrite = append(append(append(append([]string{}, p.ReadWrite...), "/tmp", "/var/tmp", "/dev/shm", "/dev/pts"), scratch...), caches...)
+	lp.ReadWrite = append(append(append(append([]string{}, p.ReadWrite...), "/tmp", "/var/tmp", "/var/lock", "/dev/shm", "/dev/pts"), scratch...), caches...)
 	if len(p.WriteOnly) == 0 {
 		// Every directory of the view can be listed: what is not
 		// granted is not there (`ls /`, `find /usr`). Landlock cannot
@@ -195,6 +198,10 @@ func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string, la
 	c.Seccomp = ll.Seccomp{DenyKeyrings: true, DenyUserns: !s.NestedUserns}
 	return c
 }
+
+// varLockSize bounds the view's private /var/lock: lock files are empty
+// or hold a pid.
+const varLockSize = 16 << 20
 
 // readlinkAtRoot is os.Readlink of path when path is an entry of the root
 // directory (/lib, /bin on a merged-/usr system); an error for any other.
@@ -220,6 +227,13 @@ func protectedMounts(l protect.Ledger) []view.Mount {
 		out = append(out, view.Mount{Kind: view.ReadWrite, Path: pin, Pin: true, Guarded: true})
 	}
 	for _, e := range l.ReadOnly() {
+		if e.Link != "" {
+			// A symlink the user made on the way to an entry: the
+			// link itself, bound onto itself (not guarded: a link the
+			// host replaces is the guard's to put back at the end).
+			out = append(out, view.Mount{Kind: view.Link, Path: e.Path, Target: e.Link})
+			continue
+		}
 		out = append(out, view.Mount{Kind: view.ReadOnly, Path: e.Path, Guarded: true})
 	}
 	return out

@@ -76,7 +76,8 @@ func Execute(p Prepared, s spec.Spec, stdio launch.Stdio) int {
 	// The ledger (git's config and hooks, the agent's own code-running
 	// config...) is not read-only under nono; it is watched and audited.
 	// nono starts under agent-sandbox's own seccomp layer (Filter).
-	return launch.Lifecycle{Argv: step.Argv, Env: append(Environ(p, s, os.Environ()), "TMPDIR="+runTmp), Dir: s.Workdir, Stdio: stdio, Start: starter(Filter(p, s)), Guard: backend.Guard(s)}.Execute()
+	// Standard streams that are files reach nono as pipes (pipedFiles).
+	return launch.Lifecycle{Argv: step.Argv, Env: append(Environ(p, s, os.Environ()), "TMPDIR="+runTmp), Dir: s.Workdir, Stdio: pipedFiles(stdio), Start: withRelayDelay(starter(Filter(p, s))), Guard: backend.Guard(s)}.Execute()
 }
 
 // WithRunTemp returns the profile with the agent's tmp directory (granted
