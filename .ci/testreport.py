@@ -33,6 +33,8 @@ MUST_RUN = [
     "e2e-user TestBrokerRealAgents",
     "e2e-user TestBrokerPorts",
     "e2e TestNoUserNamespaces",
+    "e2e TestWeakerExplains",
+    "e2e-user TestWeakerExplains",
     "e2e TestProtectPlantedCommondir",
     "e2e-user TestProtectPlantedCommondir",
     "e2e TestProtectExcludeThroughSymlink",

@@ -67,6 +67,9 @@ type Description struct {
 	// Environment, when not nil, replaces the spec's environment in the
 	// plan (sbx: what reaches the guest).
 	Environment *Environment
+	// Engine is the engine the run will use (internal/engine's ID):
+	// "" means the backend's one engine (nono alone for nono, sbx).
+	Engine string
 	// JSON are the backend's own keys of the --dry-run --json plan (nono:
 	// "profile", "profile_path" and on Linux "seccomp"; landlock:
 	// "landlock"). A documented key a backend leaves out prints as null.

@@ -55,6 +55,12 @@ type Input struct {
 type Answer struct {
 	Agent   string  `json:"agent"`
 	Backend *string `json:"backend"`
+	// Engine is the engine the run would use (internal/engine: view,
+	// nono-in-view, nono, weaker, sbx); null when unsandboxed.
+	Engine *string `json:"engine"`
+	// EngineLacks are the protections that engine does not give in full
+	// (internal/engine), so that an answer under a weaker engine says so.
+	EngineLacks []string `json:"engine_lacks"`
 	// Path (canonical) or Host (host:port) asked about; Access is read,
 	// write, exec or connect.
 	Path    string `json:"path,omitempty"`
@@ -77,7 +83,11 @@ type Answer struct {
 }
 
 func base(in Input) Answer {
-	return Answer{Agent: in.Plan.Agent, Backend: in.Plan.Backend, Refusal: in.Plan.Refusal}
+	a := Answer{Agent: in.Plan.Agent, Backend: in.Plan.Backend, Refusal: in.Plan.Refusal, EngineLacks: []string{}}
+	if e := in.Plan.Engine; e != nil {
+		a.Engine, a.EngineLacks = &e.Name, e.Lacks
+	}
+	return a
 }
 
 // Path answers a path question.
@@ -497,6 +507,9 @@ func (a Answer) Text() string {
 	if a.Backend != nil {
 		backend = *a.Backend
 	}
+	if a.Engine != nil {
+		backend += ": " + *a.Engine
+	}
 	fmt.Fprintf(&b, "%s: %s %s %s (%s)\n", verdict, a.Agent, a.Access, what, backend)
 	fmt.Fprintf(&b, "  rule:   %s\n", a.Rule)
 	fmt.Fprintf(&b, "  why:    %s\n", a.Reason)
@@ -505,6 +518,9 @@ func (a Answer) Text() string {
 	}
 	if a.Refusal != nil {
 		fmt.Fprintf(&b, "  note:   a run of %s would not start here: %s\n", a.Agent, *a.Refusal)
+	}
+	if a.Engine != nil && len(a.EngineLacks) > 0 {
+		fmt.Fprintf(&b, "  engine: the %s gives %s\n", *a.Engine, strings.Join(a.EngineLacks, "; "))
 	}
 	return b.String()
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agent-sandbox/agent-sandbox/internal/backend"
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
+	"github.com/agent-sandbox/agent-sandbox/internal/engine"
 	ll "github.com/agent-sandbox/agent-sandbox/internal/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
@@ -221,13 +222,9 @@ func privateRefusal(s spec.Spec) string {
 // Describe is the in-process start and the policy: the plan's "landlock".
 func (p *Prepared) Describe() backend.Description {
 	pol := p.Policy
+	// The plan's header names the engine (internal/engine) and what it
+	// lacks.
 	var comments []string
-	switch p.Engine {
-	case EngineWeaker:
-		comments = append(comments, "engine: landlock-only (the weaker sandbox: Landlock, seccomp, no_new_privs; no namespace view)")
-	default:
-		comments = append(comments, "engine: namespace view (new user, mount, PID, IPC, UTS namespaces; network namespace unless the network is open), then Landlock, seccomp, no_new_privs")
-	}
 	for _, g := range p.Spec.Sockets {
 		comments = append(comments, fmt.Sprintf("unix socket reachable (granted by path): %s", g))
 	}
@@ -282,6 +279,7 @@ func (p *Prepared) Describe() backend.Description {
 		}},
 		Warnings: p.Warnings,
 		Refusal:  p.Refusal,
+		Engine:   string(p.engineID()),
 		JSON: map[string]any{"landlock": &PrintedPolicy{
 			Engine: p.Engine, Toolchains: toolchains, Create: create, Net: p.Net, Caches: nonNil(p.Spec.Caches),
 			Limits:    limits,
@@ -297,6 +295,14 @@ func (p *Prepared) Describe() backend.Description {
 		d.Protection.Why = "the weaker sandbox (no namespace view) cannot keep paths inside a writable grant read-only"
 	}
 	return d
+}
+
+// engineID is the internal/engine name of p's engine.
+func (p *Prepared) engineID() engine.ID {
+	if p.Engine == EngineWeaker {
+		return engine.Weaker
+	}
+	return engine.View
 }
 
 // protectedComments are the --dry-run lines on the ledger: each entry

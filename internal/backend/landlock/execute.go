@@ -14,6 +14,7 @@ import (
 
 	"github.com/agent-sandbox/agent-sandbox/internal/backend"
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
+	"github.com/agent-sandbox/agent-sandbox/internal/engine"
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	ll "github.com/agent-sandbox/agent-sandbox/internal/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
@@ -73,7 +74,11 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 		return launch.ExitNotFound
 	}
 	if banner {
-		launch.Banner(stdio.Err, "landlock")
+		id := engine.View
+		if weaker {
+			id = engine.Weaker
+		}
+		launch.Banner(stdio.Err, engine.Must(id).BannerLabel())
 	}
 	p.ReadWrite = append(p.ReadWrite, TerminalNodes(stdio)...)
 	// TMPDIR is private to this run: a fresh directory under the agent's
@@ -152,7 +157,7 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 		if err != nil {
 			return nil, &launch.SetupError{Err: fmt.Errorf("the landlock backend cannot enforce this policy here: %s", strings.TrimPrefix(err.Error(), "landlock: "))}
 		}
-		for _, w := range namespaceWarnings(e, p) {
+		for _, w := range namespaceWarnings(e, p, n.Mode) {
 			diag.Warnf(stdio.Err, "%s", w)
 		}
 		if verbose {
@@ -254,11 +259,16 @@ func KernelWarnings(p ll.Policy, abi int) []string {
 
 // namespaceWarnings are printed when a blocked network gets no private
 // network namespace (user namespaces unavailable).
-func namespaceWarnings(e ll.Enforcement, p ll.Policy) []string {
+// An allow list gets weakerAllowlistWarning instead of the first line,
+// which says the same of its network (one warning per fact).
+func namespaceWarnings(e ll.Enforcement, p ll.Policy, mode posture.NetMode) []string {
 	if p.Network != ll.NetBlocked || e.NetNamespace {
 		return nil
 	}
-	w := []string{"network blocked with Landlock TCP rules only (no user namespaces here): UDP and DNS are not confined"}
+	var w []string
+	if mode != posture.NetAllowlist {
+		w = append(w, "network blocked with Landlock TCP rules only (no user namespaces here): UDP and DNS are not confined")
+	}
 	if !e.ScopeAbstractUnix {
 		w = append(w, abstractUnixWarning(e.ABI))
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/engine"
 	"github.com/agent-sandbox/agent-sandbox/internal/protect"
 )
 
@@ -16,22 +17,24 @@ const WeakerSandboxEnv = "AGENT_SANDBOX_WEAKER_SANDBOX"
 // WeakerSandboxAllowed reports whether the user set WeakerSandboxEnv=1.
 func WeakerSandboxAllowed() bool { return os.Getenv(WeakerSandboxEnv) == "1" }
 
-// What the weaker sandbox does not give, said in the refusal and in the
+// weakerLacks is what the weaker sandbox does not give that the view
+// does (internal/engine's description), said in the refusal and in the
 // warning printed on every run that uses it.
-const weakerLacks = "without a view the agent sees the whole filesystem's names and metadata (only Landlock stops reads and writes), " +
-	"processes that outlive it are only swept, not contained, and an allow-list network is enforced by Landlock's TCP port rules alone"
+func weakerLacks() string {
+	return "compared with the namespace view it does not give: " + engine.Must(engine.Weaker).Missing()
+}
 
 // noViewRefusal is the refusal when the view is unavailable and the user
 // did not opt into the weaker sandbox.
 func noViewRefusal(why string) string {
 	return fmt.Sprintf("the built-in engine cannot build the agent's namespace view here (%s): refusing to run with Landlock alone. "+
 		"Allow unprivileged user namespaces for agent-sandbox (`agent-sandbox doctor` shows how, including the AppArmor profile), "+
-		"or accept the weaker sandbox with %s=1 (%s)", why, WeakerSandboxEnv, weakerLacks)
+		"or accept the weaker sandbox with %s=1 (%s)", why, WeakerSandboxEnv, weakerLacks())
 }
 
 // weakerWarning is printed on every run under the weaker sandbox.
 func weakerWarning(why string) string {
-	return fmt.Sprintf("running in the WEAKER sandbox (%s=1): no namespace view here (%s); %s", WeakerSandboxEnv, why, weakerLacks)
+	return fmt.Sprintf("running in the WEAKER sandbox (%s=1): no namespace view here (%s); %s", WeakerSandboxEnv, why, weakerLacks())
 }
 
 // The default resource limits of the agent: process (thread) count and
