@@ -149,7 +149,7 @@ var engines = []Engine{
 			Offline:        {Partly, "Landlock's TCP rules only: UDP and DNS are not confined"},
 			Allowlist:      {Partly, "Landlock's TCP rules by port: the broker's port (and each open_port) reaches every host; UDP and DNS not confined"},
 			Credentials:    {Yes, "the broker on the host's loopback injects the key; the agent holds a phantom"},
-			Caches:         {No, "not seeded: the host's caches are not granted"},
+			Caches:         {Yes, "the run's own copies per project (reflinks where the filesystem can, never hard links), brought up to date before each run; Go's module cache filled from the host's download cache, read-only"},
 			KernelSurface:  {Yes, "seccomp"},
 			Capabilities:   {Yes, "dropped before the agent starts"},
 			Limits:         {Yes, "8192 processes counted with the user's own, 16384 open files"},

@@ -159,8 +159,10 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 		p.Engine = EngineWeaker
 		narrowed := s
 		narrowed.Toolchains = narrowForWeaker(s.Toolchains, s.Home)
-		narrowed.Caches = nil // no overlay without the view
+		// No overlay without the view: the run's own copies instead.
+		narrowed.Caches = weakerCaches(s)
 		p.Spec, p.Policy = narrowed, PolicyFor(narrowed, b.NixStore, self)
+		p.Policy.ReadWrite, p.Policy.ReadOnly = weakerCacheGrants(narrowed.Caches, p.Policy.ReadWrite, p.Policy.ReadOnly)
 		p.Warnings = append([]string{weakerWarning(why)}, KernelWarnings(p.Policy, abi)...)
 		if netPlan.Mode == posture.NetAllowlist {
 			p.Warnings = append(p.Warnings, weakerAllowlistWarning)
@@ -235,7 +237,7 @@ func (p *Prepared) Describe() backend.Description {
 		comments = append(comments, fmt.Sprintf("git configuration %s: read-only", c))
 	}
 	for _, c := range p.Spec.Caches {
-		comments = append(comments, fmt.Sprintf("cache %s: a private, writable layer over yours (the agent's writes kept in %s, yours never written)", c.Path, cacheLayer(p.Spec, c.Name)))
+		comments = append(comments, cacheComment(p.Spec, c))
 	}
 	create := p.Spec.ConfigToCreate()
 	for _, c := range create {

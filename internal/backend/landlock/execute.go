@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -131,6 +130,9 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 	weak := func(cmd *exec.Cmd) (func() error, error) {
 		if len(n.Listen) > 0 {
 			return nil, &launch.SetupError{Err: errors.New(weakerListenRefusal)}
+		}
+		if err := seedCaches(s, stdio.Err, verbose); err != nil {
+			return nil, &launch.SetupError{Err: err}
 		}
 		// Without a network namespace the host's loopback is shared:
 		// Landlock's TCP rules let the agent reach the broker's port
@@ -370,8 +372,4 @@ type viewRun struct {
 	layers map[string]string
 }
 
-// cacheLayer is the agent's own writable layer of the cache name, kept
-// between its runs: <state>/caches/<name>, holding upper/ and work/.
-func cacheLayer(s spec.Spec, name string) string {
-	return filepath.Join(s.StateDir, "caches", name)
-}
+

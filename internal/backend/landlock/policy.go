@@ -187,17 +187,9 @@ func Env(s spec.Spec, getenv func(string) (string, bool)) []string {
 	}
 	env = append(env, "TMPDIR="+s.TempDir(), "MISE_CACHE_DIR="+s.MiseCacheDir())
 	// Each toolchain cache where the view layers it (the tool's own
-	// default, or the host's setting, which the agent does not inherit).
-	for _, c := range s.Caches {
-		if c.Env != "" {
-			env = append(env, c.Env+"="+c.Path)
-		}
-		if c.Name == "npm" {
-			// npm asks the registry before it trusts its cache; with
-			// the host's cache layered in, it goes to the network only
-			// for what the cache lacks (and so works offline).
-			env = append(env, "npm_config_prefer_offline=true")
-		}
-	}
+	// default, or the host's setting, which the agent does not inherit),
+	// or the weaker sandbox's copy.
+	goproxy, _ := getenv("GOPROXY")
+	env = append(env, cacheEnv(s.Caches, goproxy)...)
 	return env
 }

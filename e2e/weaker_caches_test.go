@@ -1,0 +1,79 @@
+package e2e
+
+import (
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The weaker sandbox's toolchain caches (issue 37, item 3): without a
+// view there is no overlay, so each cache is the run's own per project:
+// a copy of the host's (reflinks where the filesystem can, never hard
+// links), or for Go's module cache one Go fills from the host's download
+// cache read-only. Builds work offline from the host's warm caches, as in
+// the view, and the host's caches are byte for byte what they were.
+// Before, `go build` failed (the build cache was not granted) and npm ci
+// and cargo build failed too.
+
+// goProject lays out a module of r.work that needs example.com/dep from a
+// file proxy, and builds it on the host once so that the host's caches
+// hold everything; it returns the go command's directory, the host's Go
+// caches and the module's expected output.
+func goProject(t *testing.T, r *brokerRun, work string) (string, []string) {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("needs the go command on PATH")
+	}
+	proxy := filepath.Join(filepath.Dir(r.home), "proxy")
+	if _, err := os.Stat(proxy); err != nil {
+		writeModule(t, proxy, "example.com/dep", "v1.0.0", "package dep\n\n// Answer is the answer.\nfunc Answer() int { return 42 }\n")
+	}
+	write(t, filepath.Join(work, "go.mod"), "module example.com/app\n\ngo 1.21\n\nrequire example.com/dep v1.0.0\n")
+	write(t, filepath.Join(work, "main.go"), "package main\n\nimport (\n\t\"fmt\"\n\n\t\"example.com/dep\"\n)\n\nfunc main() { fmt.Println(\"ANSWER\", dep.Answer()) }\n")
+	write(t, filepath.Join(work, "main_test.go"), "package main\n\nimport (\n\t\"testing\"\n\n\t\"example.com/dep\"\n)\n\nfunc TestAnswer(t *testing.T) {\n\tif dep.Answer() != 42 {\n\t\tt.Fatal(\"no\")\n\t}\n}\n")
+	goDir := filepath.Dir(goBin)
+	cmd := exec.Command(goBin, "build", "./...")
+	cmd.Dir = work
+	cmd.Env = []string{"HOME=" + r.home, "PATH=" + goDir + ":/usr/bin:/bin", "GOPROXY=file://" + proxy, "GONOSUMDB=example.com", "GONOSUMCHECK=1", "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local"}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("host build: %v\n%s", err, out)
+	}
+	// Go makes its module cache read-only; the temporary home must go.
+	t.Cleanup(func() {
+		filepath.WalkDir(filepath.Dir(r.home), func(p string, e fs.DirEntry, err error) error {
+			if err == nil && e.IsDir() {
+				os.Chmod(p, 0o755)
+			}
+			return nil
+		})
+	})
+	return goDir, []string{filepath.Join(r.home, ".cache", "go-build"), filepath.Join(r.home, "go", "pkg", "mod")}
+}
+
+func TestWeakerToolchainCaches(t *testing.T) {
+	skipWithoutLandlock(t)
+	r := newBrokerRun(t)
+	r.prefix = noUserns(t)
+	weaker := []string{"AGENT_SANDBOX_WEAKER_SANDBOX=1"}
+
+	t.Run("go", func(t *testing.T) {
+		goDir, caches := goProject(t, r, r.work)
+		before := treeSum(t, caches...)
+		code, out := r.cli(180*time.Second, append([]string{"PATH=" + goDir + ":" + agentPath(), "GOTOOLCHAIN=local"}, weaker...),
+			"--sandbox-backend", "landlock", "--offline", r.folder(), "-c", "go build -o app . && ./app && go test ./... && echo GO-OK")
+		if code != 0 || !strings.Contains(out, "ANSWER 42") || !strings.Contains(out, "GO-OK") {
+			t.Errorf("go build / go test in the weaker sandbox, offline, failed (exit %d): %s", code, out)
+		}
+		if !strings.Contains(out, "WEAKER sandbox") {
+			t.Errorf("not the weaker sandbox: %s", out)
+		}
+		if after := treeSum(t, caches...); after != before {
+			t.Errorf("the host's Go caches changed during the sandboxed build")
+		}
+	})
+}
