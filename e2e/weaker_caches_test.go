@@ -77,3 +77,47 @@ func TestWeakerToolchainCaches(t *testing.T) {
 		}
 	})
 }
+
+// TestCachePoisoningAcrossProjects (issue 37, item 3): a module the agent
+// poisons in its cache while working on one project (Go does not verify
+// a module it extracted before) must not be what the user's other
+// project builds with in the agent's next run there. The agent's writable
+// cache is per project, in the view and in the weaker sandbox. Before, the
+// view's layer was per agent: project B printed the poisoned answer.
+func TestCachePoisoningAcrossProjects(t *testing.T) {
+	skipWithoutLandlock(t)
+	for _, engine := range []string{"view", "weaker"} {
+		t.Run(engine, func(t *testing.T) {
+			r := newBrokerRun(t)
+			env := []string{"GOTOOLCHAIN=local"}
+			if engine == "weaker" {
+				r.prefix = noUserns(t)
+				env = append(env, "AGENT_SANDBOX_WEAKER_SANDBOX=1")
+			}
+			other := filepath.Join(filepath.Dir(r.work), "other")
+			goDir, caches := goProject(t, r, r.work)
+			goProject(t, r, other)
+			env = append(env, "PATH="+goDir+":"+agentPath())
+			before := treeSum(t, caches...)
+			// In project A the agent rewrites the dependency in its module
+			// cache: the attack works there (the control).
+			poison := `set -e; go build -o /dev/null . ; d=$(go env GOMODCACHE)/example.com/dep@v1.0.0; chmod -R u+w "$d"; sed -i 's/return 42/return 666/' "$d/dep.go"; go run .`
+			code, out := r.cli(180*time.Second, env, "--sandbox-backend", "landlock", "--offline", r.folder(), "-c", poison)
+			if code != 0 || !strings.Contains(out, "ANSWER 666") {
+				t.Fatalf("control: the agent could not poison its own cache in project A (exit %d): %s", code, out)
+			}
+			// In project B the same agent's next run builds the real
+			// dependency.
+			code, out = r.cli(180*time.Second, env, "--sandbox-backend", "landlock", "--offline", "--workdir", other, r.folder(), "-c", "go run .")
+			if code != 0 || !strings.Contains(out, "ANSWER 42") {
+				t.Errorf("project B's run (exit %d) did not build the real dependency: %s", code, out)
+			}
+			if strings.Contains(out, "ANSWER 666") {
+				t.Errorf("the module poisoned in project A followed the agent into project B: %s", out)
+			}
+			if after := treeSum(t, caches...); after != before {
+				t.Errorf("the host's Go caches changed")
+			}
+		})
+	}
+}

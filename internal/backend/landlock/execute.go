@@ -371,5 +371,3 @@ type viewRun struct {
 	// layers are the caches' writable layers for this run (cacheLayers).
 	layers map[string]string
 }
-
-
