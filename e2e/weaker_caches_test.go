@@ -1,6 +1,9 @@
 package e2e
 
 import (
+	"crypto/sha512"
+	"encoding/base64"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -76,6 +79,59 @@ func TestWeakerToolchainCaches(t *testing.T) {
 			t.Errorf("the host's Go caches changed during the sandboxed build")
 		}
 	})
+
+	t.Run("npm", func(t *testing.T) {
+		npmDir, cache := npmProject(t, r, filepath.Join(filepath.Dir(r.work), "npmwork"))
+		before := treeSum(t, cache)
+		code, out := r.cli(180*time.Second, append([]string{"PATH=" + npmDir + ":" + agentPath()}, weaker...),
+			"--sandbox-backend", "landlock", "--offline", "--workdir", filepath.Join(filepath.Dir(r.work), "npmwork"), r.folder(), "-c",
+			`sh -c 'npm ci' && node -e 'console.log("DEP", require("dep-x"))'`)
+		if code != 0 || !strings.Contains(out, "DEP 42") {
+			t.Errorf("npm ci in the weaker sandbox, offline, failed (exit %d): %s", code, out)
+		}
+		if after := treeSum(t, cache); after != before {
+			t.Errorf("the host's npm cache changed during the sandboxed npm ci")
+		}
+	})
+}
+
+// npmProject makes a package dep-x, puts it in the host's npm cache (npm
+// cache add, no network) and lays out a project at work whose lockfile
+// names it by the registry's address and its integrity, as npm install
+// writes it; it returns npm's directory and the host's npm cache.
+func npmProject(t *testing.T, r *brokerRun, work string) (string, string) {
+	t.Helper()
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		t.Skip("needs npm on PATH")
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("needs node on PATH")
+	}
+	pkg := filepath.Join(filepath.Dir(r.home), "dep-x")
+	write(t, filepath.Join(pkg, "package.json"), `{"name":"dep-x","version":"1.0.0","main":"index.js"}`)
+	write(t, filepath.Join(pkg, "index.js"), "module.exports = 42;\n")
+	cache := filepath.Join(r.home, ".npm")
+	env := []string{"HOME=" + r.home, "PATH=" + filepath.Dir(npm) + ":/usr/bin:/bin", "npm_config_cache=" + cache, "npm_config_update_notifier=false"}
+	host := func(dir string, args ...string) {
+		cmd := exec.Command(npm, args...)
+		cmd.Dir, cmd.Env = dir, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("host npm %v: %v\n%s", args, err, out)
+		}
+	}
+	host(pkg, "pack")
+	tgz := filepath.Join(pkg, "dep-x-1.0.0.tgz")
+	host(pkg, "cache", "add", tgz)
+	b, err := os.ReadFile(tgz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha512.Sum512(b)
+	integrity := "sha512-" + base64.StdEncoding.EncodeToString(sum[:])
+	write(t, filepath.Join(work, "package.json"), `{"name":"proj","version":"1.0.0","dependencies":{"dep-x":"1.0.0"}}`)
+	write(t, filepath.Join(work, "package-lock.json"), fmt.Sprintf(`{"name":"proj","version":"1.0.0","lockfileVersion":3,"requires":true,"packages":{"":{"name":"proj","version":"1.0.0","dependencies":{"dep-x":"1.0.0"}},"node_modules/dep-x":{"version":"1.0.0","resolved":"https://registry.npmjs.org/dep-x/-/dep-x-1.0.0.tgz","integrity":%q}}}`, integrity))
+	return filepath.Dir(npm), cache
 }
 
 // TestCachePoisoningAcrossProjects (issue 37, item 3): a module the agent
