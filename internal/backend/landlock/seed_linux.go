@@ -121,19 +121,26 @@ func seedSubdir(sfd, dfd int, name, src string, st *SeedStats) error {
 // with the same size and modification time.
 func seedFile(sfd, dfd int, name string, s *unix.Stat_t, st *SeedStats) {
 	var d unix.Stat_t
-	if unix.Fstatat(dfd, name, &d, unix.AT_SYMLINK_NOFOLLOW) == nil && d.Mode&unix.S_IFMT == unix.S_IFREG &&
-		d.Size == s.Size && d.Mtim == s.Mtim {
+	err := unix.Fstatat(dfd, name, &d, unix.AT_SYMLINK_NOFOLLOW)
+	if err == nil && d.Mode&unix.S_IFMT == unix.S_IFREG && d.Size == s.Size && d.Mtim == s.Mtim {
 		st.Same++
 		return
 	}
+	// A name the copy lacks is created in place (O_EXCL: whatever
+	// appears there meanwhile is left alone); one it holds otherwise is
+	// replaced by a rename, never written through.
+	fresh := errors.Is(err, unix.ENOENT)
 	in, err := unix.Openat(sfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		st.Skipped++
 		return
 	}
 	defer unix.Close(in)
-	tmp := fmt.Sprintf(".agent-sandbox-seed-%d", os.Getpid())
-	_ = unix.Unlinkat(dfd, tmp, 0)
+	tmp := name
+	if !fresh {
+		tmp = fmt.Sprintf(".agent-sandbox-seed-%d", os.Getpid())
+		_ = unix.Unlinkat(dfd, tmp, 0)
+	}
 	out, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		st.Skipped++
@@ -143,11 +150,13 @@ func seedFile(sfd, dfd int, name string, s *unix.Stat_t, st *SeedStats) {
 	if err == nil {
 		err = unix.Fchmod(out, s.Mode&0o777|0o200) // the run's own: writable by its owner
 	}
-	if err == nil {
-		err = unix.Futimes(out, []unix.Timeval{unix.NsecToTimeval(unix.TimespecToNsec(s.Atim)), unix.NsecToTimeval(unix.TimespecToNsec(s.Mtim))})
-	}
 	unix.Close(out)
 	if err == nil {
+		// To the nanosecond, as the next seeding compares it; never
+		// through a symlink swapped in for tmp.
+		err = unix.UtimesNanoAt(dfd, tmp, []unix.Timespec{s.Atim, s.Mtim}, unix.AT_SYMLINK_NOFOLLOW)
+	}
+	if err == nil && !fresh {
 		err = unix.Renameat(dfd, tmp, dfd, name)
 	}
 	if err != nil {
