@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -71,6 +72,23 @@ func TestWeakerExplains(t *testing.T) {
 		}
 		if plan.Engine.ID != "weaker" || len(plan.Engine.Lacks) == 0 {
 			t.Errorf("JSON engine %+v, want weaker with what it lacks", plan.Engine)
+		}
+	})
+
+	t.Run("shell-startup-and-tmp", func(t *testing.T) {
+		rc := filepath.Join(home, ".bashrc")
+		if err := os.WriteFile(rc, []byte("export RC_SECRET=canary-in-bashrc\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(rc)
+		out, _ := run(append(ll, "--dry-run", "shell")...)
+		if !strings.Contains(out, "your shell start-up files stay unreadable") || !strings.Contains(out, rc) ||
+			!strings.Contains(out, "/tmp and /var/tmp are the host's") || !strings.Contains(out, "listing / is refused") {
+			t.Errorf("--dry-run does not say what stays refused: %s", out)
+		}
+		out, _ = run(append(ll, "shell", "-c", `cat "$HOME/.bashrc"; echo "RC=$RC_SECRET"; echo x > "$TMPDIR/t" && echo TMPDIR-OK`)...)
+		if strings.Contains(out, "canary-in-bashrc") || !strings.Contains(out, "TMPDIR-OK") {
+			t.Errorf("the weaker sandbox read ~/.bashrc, or its TMPDIR failed: %s", out)
 		}
 	})
 

@@ -55,6 +55,7 @@ const (
 	Allowlist      Protection = "allow list: one door out, by host and port (agent-sandbox's egress broker)"
 	Credentials    Protection = "no real API key inside (credential routes)"
 	Caches         Protection = "private, host-seeded toolchain caches (Go, npm, cargo, pip)"
+	Tmp            Protection = "private /tmp and /var/tmp (the host's never shown)"
 	KernelSurface  Protection = "kernel surface refused (nested user namespaces, io_uring, AF_VSOCK, keyrings, TIOCSTI, host Unix sockets)"
 	Capabilities   Protection = "no capabilities, even for a root caller"
 	Limits         Protection = "process and open-file limits"
@@ -62,7 +63,7 @@ const (
 
 // Protections are the rows, in order.
 func Protections() []Protection {
-	return []Protection{Files, Names, ProtectedFiles, Processes, Offline, Allowlist, Credentials, Caches, KernelSurface, Capabilities, Limits}
+	return []Protection{Files, Names, ProtectedFiles, Processes, Offline, Allowlist, Credentials, Caches, Tmp, KernelSurface, Capabilities, Limits}
 }
 
 // Level is how far an engine gives a protection.
@@ -105,6 +106,7 @@ var engines = []Engine{
 			Allowlist:      {Yes, "the broker is the network namespace's only door"},
 			Credentials:    {Yes, "the broker injects the key; the agent holds a phantom"},
 			Caches:         {Yes, "a private writable layer over the host's cache, per project"},
+			Tmp:            {Yes, "private tmpfs mounts, empty at each start"},
 			KernelSurface:  {Yes, "seccomp"},
 			Capabilities:   {Yes, "a root caller's agent is uid 0 without capabilities"},
 			Limits:         {Yes, "8192 processes, 16384 open files; memory by a systemd user scope where there is one"},
@@ -120,6 +122,7 @@ var engines = []Engine{
 			Allowlist:      {Yes, "the view's broker"},
 			Credentials:    {Yes, "the view's broker"},
 			Caches:         {Yes, "the view's private layers"},
+			Tmp:            {Yes, "the view's"},
 			KernelSurface:  {Yes, "the view's seccomp, and nono's"},
 			Capabilities:   {Yes, "the view"},
 			Limits:         {Yes, "the view's"},
@@ -134,7 +137,8 @@ var engines = []Engine{
 			Offline:        {Yes, "nono's Landlock TCP rules and seccomp"},
 			Allowlist:      {Partly, "nono's proxy, by host name only (an entry with a port is refused)"},
 			Credentials:    {No, "nono has no route of agent-sandbox's: the key the agent is given is the real one"},
-			Caches:         {No, "a private TMPDIR only"},
+			Caches:         {No, "not granted: a build needing the host's cache fails"},
+			Tmp:            {Partly, "the run's own TMPDIR; /tmp and /var/tmp by nono's own rules"},
 			KernelSurface:  {Yes, "agent-sandbox's seccomp layer"},
 			Capabilities:   {No, "the agent keeps the caller's capabilities"},
 			Limits:         {No, "the caller's limits; memory_max becomes nono's --memory"},
@@ -143,12 +147,13 @@ var engines = []Engine{
 		How: "Landlock, seccomp and no_new_privs only, without a namespace view (no user namespaces here; accepted with AGENT_SANDBOX_WEAKER_SANDBOX=1)",
 		Gives: map[Protection]Cell{
 			Files:          {Yes, "Landlock"},
-			Names:          {No, "Landlock governs contents, not names: the whole filesystem's names and metadata are visible"},
+			Names:          {No, "Landlock governs contents, not names: the whole filesystem's names and metadata are visible (`stat`), while listing an ungranted directory, `/` included, is refused: Landlock's right to list `/` would cover every directory below it"},
 			ProtectedFiles: {No, "Landlock only adds rights: audited and restored after the run; `.git/config` replaced by rename or unlink cannot be refused"},
 			Processes:      {No, "no PID namespace: host processes are listed; leftovers are swept, not contained"},
 			Offline:        {Partly, "Landlock's TCP rules only: UDP and DNS are not confined"},
 			Allowlist:      {Partly, "Landlock's TCP rules by port: the broker's port (and each open_port) reaches every host; UDP and DNS not confined"},
 			Credentials:    {Yes, "the broker on the host's loopback injects the key; the agent holds a phantom"},
+			Tmp:            {Partly, "the run's own TMPDIR; /tmp and /var/tmp themselves are refused: they are the host's, shared with your other programs, and without mounts there is no private one at that path"},
 			Caches:         {Yes, "the run's own copies per project (reflinks where the filesystem can, never hard links), brought up to date before each run; Go's module cache filled from the host's download cache, read-only"},
 			KernelSurface:  {Yes, "seccomp"},
 			Capabilities:   {Yes, "dropped before the agent starts"},
@@ -165,6 +170,7 @@ var engines = []Engine{
 			Allowlist:      {Partly, "sbx's proxy; a sandbox's rule only adds to the machine's global rules"},
 			Credentials:    {Partly, "agent-sandbox passes no key into the guest: `sbx secret set`, or a login in the mounted config"},
 			Caches:         {No, "the guest's own, empty caches"},
+			Tmp:            {Yes, "the guest's own"},
 			KernelSurface:  {Yes, "the guest's own kernel"},
 			Capabilities:   {Partly, "root in the guest, whose kernel is its own"},
 			Limits:         {Yes, "the microVM's size"},

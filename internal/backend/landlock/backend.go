@@ -243,6 +243,9 @@ func (p *Prepared) Describe() backend.Description {
 	for _, c := range create {
 		comments = append(comments, fmt.Sprintf("created before the run (missing): %s", c))
 	}
+	if p.Engine == EngineWeaker {
+		comments = append(comments, weakerComments(p.Spec.Home)...)
+	}
 	comments = append(comments, p.Net.Comments()...)
 	comments = append(comments, credentialComments(p.Spec, p.Net)...)
 	comments = append(comments, protectedComments(p.Spec)...)

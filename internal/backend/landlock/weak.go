@@ -3,6 +3,8 @@ package landlock
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/engine"
 	"github.com/agent-sandbox/agent-sandbox/internal/protect"
@@ -55,4 +57,34 @@ const weakerListenRefusal = "network.listen_port needs the built-in engine's net
 // paths ps writable.
 func weakerProtectedWarning(ps []protect.Entry) string {
 	return fmt.Sprintf("the weaker sandbox cannot keep paths inside a writable grant read-only (Landlock only adds rights): the agent can write %s, which your tools run later (git, editors, direnv, agents); agent-sandbox audits them while the agent runs and after it ends, restoring git's code-running settings and hooks and naming every other change", joinProtected(ps))
+}
+
+// shellStartup are the shell start-up files in a home that shells read
+// by themselves; they are on the credential list (they often export
+// keys), so no run grants them.
+var shellStartup = []string{".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshenv", ".zshrc", ".zprofile", ".zlogin"}
+
+// weakerComments are the --dry-run lines on what the weaker sandbox
+// refuses that the view hides: the view shows neither the user's shell
+// start-up files nor the host's /tmp and /var/tmp; without mounts they
+// stay where they are, refused, and programs say so.
+func weakerComments(home string) []string {
+	var rc []string
+	for _, n := range shellStartup {
+		if p := filepath.Join(home, n); home != "" && fileExists(p) {
+			rc = append(rc, p)
+		}
+	}
+	out := []string{"/tmp and /var/tmp are the host's, shared with your other programs: refused (the view has private ones; the run's TMPDIR is its own)",
+		"listing / is refused (Landlock's right to list / would cover every directory below it); what is granted is reached by its path"}
+	if len(rc) > 0 {
+		out = append(out, fmt.Sprintf("your shell start-up files stay unreadable, as the view hides them (they often export secrets): %s; a shell the agent starts interactively or as a login shell prints \"Permission denied\" for each", strings.Join(rc, ", ")))
+	}
+	return out
+}
+
+// fileExists says whether p exists (a symlink counts, dangling or not).
+func fileExists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
 }
