@@ -39,6 +39,8 @@ MUST_RUN = [
     "e2e-user TestWeakerToolchainCaches",
     "e2e TestCachePoisoningAcrossProjects",
     "e2e-user TestCachePoisoningAcrossProjects",
+    "e2e TestWeakerCredentials",
+    "e2e-user TestWeakerCredentials",
     "e2e TestProtectPlantedCommondir",
     "e2e-user TestProtectPlantedCommondir",
     "e2e TestProtectExcludeThroughSymlink",
