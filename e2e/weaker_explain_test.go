@@ -97,6 +97,12 @@ func TestWeakerExplains(t *testing.T) {
 		if !strings.Contains(out, "(landlock: weaker sandbox)") || !strings.Contains(out, "engine: the weaker sandbox gives NOT:") {
 			t.Errorf("why does not name the weaker sandbox: %s", out)
 		}
+		// A toolchain cache: not granted, and the agent uses its copy.
+		cache := filepath.Join(home, ".npm")
+		out, _ = run(append([]string{"why"}, append(ll, cache)...)...)
+		if _, err := os.Stat("/usr/bin/npm"); err == nil && (!strings.Contains(out, "rule:   cache") || !strings.Contains(out, "the run's own copy")) {
+			t.Errorf("why %s does not say the agent uses its own copy: %s", cache, out)
+		}
 	})
 
 	t.Run("end-of-run", func(t *testing.T) {

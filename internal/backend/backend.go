@@ -123,6 +123,10 @@ type Reach struct {
 	// Cache is the toolchain cache the path lies in, which the view shows
 	// as a private, writable layer over the host's ("" when none).
 	Cache string
+	// CacheCopy, with Cache, is the weaker sandbox's own copy of that
+	// cache (per project), which the tool is pointed at instead: the
+	// host's cache itself is not granted.
+	CacheCopy string
 }
 
 // Reacher is a Prepared run that can say exactly how it treats a path

@@ -127,6 +127,12 @@ func Path(in Input) (Answer, error) {
 		rights, rule, list = specRights(pl, p)
 	}
 	granted := map[Access]bool{Read: rights.Read, Write: rights.Write, Exec: rights.Exec}[in.Access]
+	if reach.CacheCopy != "" {
+		a.Allowed, a.By, a.Rule = false, reach.Cache, "cache"
+		a.Reason = fmt.Sprintf("%s is a toolchain cache: in the weaker sandbox it is not granted; the agent's tool is pointed at the run's own copy %s (per project, brought up to date from yours before each run), so yours is never written", reach.Cache, reach.CacheCopy)
+		a.Fix = "none: the agent's builds use the copy"
+		return a, nil
+	}
 	if granted && reach.Cache != "" {
 		a.Allowed, a.By, a.Rule = true, reach.Cache, "cache"
 		a.Reason = fmt.Sprintf("%s is a toolchain cache: the sandbox shows it as a private, writable layer over yours; the agent's writes are kept in its own state and never reach your cache", reach.Cache)
