@@ -1,6 +1,10 @@
 package e2e
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/base64"
 	"fmt"
@@ -80,6 +84,35 @@ func TestWeakerToolchainCaches(t *testing.T) {
 		}
 	})
 
+	t.Run("rename-across-directories", func(t *testing.T) {
+		// What rustc does with its metadata (and cargo build needs):
+		// rename a file from one directory of the workdir to another.
+		// Before, the weaker sandbox's /proc layer voided the policy's
+		// REFER right and the rename failed with EXDEV; a link from
+		// outside the grants must still fail.
+		needs(t, "python3")
+		code, out := r.cli(60*time.Second, weaker, "--sandbox-backend", "landlock", r.folder(), "-c",
+			`mkdir -p a/b && echo x > a/b/f && python3 -c 'import os; os.rename("a/b/f", "a/f")' && echo RENAMED; ln /etc/hostname hl 2>/dev/null && echo LINKED-OUT; true`)
+		if code != 0 || !strings.Contains(out, "RENAMED") || strings.Contains(out, "LINKED-OUT") {
+			t.Errorf("rename across directories in the workdir (exit %d): %s", code, out)
+		}
+	})
+
+	t.Run("cargo", func(t *testing.T) {
+		dir := cargoDir(t)
+		work := filepath.Join(filepath.Dir(r.work), "cargowork")
+		cache := cargoProject(t, r, work, dir)
+		before := treeSum(t, cache)
+		code, out := r.cli(300*time.Second, append([]string{"PATH=" + dir + ":" + agentPath()}, weaker...),
+			"--sandbox-backend", "landlock", "--offline", "--workdir", work, r.folder(), "-c", os.Getenv("CARGO_PROBE")+"cargo build --offline -q && ./target/debug/app")
+		if code != 0 || !strings.Contains(out, "CRATE 42") {
+			t.Errorf("cargo build in the weaker sandbox, offline, failed (exit %d): %s", code, out)
+		}
+		if after := treeSum(t, cache); after != before {
+			t.Errorf("the host's cargo registry changed during the sandboxed build")
+		}
+	})
+
 	t.Run("npm", func(t *testing.T) {
 		npmDir, cache := npmProject(t, r, filepath.Join(filepath.Dir(r.work), "npmwork"))
 		before := treeSum(t, cache)
@@ -93,6 +126,75 @@ func TestWeakerToolchainCaches(t *testing.T) {
 			t.Errorf("the host's npm cache changed during the sandboxed npm ci")
 		}
 	})
+}
+
+// cargoDir is the directory of a cargo that runs without rustup (a
+// rustup proxy needs RUSTUP_HOME, outside a test's home): rustup's
+// toolchain itself, or the system's cargo.
+func cargoDir(t *testing.T) string {
+	t.Helper()
+	c, err := exec.LookPath("cargo")
+	if err != nil {
+		t.Skip("needs cargo on PATH (apt-get install cargo; .ci/run does)")
+	}
+	if real, err := filepath.EvalSymlinks(c); err == nil && filepath.Base(real) == "rustup" {
+		out, err := exec.Command(real, "which", "cargo").Output()
+		if err != nil {
+			t.Skipf("needs a cargo outside rustup: rustup which cargo: %v", err)
+		}
+		return filepath.Dir(strings.TrimSpace(string(out)))
+	}
+	return filepath.Dir(c)
+}
+
+// cargoProject makes a registry "local" of one crate depx (a git index
+// and the .crate file, both file:// URLs: no network), a project at work
+// that depends on it, and builds the project on the host once, so that
+// the host's cargo registry cache holds the index and the crate; the
+// project's target directory is removed, so that a build inside must
+// compile depx from the cache. It returns the host's registry cache.
+func cargoProject(t *testing.T, r *brokerRun, work, dir string) string {
+	t.Helper()
+	needs(t, "git")
+	root := filepath.Join(filepath.Dir(r.home), "registry")
+	crate := filepath.Join(root, "depx-1.0.0.crate")
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for name, body := range map[string]string{
+		"depx-1.0.0/Cargo.toml": "[package]\nname = \"depx\"\nversion = \"1.0.0\"\nedition = \"2018\"\n",
+		"depx-1.0.0/src/lib.rs": "pub fn answer() -> u32 { 42 }\n",
+	} {
+		tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg})
+		tw.Write([]byte(body))
+	}
+	tw.Close()
+	gz.Close()
+	write(t, crate, buf.String())
+	sum := sha256.Sum256(buf.Bytes())
+	index := filepath.Join(root, "index")
+	write(t, filepath.Join(index, "config.json"), fmt.Sprintf(`{"dl": "file://%s/{crate}-{version}.crate", "api": null}`, root))
+	write(t, filepath.Join(index, "de", "px", "depx"), fmt.Sprintf(`{"name":"depx","vers":"1.0.0","deps":[],"cksum":"%x","features":{},"yanked":false}`+"\n", sum))
+	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "index"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = index
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	write(t, filepath.Join(work, ".cargo", "config.toml"), fmt.Sprintf("[registries.local]\nindex = \"file://%s\"\n", index))
+	write(t, filepath.Join(work, "Cargo.toml"), "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2018\"\n\n[dependencies]\ndepx = { version = \"1.0.0\", registry = \"local\" }\n")
+	write(t, filepath.Join(work, "src", "main.rs"), "fn main() { println!(\"CRATE {}\", depx::answer()); }\n")
+	cmd := exec.Command(filepath.Join(dir, "cargo"), "build", "-q")
+	cmd.Dir = work
+	cmd.Env = []string{"HOME=" + r.home, "PATH=" + dir + ":/usr/bin:/bin", "CARGO_NET_GIT_FETCH_WITH_CLI=false"}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("host cargo build: %v\n%s", err, out)
+	}
+	if err := os.RemoveAll(filepath.Join(work, "target")); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(r.home, ".cargo", "registry")
 }
 
 // npmProject makes a package dep-x, puts it in the host's npm cache (npm
