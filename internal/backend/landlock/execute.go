@@ -131,6 +131,14 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 		if len(n.Listen) > 0 {
 			return nil, &launch.SetupError{Err: errors.New(weakerListenRefusal)}
 		}
+		if !weaker && len(s.Caches) > 0 {
+			// The view turned out impossible at start (the fallback):
+			// the caches its plan layered become the run's own copies.
+			s.Caches = weakerCaches(s)
+			p.ReadWrite, p.ReadOnly = weakerCacheGrants(s.Caches, p.ReadWrite, p.ReadOnly)
+			goproxy, _ := os.LookupEnv("GOPROXY")
+			cmd.Env = withEnv(cmd.Env, cacheEnv(s.Caches, goproxy))
+		}
 		if err := seedCaches(s, stdio.Err, verbose); err != nil {
 			return nil, &launch.SetupError{Err: err}
 		}
