@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"archive/tar"
+	"archive/zip"
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
@@ -110,6 +111,49 @@ func TestWeakerToolchainCaches(t *testing.T) {
 		}
 		if after := treeSum(t, cache); after != before {
 			t.Errorf("the host's cargo registry changed during the sandboxed build")
+		}
+	})
+
+	t.Run("pip", func(t *testing.T) {
+		// pip resolves through its index even with a warm cache, so
+		// offline it installs from --find-links (README); what the
+		// sandbox gives it is a cache it can use, never the host's.
+		pip := "/usr/bin/pip3"
+		if _, err := os.Stat(pip); err != nil {
+			t.Skip("needs /usr/bin/pip3 (Debian's python3-pip)")
+		}
+		work := filepath.Join(filepath.Dir(r.work), "pipwork")
+		wheel := filepath.Join(work, "wheels", "depy-1.0-py3-none-any.whl")
+		if err := os.MkdirAll(filepath.Dir(wheel), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Create(wheel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		z := zip.NewWriter(f)
+		for name, body := range map[string]string{
+			"depy/__init__.py":            "X = 42\n",
+			"depy-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: depy\nVersion: 1.0\n",
+			"depy-1.0.dist-info/WHEEL":    "Wheel-Version: 1.0\nGenerator: t\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+			"depy-1.0.dist-info/RECORD":   "depy/__init__.py,,\ndepy-1.0.dist-info/METADATA,,\ndepy-1.0.dist-info/WHEEL,,\ndepy-1.0.dist-info/RECORD,,\n",
+		} {
+			w, _ := z.Create(name)
+			w.Write([]byte(body))
+		}
+		z.Close()
+		f.Close()
+		cache := filepath.Join(r.home, ".cache", "pip")
+		write(t, filepath.Join(cache, "selfcheck", "state.json"), "{}\n")
+		before := treeSum(t, cache)
+		code, out := r.cli(120*time.Second, append([]string{"PATH=/usr/bin:/bin:" + agentPath()}, weaker...),
+			"--sandbox-backend", "landlock", "--offline", "--workdir", work, r.folder(), "-c",
+			`pip3 install -q --no-index --find-links wheels --target site depy && PYTHONPATH=site python3 -c 'import depy; print("PIP", depy.X)'`)
+		if code != 0 || !strings.Contains(out, "PIP 42") || strings.Contains(out, "cache has been disabled") {
+			t.Errorf("pip install in the weaker sandbox, offline (exit %d), failed or had no cache: %s", code, out)
+		}
+		if after := treeSum(t, cache); after != before {
+			t.Errorf("the host's pip cache changed")
 		}
 	})
 
