@@ -144,7 +144,10 @@ func seedCaches(s spec.Spec, stderr io.Writer, verbose bool) error {
 			}
 			continue
 		}
-		st, err := seedCache(c.Path, c.Copy)
+		// The lock lies beside the cache's directory, which the agent
+		// cannot write (only the copy inside it).
+		lock := filepath.Join(filepath.Dir(cacheLayer(s, c.Name)), c.Name+".seed.lock")
+		st, err := seedCacheLocked(lock, c.Path, c.Copy)
 		if err != nil {
 			if !dirExists(c.Copy) {
 				return fmt.Errorf("creating the run's copy of the cache %s: %v", c.Path, err)

@@ -66,6 +66,25 @@ func seedCache(src, dst string) (SeedStats, error) {
 	return st, seedDir(sfd, dfd, src, &st)
 }
 
+// seedCacheLocked is seedCache holding an exclusive lock on the file
+// lock (outside every grant) meanwhile, so that two runs starting in one
+// project do not copy into the same copy at once (a file one of them is
+// still writing would be skipped, half written, by the other).
+func seedCacheLocked(lock, src, dst string) (SeedStats, error) {
+	if err := os.MkdirAll(filepath.Dir(lock), 0o700); err != nil {
+		return SeedStats{}, err
+	}
+	f, err := os.OpenFile(lock, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return SeedStats{}, err
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		return SeedStats{}, err
+	}
+	return seedCache(src, dst)
+}
+
 // seedDir seeds the directory open at dfd from the one open at sfd (path
 // src, for errors).
 func seedDir(sfd, dfd int, src string, st *SeedStats) error {
