@@ -10,6 +10,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/agent"
 	landlockbackend "github.com/agent-sandbox/agent-sandbox/internal/backend/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/backend/nono"
+	"github.com/agent-sandbox/agent-sandbox/internal/engine"
 	"github.com/agent-sandbox/agent-sandbox/internal/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/plan"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
@@ -51,6 +52,14 @@ func readFolderFiles(dir string) []folderFile {
 	return out
 }
 
+// orView is id, or the view for "".
+func orView(id engine.ID) engine.ID {
+	if _, ok := engine.Get(id); !ok {
+		return engine.View
+	}
+	return id
+}
+
 // folder runs the checks of one agent folder.
 func (r *run) folder(t target) {
 	check := func(aspect string) string { return t.name + " " + aspect }
@@ -88,14 +97,15 @@ func (r *run) folder(t target) {
 	}
 
 	profile, grantErrs := r.grants(check, f)
+	var eng engine.ID
 	cmdPath := r.command(check("command"), f, tomlPath)
 	if !r.o.FoldersOnly {
-		r.posture(check("posture"), f, cmdPath != "", grantErrs)
+		eng = r.posture(check("posture"), f, cmdPath != "", grantErrs)
 	}
 	r.closure(check("closure"), f, tomlPath, cmdPath)
 	r.execPaths(check("exec_paths"), f, tomlPath)
 	if !r.o.FoldersOnly {
-		r.credentials(check("credentials"), f, tomlPath)
+		r.credentials(check("credentials"), f, tomlPath, eng)
 	}
 
 	var onDisk string
@@ -198,9 +208,10 @@ func (r *run) command(check string, f *agent.Folder, tomlPath string) string {
 	return p
 }
 
-// posture checks what a plain run gets on this host. A refusal the grants
-// check reported already is not repeated.
-func (r *run) posture(check string, f *agent.Folder, installed bool, reported map[string]bool) {
+// posture checks what a plain run gets on this host and returns the
+// engine it runs in ("" when none: unsandboxed or refused). A refusal
+// the grants check reported already is not repeated.
+func (r *run) posture(check string, f *agent.Folder, installed bool, reported map[string]bool) engine.ID {
 	pst, err := posture.Resolve(posture.Input{
 		Agent: f.ID, Nono: f.Nono, Sbx: f.Sbx,
 		Host: posture.Host{GOOS: r.goos, NonoFound: r.nonoPath != ""},
@@ -216,7 +227,7 @@ func (r *run) posture(check string, f *agent.Folder, installed bool, reported ma
 	nonoFix := "install nono " + NonoVersionRange + " (nixpkgs `nono`, or `nix run .#agent-sandbox`)"
 	if err != nil {
 		refused(err.Error(), nonoFix)
-		return
+		return ""
 	}
 	if !pst.Sandboxed {
 		fix := "add sandbox/nono.json (`{}` gives the default grants) or sandbox/sbx.json to the folder"
@@ -226,7 +237,7 @@ func (r *run) posture(check string, f *agent.Folder, installed bool, reported ma
 			}
 		}
 		r.add(check, Warn, "unsandboxed: "+strings.Join(pst.Warnings, "; "), fix)
-		return
+		return ""
 	}
 	fix := "`agent-sandbox --dry-run " + f.ID + "` shows the plan"
 	switch {
@@ -240,16 +251,16 @@ func (r *run) posture(check string, f *agent.Folder, installed bool, reported ma
 		if !reported[err.Error()] {
 			refused(err.Error(), fix)
 		}
-		return
+		return ""
 	}
 	if p.Refusal != nil {
 		refused(*p.Refusal, fix)
-		return
+		return ""
 	}
 	if lp, ok := p.Prepared.(*landlockbackend.Prepared); ok {
 		if _, err := landlock.Plan(lp.Policy); err != nil {
 			refused("the kernel cannot enforce its policy: "+err.Error(), "see the landlock and user namespaces checks")
-			return
+			return ""
 		}
 	}
 	r.looks = append(r.looks, agentLook{id: f.ID, facts: p.Facts()})
@@ -266,7 +277,24 @@ func (r *run) posture(check string, f *agent.Folder, installed bool, reported ma
 	if pst.Fallback != "" {
 		detail += "; nono not found, so the built-in landlock engine enforces it"
 	}
+	e, _ := p.EngineInfo()
+	detail += "; " + e.Summary()
+	if e.ID == engine.Weaker || e.ID == engine.Nono {
+		// Chosen by this host (no view here), not by the user.
+		r.add(check, Warn, detail, engineFix(e.ID))
+		return e.ID
+	}
 	r.add(check, OK, detail, "")
+	return e.ID
+}
+
+// engineFix is how to get the namespace view instead of engine id.
+func engineFix(id engine.ID) string {
+	switch id {
+	case engine.Weaker, engine.Nono:
+		return "allow unprivileged user namespaces for agent-sandbox (see the user namespaces check) to run in the namespace view"
+	}
+	return "use --sandbox-backend landlock (Linux) for the namespace view"
 }
 
 // closure resolves the command and every executable exec_paths entry with
@@ -415,10 +443,6 @@ func (r *run) storePaths(check string, files []folderFile, profile *nono.Profile
 	r.add(check, OK, fmt.Sprintf("all %d /nix/store paths exist", len(seen)), "")
 }
 
-// credentials checks that the source of each [[credentials]] key can be
-// read (a command is not run: it may prompt or cost): a variable that is
-// set, a readable file. A missing value is a warning (that agent gets no
-// key and no route), never a failure.
 // missingCredentials is the one line, for every agent checked, that names
 // the [[credentials]] sources without a value and the agents that name
 // each.
@@ -434,7 +458,15 @@ func (r *run) missingCredentials() {
 		"set the variable or create the file for the agents that need the key; a subscription login needs none")
 }
 
-func (r *run) credentials(check string, f *agent.Folder, tomlPath string) {
+// credentials checks that the source of each [[credentials]] key can be
+// read (a command is not run: it may prompt or cost): a variable that is
+// set, a readable file. A missing value is a warning (that agent gets no
+// key and no route), never a failure; missingCredentials names them all
+// in one line.
+//
+// eng is the engine of a plain run ("" when none): one that cannot keep
+// the key out says so instead.
+func (r *run) credentials(check string, f *agent.Folder, tomlPath string, eng engine.ID) {
 	if len(f.Config.Credentials) == 0 {
 		return
 	}
@@ -476,7 +508,12 @@ func (r *run) credentials(check string, f *agent.Folder, tomlPath string) {
 		}
 		r.missingCreds[m] = append(r.missingCreds[m], f.ID)
 	}
-	if len(ok) > 0 {
-		r.add(check, OK, fmt.Sprintf("injected by the broker with an allow list (the agent holds a phantom): %s", strings.Join(ok, ", ")), "")
+	if len(ok) == 0 {
+		return
 	}
+	if c := engine.Must(orView(eng)).Gives[engine.Credentials]; eng != "" && c.Level != engine.Yes {
+		r.add(check, Warn, fmt.Sprintf("%s: a plain run uses engine %s, without the broker's credential routes (%s): %s", tomlPath, engine.Must(eng).Name, c.Note, strings.Join(ok, ", ")), engineFix(eng))
+		return
+	}
+	r.add(check, OK, fmt.Sprintf("injected by the broker with an allow list (the agent holds a phantom): %s", strings.Join(ok, ", ")), "")
 }

@@ -391,7 +391,18 @@ func TestPosture(t *testing.T) {
 	for _, tg := range r.targets() {
 		r.folder(tg)
 	}
-	only(t, r.results, "runs posture", OK, "nono (folder nono.json), network blocked")
+	// It names the engine, and an engine weaker than the view (nono
+	// alone) is a warning that says what it lacks.
+	want := OK
+	for _, res := range r.results {
+		if res.Check == "runs posture" && strings.Contains(res.Detail, "engine: nono alone") {
+			want = Warn
+		}
+	}
+	res = only(t, r.results, "runs posture", want, "nono (folder nono.json), network blocked; engine: nono")
+	if want == Warn && (!strings.Contains(res[0].Detail, "NOT: host processes invisible") || !strings.Contains(res[0].Fix, "user namespaces")) {
+		t.Errorf("nono alone: the lacks or the fix missing: %+v", res[0])
+	}
 	// --folders-only has no posture check.
 	none(t, f.folders(true), "runs posture")
 
@@ -477,5 +488,23 @@ source = "command:touch /nonexistent-dir/ran"
 		!strings.Contains(joined, "ok: injected by the broker") || !strings.Contains(joined, "SET_KEY (source env:SET_KEY)") ||
 		!strings.Contains(joined, "CMD_KEY (source command:touch /nonexistent-dir/ran: run when a run starts, not by doctor)") {
 		t.Errorf("doctor's credentials checks:\n%s", joined)
+	}
+
+	// Under an engine without the broker's routes (nono alone, with nono
+	// on PATH) the line says the key is not kept out, never "phantom".
+	g := newFixture(t, "nonokeyed", map[string]string{"agent.toml": "command = \"/bin/sh\"\n[[credentials]]\nenv = \"SET_KEY\"\nbase_url_env = \"SET_BASE\"\nupstream = \"https://api.example.com\"\nheader = \"x-api-key\"\n",
+		"sandbox/nono.json": `{"network": {"allow_domain": ["api.example.com"]}}`})
+	g.env["SET_KEY"] = "sk-x"
+	o := g.options(false)
+	o.LookPath = lookPathOnly(map[string]string{"nono": fakeProgram(t, "nono", "exit 99\n")})
+	r := newRun(o)
+	r.setHome()
+	for _, tg := range r.targets() {
+		r.folder(tg)
+	}
+	for _, res := range r.results {
+		if res.Check == "nonokeyed posture" && strings.Contains(res.Detail, "engine: nono alone") {
+			only(t, r.results, "nonokeyed credentials", Warn, "a plain run uses engine nono alone, without the broker's credential routes (nono has no route")
+		}
 	}
 }

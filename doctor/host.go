@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/backend/nono"
+	"github.com/agent-sandbox/agent-sandbox/internal/engine"
 	"github.com/agent-sandbox/agent-sandbox/internal/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/scope"
 )
@@ -189,7 +190,8 @@ func memoryResult(err error, tasks bool) Result {
 // them for everybody else, is a warning too.
 func usernsResult(available bool, s sysctls, euid int) Result {
 	res := Result{Check: "user namespaces"}
-	const degraded = "the built-in engine cannot build its namespace view, so it refuses to run unless AGENT_SANDBOX_WEAKER_SANDBOX=1 accepts Landlock and seccomp alone (names and metadata of the whole filesystem visible; an allow list enforced by TCP port only, so the egress broker's port and every open_port reach every host, UDP and DNS not confined; listen_port refused)"
+	degraded := "the built-in engine cannot build its namespace view, so it refuses to run unless AGENT_SANDBOX_WEAKER_SANDBOX=1 accepts the weaker sandbox (Landlock and seccomp alone; listen_port refused), which does not give: " + engine.Must(engine.Weaker).Missing() +
+		"; its allow list: " + engine.Must(engine.Weaker).Gives[engine.Allowlist].Note
 	aaFix := "let agent-sandbox create user namespaces: install this AppArmor profile and load it with `sudo apparmor_parser -r /etc/apparmor.d/agent-sandbox`:\n" + AppArmorProfile(selfPath()) +
 		"\nor allow them for every program: `sysctl kernel.apparmor_restrict_unprivileged_userns=0`"
 	if available {

@@ -62,7 +62,7 @@ func TestToolchainCaches(t *testing.T) {
 		t.Errorf("the host's Go caches changed during the sandboxed build")
 	}
 	// The agent's writes are in its own layer, kept for its next run.
-	if _, err := os.Stat(filepath.Join(r.home, ".local", "state", "agent-sandbox", "agents", "sh", "caches", "go-build", "upper")); err != nil {
+	if _, err := os.Stat(filepath.Join(r.home, ".local", "state", "agent-sandbox", "agents", "sh", "caches", projectKeyOf(r.work), "go-build", "upper")); err != nil {
 		t.Errorf("no private layer of the build cache in the agent's state: %v", err)
 	}
 }
@@ -119,4 +119,11 @@ func treeSum(t *testing.T, dirs ...string) string {
 	}
 	sort.Strings(lines)
 	return fmt.Sprintf("%x", sha256.Sum256([]byte(strings.Join(lines, "\n"))))
+}
+
+// projectKeyOf is the name of the working directory work among an
+// agent's cache layers (internal/backend/landlock's projectKey).
+func projectKeyOf(work string) string {
+	h := sha256.Sum256([]byte(filepath.Clean(work)))
+	return fmt.Sprintf("%x", h[:8])
 }

@@ -187,14 +187,14 @@ func TestDailyFlags(t *testing.T) {
 	t.Run("failed-run-points-at-why", func(t *testing.T) {
 		d := newDaily(t)
 		o, code := d.exec(append(ll, "shell", "-c", "exit 3")...)
-		if code != 3 || !strings.Contains(o, "agent-sandbox: shell exited 3 inside the sandbox") || !strings.Contains(o, "`agent-sandbox why --sandbox-backend landlock PATH shell`") {
+		if code != 3 || !strings.Contains(o, "agent-sandbox: shell exited 3 inside the sandbox (namespace view)") || !strings.Contains(o, "`agent-sandbox why --sandbox-backend landlock PATH shell`") {
 			t.Errorf("a failed sandboxed run (exit %d) does not point at why: %s", code, o)
 		}
 		if n := strings.Count(o, "agent-sandbox why"); n != 1 {
 			t.Errorf("the hint is not one line (%d mentions): %s", n, o)
 		}
 		o, _ = d.exec(append(append([]string{"run"}, ll...), "--", "/bin/sh", "-c", "exit 4")...)
-		if !strings.Contains(o, "run exited 4 inside the sandbox; if the sandbox denied it something, `agent-sandbox why --sandbox-backend landlock PATH` ") {
+		if !strings.Contains(o, "run exited 4 inside the sandbox (namespace view); if the sandbox denied it something, `agent-sandbox why --sandbox-backend landlock PATH` ") {
 			t.Errorf("run -- does not point at why without an agent: %s", o)
 		}
 		for _, args := range [][]string{
@@ -246,10 +246,10 @@ func TestDailyFlags(t *testing.T) {
 			return shown.String()
 		}
 		run := append(ll, "shell", "-c", "exit 5")
-		if o := onTerminal("xterm", run...); !strings.Contains(o, "\U0001F512 Sandbox Active (landlock)") || !strings.Contains(o, "agent-sandbox why") {
+		if o := onTerminal("xterm", run...); !strings.Contains(o, "\U0001F512 Sandbox Active (namespace view)") || !strings.Contains(o, "agent-sandbox why") {
 			t.Errorf("on a terminal: no banner or hint: %q", o)
 		}
-		if o := onTerminal("dumb", run...); !strings.Contains(o, "Sandbox Active (landlock)") || strings.Contains(o, "\U0001F512") {
+		if o := onTerminal("dumb", run...); !strings.Contains(o, "Sandbox Active (namespace view)") || strings.Contains(o, "\U0001F512") {
 			t.Errorf("TERM=dumb: want the banner without the emoji: %q", o)
 		}
 		if o := onTerminal("xterm", append([]string{"--quiet"}, run...)...); strings.Contains(o, "Sandbox Active") || strings.Contains(o, "agent-sandbox why") {

@@ -174,7 +174,11 @@ func failureHint(p *plan.Plan, r cli.Run, code int) string {
 	if len(flags) > 0 {
 		flagArg = plan.Quote(flags) + " "
 	}
-	return fmt.Sprintf("%s exited %d inside the sandbox; if the sandbox denied it something, `agent-sandbox why %sPATH%s` (--write, --exec, or --host HOST) says why and what to add where", p.Agent, code, flagArg, agentArg)
+	where := "the sandbox"
+	if e, ok := p.EngineInfo(); ok {
+		where += " (" + e.Name + ")"
+	}
+	return fmt.Sprintf("%s exited %d inside %s; if the sandbox denied it something, `agent-sandbox why %sPATH%s` (--write, --exec, or --host HOST) says why and what to add where", p.Agent, code, where, flagArg, agentArg)
 }
 
 // findAgent is the folder of the run: the agent named, or for

@@ -67,6 +67,9 @@ type Description struct {
 	// Environment, when not nil, replaces the spec's environment in the
 	// plan (sbx: what reaches the guest).
 	Environment *Environment
+	// Engine is the engine the run will use (internal/engine's ID):
+	// "" means the backend's one engine (nono alone for nono, sbx).
+	Engine string
 	// JSON are the backend's own keys of the --dry-run --json plan (nono:
 	// "profile", "profile_path" and on Linux "seccomp"; landlock:
 	// "landlock"). A documented key a backend leaves out prints as null.
@@ -120,6 +123,10 @@ type Reach struct {
 	// Cache is the toolchain cache the path lies in, which the view shows
 	// as a private, writable layer over the host's ("" when none).
 	Cache string
+	// CacheCopy, with Cache, is the weaker sandbox's own copy of that
+	// cache (per project), which the tool is pointed at instead: the
+	// host's cache itself is not granted.
+	CacheCopy string
 }
 
 // Reacher is a Prepared run that can say exactly how it treats a path

@@ -58,6 +58,14 @@ func ExecNarrowed(roots, argv, env []string) error {
 		return err
 	}
 	handled := uint64(fsReadFile | fsReadDir)
+	if abi >= abiRefer {
+		// Every layer denies linking and renaming across directories
+		// (REFER) unless it grants it, handled or not: without this the
+		// outer policy's REFER on the writable grants was void, and a
+		// rename from one directory to another inside the workdir failed
+		// with EXDEV (rustc's metadata, cargo build).
+		handled |= fsRefer
+	}
 	attr := rulesetAttr{handledAccessFS: handled}
 	if abi >= abiScope {
 		// This layer is the agent's innermost domain: scoped, it keeps
@@ -73,12 +81,19 @@ func ExecNarrowed(roots, argv, env []string) error {
 	}
 	fd := int(r)
 	defer unix.Close(fd)
+	// The roots get REFER in this layer (the outer policy decides where
+	// it holds); /proc does not.
 	g := grant{dir: handled, file: fsReadFile}
-	paths := append(append(append([]string{}, roots...), "/proc/self"), ProcFiles...)
+	gp := grant{dir: handled &^ fsRefer, file: fsReadFile}
 	var opener pathOpener
 	defer opener.close()
-	for _, p := range paths {
+	for _, p := range roots {
 		if _, err := addPathRule(fd, &opener, p, g); err != nil {
+			return fmt.Errorf("/proc layer: %s: %w", p, err)
+		}
+	}
+	for _, p := range append([]string{"/proc/self"}, ProcFiles...) {
+		if _, err := addPathRule(fd, &opener, p, gp); err != nil {
 			return fmt.Errorf("/proc layer: %s: %w", p, err)
 		}
 	}

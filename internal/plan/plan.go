@@ -21,6 +21,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/backend"
 	"github.com/agent-sandbox/agent-sandbox/internal/backends"
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
+	"github.com/agent-sandbox/agent-sandbox/internal/engine"
 	"github.com/agent-sandbox/agent-sandbox/internal/gitdir"
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
@@ -105,6 +106,9 @@ type Plan struct {
 	Seccomp     any     `json:"seccomp"`
 	Refusal     *string `json:"refusal"`
 	Landlock    any     `json:"landlock"`
+	// Engine is the engine that will run and what it does and does not
+	// give (internal/engine); null when unsandboxed.
+	Engine *Engine `json:"engine"`
 	// RunGrants are the per-run grants of --read and --write, canonical
 	// (also in Filesystem.Read and Filesystem.Allow).
 	RunGrants RunGrants `json:"run_grants"`
@@ -125,6 +129,42 @@ type Plan struct {
 	// sandboxed); Description is what it said of itself.
 	Prepared    backend.Prepared    `json:"-"`
 	Description backend.Description `json:"-"`
+}
+
+// Engine is the plan's engine as printed: internal/engine's description.
+type Engine struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	How  string `json:"how"`
+	// Lacks are the protections it does not give in full, and why.
+	Lacks []string `json:"lacks"`
+}
+
+// EngineID is the engine a sandboxed plan runs in: the one its backend
+// described, else the backend's only engine.
+func (p *Plan) EngineID() engine.ID {
+	if p.Description.Engine != "" {
+		return engine.ID(p.Description.Engine)
+	}
+	if p.Backend == nil {
+		return ""
+	}
+	switch posture.Backend(*p.Backend) {
+	case posture.Nono:
+		return engine.Nono
+	case posture.Sbx:
+		return engine.Sbx
+	}
+	return engine.View
+}
+
+// EngineInfo is the description of the plan's engine (false when
+// unsandboxed).
+func (p *Plan) EngineInfo() (engine.Engine, bool) {
+	if !p.Sandboxed {
+		return engine.Engine{}, false
+	}
+	return engine.Get(p.EngineID())
 }
 
 // RunGrants are the grants of the command line's --read and --write.
@@ -293,6 +333,9 @@ func Build(in Input) (*Plan, error) {
 	}
 	p.finish(prepared)
 	p.Protection = protection(s, p.Description)
+	if e, ok := p.EngineInfo(); ok {
+		p.Engine = &Engine{ID: string(e.ID), Name: e.Name, How: e.How, Lacks: nonNilStrings(e.Lacks())}
+	}
 	return p, nil
 }
 
@@ -357,6 +400,15 @@ func (p *Plan) finish(prepared backend.Prepared) {
 		}
 	}
 	p.Warnings = lines
+}
+
+// nonNilStrings is s, or an empty list for nil (the JSON plan has no
+// nulls in lists).
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 func lookOr(look func(string) (string, error), name string) string {

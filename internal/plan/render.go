@@ -54,6 +54,12 @@ func (p *Plan) WriteText(w io.Writer) error {
 	if p.Fallback != nil {
 		fmt.Fprintf(&b, "# %s\n", *p.Fallback)
 	}
+	if e, ok := p.EngineInfo(); ok {
+		fmt.Fprintf(&b, "# engine: %s (%s)\n", e.Name, e.How)
+		for _, l := range e.Lacks() {
+			fmt.Fprintf(&b, "# this engine gives %s\n", l)
+		}
+	}
 	if p.Sandboxed {
 		fmt.Fprintf(&b, "# network: %s", p.Network.Mode)
 		if len(p.Network.AllowDomains) > 0 {

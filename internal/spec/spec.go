@@ -135,8 +135,19 @@ type Cache struct {
 	// the layer's read-only base.
 	Path string `json:"path"`
 	// Env, when set, is the variable that tells the tool where it is
-	// (set for the agent to Path).
+	// (set for the agent to Path, or to Copy).
 	Env string `json:"env,omitempty"`
+	// Copy, set only for the built-in engine's weaker sandbox (no view,
+	// so no layer at Path), is the run's own cache the agent uses
+	// instead: in the agent's state, per project, seeded from Path by
+	// copies or reflinks (never hard links) before each run, or, for
+	// Go's module cache, filled by Go itself from the host's download
+	// cache read-only (Source).
+	Copy string `json:"copy,omitempty"`
+	// Source, when set with Copy, is the host's read-only source the tool
+	// fills Copy from itself (Go's module download cache, as a
+	// GOPROXY=file:// proxy) instead of a copy of Path.
+	Source string `json:"source,omitempty"`
 }
 
 // Link is a symlink at Path (not itself granted) to a granted Target.

@@ -56,6 +56,12 @@ type Input struct {
 type Answer struct {
 	Agent   string  `json:"agent"`
 	Backend *string `json:"backend"`
+	// Engine is the engine the run would use (internal/engine: view,
+	// nono-in-view, nono, weaker, sbx); null when unsandboxed.
+	Engine *string `json:"engine"`
+	// EngineLacks are the protections that engine does not give in full
+	// (internal/engine), so that an answer under a weaker engine says so.
+	EngineLacks []string `json:"engine_lacks"`
 	// Path (canonical) or Host (host:port) asked about; Access is read,
 	// write, exec or connect.
 	Path    string `json:"path,omitempty"`
@@ -78,7 +84,11 @@ type Answer struct {
 }
 
 func base(in Input) Answer {
-	return Answer{Agent: in.Plan.Agent, Backend: in.Plan.Backend, Refusal: in.Plan.Refusal}
+	a := Answer{Agent: in.Plan.Agent, Backend: in.Plan.Backend, Refusal: in.Plan.Refusal, EngineLacks: []string{}}
+	if e := in.Plan.Engine; e != nil {
+		a.Engine, a.EngineLacks = &e.Name, e.Lacks
+	}
+	return a
 }
 
 // Path answers a path question.
@@ -118,6 +128,12 @@ func Path(in Input) (Answer, error) {
 		rights, rule, list = specRights(pl, p)
 	}
 	granted := map[Access]bool{Read: rights.Read, Write: rights.Write, Exec: rights.Exec}[in.Access]
+	if reach.CacheCopy != "" {
+		a.Allowed, a.By, a.Rule = false, reach.Cache, "cache"
+		a.Reason = fmt.Sprintf("%s is a toolchain cache: in the weaker sandbox it is not granted; the agent's tool is pointed at the run's own copy %s (per project, brought up to date from yours before each run), so yours is never written", reach.Cache, reach.CacheCopy)
+		a.Fix = "none: the agent's builds use the copy"
+		return a, nil
+	}
 	if granted {
 		return grantedAnswer(a, in, reach, rule, list, system), nil
 	}
@@ -525,6 +541,9 @@ func (a Answer) Text() string {
 	if a.Backend != nil {
 		backend = *a.Backend
 	}
+	if a.Engine != nil {
+		backend += ": " + *a.Engine
+	}
 	fmt.Fprintf(&b, "%s: %s %s %s (%s)\n", verdict, a.Agent, a.Access, what, backend)
 	fmt.Fprintf(&b, "  rule:   %s\n", a.Rule)
 	fmt.Fprintf(&b, "  why:    %s\n", a.Reason)
@@ -533,6 +552,9 @@ func (a Answer) Text() string {
 	}
 	if a.Refusal != nil {
 		fmt.Fprintf(&b, "  note:   a run of %s would not start here: %s\n", a.Agent, *a.Refusal)
+	}
+	if a.Engine != nil && len(a.EngineLacks) > 0 {
+		fmt.Fprintf(&b, "  engine: the %s gives %s\n", *a.Engine, strings.Join(a.EngineLacks, "; "))
 	}
 	return b.String()
 }

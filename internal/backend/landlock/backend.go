@@ -7,6 +7,7 @@ import (
 
 	"github.com/agent-sandbox/agent-sandbox/internal/backend"
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
+	"github.com/agent-sandbox/agent-sandbox/internal/engine"
 	ll "github.com/agent-sandbox/agent-sandbox/internal/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
@@ -158,8 +159,10 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 		p.Engine = EngineWeaker
 		narrowed := s
 		narrowed.Toolchains = narrowForWeaker(s.Toolchains, s.Home)
-		narrowed.Caches = nil // no overlay without the view
+		// No overlay without the view: the run's own copies instead.
+		narrowed.Caches = weakerCaches(s)
 		p.Spec, p.Policy = narrowed, PolicyFor(narrowed, b.NixStore, self)
+		p.Policy.ReadWrite, p.Policy.ReadOnly = weakerCacheGrants(narrowed.Caches, p.Policy.ReadWrite, p.Policy.ReadOnly)
 		p.Warnings = append([]string{weakerWarning(why)}, KernelWarnings(p.Policy, abi)...)
 		if netPlan.Mode == posture.NetAllowlist {
 			p.Warnings = append(p.Warnings, weakerAllowlistWarning)
@@ -221,13 +224,9 @@ func privateRefusal(s spec.Spec) string {
 // Describe is the in-process start and the policy: the plan's "landlock".
 func (p *Prepared) Describe() backend.Description {
 	pol := p.Policy
+	// The plan's header names the engine (internal/engine) and what it
+	// lacks.
 	var comments []string
-	switch p.Engine {
-	case EngineWeaker:
-		comments = append(comments, "engine: landlock-only (the weaker sandbox: Landlock, seccomp, no_new_privs; no namespace view)")
-	default:
-		comments = append(comments, "engine: namespace view (new user, mount, PID, IPC, UTS namespaces; network namespace unless the network is open), then Landlock, seccomp, no_new_privs")
-	}
 	for _, g := range p.Spec.Sockets {
 		comments = append(comments, fmt.Sprintf("unix socket reachable (granted by path): %s", g))
 	}
@@ -238,11 +237,14 @@ func (p *Prepared) Describe() backend.Description {
 		comments = append(comments, fmt.Sprintf("git configuration %s: read-only", c))
 	}
 	for _, c := range p.Spec.Caches {
-		comments = append(comments, fmt.Sprintf("cache %s: a private, writable layer over yours (the agent's writes kept in %s, yours never written)", c.Path, cacheLayer(p.Spec, c.Name)))
+		comments = append(comments, cacheComment(p.Spec, c))
 	}
 	create := p.Spec.ConfigToCreate()
 	for _, c := range create {
 		comments = append(comments, fmt.Sprintf("created before the run (missing): %s", c))
+	}
+	if p.Engine == EngineWeaker {
+		comments = append(comments, weakerComments(p.Spec.Home)...)
 	}
 	comments = append(comments, p.Net.Comments()...)
 	comments = append(comments, credentialComments(p.Spec, p.Net)...)
@@ -282,6 +284,7 @@ func (p *Prepared) Describe() backend.Description {
 		}},
 		Warnings: p.Warnings,
 		Refusal:  p.Refusal,
+		Engine:   string(p.engineID()),
 		JSON: map[string]any{"landlock": &PrintedPolicy{
 			Engine: p.Engine, Toolchains: toolchains, Create: create, Net: p.Net, Caches: nonNil(p.Spec.Caches),
 			Limits:    limits,
@@ -297,6 +300,14 @@ func (p *Prepared) Describe() backend.Description {
 		d.Protection.Why = "the weaker sandbox (no namespace view) cannot keep paths inside a writable grant read-only"
 	}
 	return d
+}
+
+// engineID is the internal/engine name of p's engine.
+func (p *Prepared) engineID() engine.ID {
+	if p.Engine == EngineWeaker {
+		return engine.Weaker
+	}
+	return engine.View
 }
 
 // protectedComments are the --dry-run lines on the ledger: each entry

@@ -8,12 +8,12 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/backend"
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
+	"github.com/agent-sandbox/agent-sandbox/internal/engine"
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	ll "github.com/agent-sandbox/agent-sandbox/internal/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
@@ -78,7 +78,11 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 		return launch.ExitNotFound
 	}
 	if banner {
-		launch.Banner(stdio.Err, "landlock")
+		id := engine.View
+		if weaker {
+			id = engine.Weaker
+		}
+		launch.Banner(stdio.Err, engine.Must(id).BannerLabel())
 	}
 	p.ReadWrite = append(p.ReadWrite, TerminalNodes(stdio)...)
 	tmp, canonTmp := s.TempDir(), grant.Canonical(s.TempDir())
@@ -124,6 +128,17 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 		if len(n.Listen) > 0 {
 			return nil, &launch.SetupError{Err: errors.New(weakerListenRefusal)}
 		}
+		if !weaker && len(s.Caches) > 0 {
+			// The view turned out impossible at start (the fallback):
+			// the caches its plan layered become the run's own copies.
+			s.Caches = weakerCaches(s)
+			p.ReadWrite, p.ReadOnly = weakerCacheGrants(s.Caches, p.ReadWrite, p.ReadOnly)
+			goproxy, _ := os.LookupEnv("GOPROXY")
+			cmd.Env = withEnv(cmd.Env, cacheEnv(s.Caches, goproxy))
+		}
+		if err := seedCaches(s, stdio.Err, verbose); err != nil {
+			return nil, &launch.SetupError{Err: err}
+		}
 		// Without a network namespace the host's loopback is shared:
 		// Landlock's TCP rules let the agent reach the broker's port
 		// on it and the open ports, by port number alone.
@@ -149,7 +164,7 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 		if err != nil {
 			return nil, &launch.SetupError{Err: fmt.Errorf("the landlock backend cannot enforce this policy here: %s", strings.TrimPrefix(err.Error(), "landlock: "))}
 		}
-		for _, w := range namespaceWarnings(e, p) {
+		for _, w := range namespaceWarnings(e, p, n.Mode) {
 			diag.Warnf(stdio.Err, "%s", w)
 		}
 		if verbose {
@@ -251,11 +266,16 @@ func KernelWarnings(p ll.Policy, abi int) []string {
 
 // namespaceWarnings are printed when a blocked network gets no private
 // network namespace (user namespaces unavailable).
-func namespaceWarnings(e ll.Enforcement, p ll.Policy) []string {
+// An allow list gets weakerAllowlistWarning instead of the first line,
+// which says the same of its network (one warning per fact).
+func namespaceWarnings(e ll.Enforcement, p ll.Policy, mode posture.NetMode) []string {
 	if p.Network != ll.NetBlocked || e.NetNamespace {
 		return nil
 	}
-	w := []string{"network blocked with Landlock TCP rules only (no user namespaces here): UDP and DNS are not confined"}
+	var w []string
+	if mode != posture.NetAllowlist {
+		w = append(w, "network blocked with Landlock TCP rules only (no user namespaces here): UDP and DNS are not confined")
+	}
 	if !e.ScopeAbstractUnix {
 		w = append(w, abstractUnixWarning(e.ABI))
 	}
@@ -355,10 +375,4 @@ type viewRun struct {
 	masks map[string]bool
 	// layers are the caches' writable layers for this run (cacheLayers).
 	layers map[string]string
-}
-
-// cacheLayer is the agent's own writable layer of the cache name, kept
-// between its runs: <state>/caches/<name>, holding upper/ and work/.
-func cacheLayer(s spec.Spec, name string) string {
-	return filepath.Join(s.StateDir, "caches", name)
 }

@@ -34,7 +34,7 @@ var systemReadExec = []string{
 }
 
 // systemReadOnly are the /etc files of that group (DNS, TLS, locale, the
-// loader cache), plus /etc/passwd and /etc/group so that tools can name the
+// loader cache, the distribution's release files), plus /etc/passwd and /etc/group so that tools can name the
 // user, the system-wide shell start-up files (the user's own ~/.bashrc and
 // ~/.profile stay denied: they are on nono's credential list), and /proc: the rules are made before the child exists, so its own
 // /proc/self can only be granted through all of /proc; the trampoline (see
@@ -45,6 +45,10 @@ var systemReadOnly = []string{
 	"/etc/ssl", "/etc/pki", "/etc/ca-certificates", "/etc/crypto-policies",
 	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/timezone",
 	"/etc/locale.conf", "/etc/locale.gen", "/etc/alternatives", "/etc/os-release", "/etc/services",
+	// The distribution's name and version (pip's User-Agent reads
+	// /etc/debian_version, and stops without it in the weaker sandbox),
+	// and the MIME types Python's mimetypes reads (pip install too).
+	"/etc/mime.types", "/etc/debian_version", "/etc/lsb-release", "/etc/redhat-release", "/etc/system-release", "/etc/alpine-release",
 	"/etc/terminfo", "/lib/terminfo", "/etc/passwd", "/etc/group", "/etc/gitconfig",
 	"/etc/bash.bashrc", "/etc/inputrc", "/etc/profile", "/etc/profile.d",
 	"/proc",
@@ -187,17 +191,9 @@ func Env(s spec.Spec, getenv func(string) (string, bool)) []string {
 	}
 	env = append(env, "TMPDIR="+s.TempDir(), "MISE_CACHE_DIR="+s.MiseCacheDir())
 	// Each toolchain cache where the view layers it (the tool's own
-	// default, or the host's setting, which the agent does not inherit).
-	for _, c := range s.Caches {
-		if c.Env != "" {
-			env = append(env, c.Env+"="+c.Path)
-		}
-		if c.Name == "npm" {
-			// npm asks the registry before it trusts its cache; with
-			// the host's cache layered in, it goes to the network only
-			// for what the cache lacks (and so works offline).
-			env = append(env, "npm_config_prefer_offline=true")
-		}
-	}
+	// default, or the host's setting, which the agent does not inherit),
+	// or the weaker sandbox's copy.
+	goproxy, _ := getenv("GOPROXY")
+	env = append(env, cacheEnv(s.Caches, goproxy)...)
 	return env
 }

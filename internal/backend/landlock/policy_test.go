@@ -150,10 +150,15 @@ func TestKernelWarnings(t *testing.T) {
 		}
 	}
 	e := ll.Enforcement{ABI: 5, NetNamespace: false}
-	if w := namespaceWarnings(e, blocked); len(w) != 2 || !strings.Contains(w[0], "UDP and DNS are not confined") {
+	if w := namespaceWarnings(e, blocked, posture.NetBlocked); len(w) != 2 || !strings.Contains(w[0], "UDP and DNS are not confined") {
 		t.Errorf("no user namespaces: %q", w)
 	}
-	if w := namespaceWarnings(ll.Enforcement{ABI: 7, NetNamespace: true, ScopeAbstractUnix: true}, blocked); w != nil {
+	if w := namespaceWarnings(ll.Enforcement{ABI: 7, NetNamespace: true, ScopeAbstractUnix: true}, blocked, posture.NetBlocked); w != nil {
 		t.Errorf("with a namespace: %q", w)
+	}
+	// An allow list in the weaker sandbox is warned about once, by
+	// weakerAllowlistWarning, not again as "network blocked".
+	if w := namespaceWarnings(ll.Enforcement{ABI: 7, ScopeAbstractUnix: true}, blocked, posture.NetAllowlist); len(w) != 0 {
+		t.Errorf("allow list: %q, want none (weakerAllowlistWarning says it)", w)
 	}
 }

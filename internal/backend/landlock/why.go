@@ -102,7 +102,14 @@ func (p *Prepared) Reach(path string) Reach {
 			r.Rule == "/etc"
 	}
 	if mounts == nil {
-		return r // no view: Landlock alone decides
+		// No view: Landlock alone decides; a toolchain's cache is not
+		// the host's but the run's own copy, which the tool is pointed at.
+		for _, c := range p.Spec.Caches {
+			if c.Copy != "" && grant.Within(path, c.Path) {
+				r.Cache, r.CacheCopy = c.Path, c.Copy
+			}
+		}
+		return r
 	}
 	var deepest *view.Mount // the mount that shows the path
 	for i := range mounts {
