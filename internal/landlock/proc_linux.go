@@ -58,6 +58,13 @@ func ExecNarrowed(roots, argv, env []string) error {
 		return err
 	}
 	handled := uint64(fsReadFile | fsReadDir)
+	if abi >= abiRefer {
+		// A layer that does not handle REFER refuses every link and
+		// rename across directories (EXDEV), whatever the other layers
+		// allow: this one handles it and grants it on every root entry,
+		// leaving the decision to the policy's layer.
+		handled |= fsRefer
+	}
 	attr := rulesetAttr{handledAccessFS: handled}
 	if abi >= abiScope {
 		// This layer is the agent's innermost domain: scoped, it keeps
