@@ -10,10 +10,12 @@
 # then END and powers off. Modes: view (user namespaces on: the namespace
 # view), weaker (user.max_user_namespaces=0 and
 # AGENT_SANDBOX_WEAKER_SANDBOX=1), nouserns (the same host without the
-# opt-in), userns-nocaps (Ubuntu 24.04's AppArmor restriction, simulated),
-# and the abi1-* modes, which run agent-sandbox-abicap (built with the
-# agentsandbox_abicap tag) with AGENT_SANDBOX_TEST_LANDLOCK_ABI=1 so that
-# the rules take the ABI 1 branches. Each row asserts something the control
+# opt-in), weaker-open (the weaker sandbox with an open network, which
+# runs on every Landlock ABI), and the abi1-* modes, which run
+# agent-sandbox-abicap: a test build (tag agentsandbox_abicap) whose
+# Landlock ABI is capped at 1 at link time, so that the rules take an ABI
+# 1 kernel's branches (Ubuntu 22.04's 5.15, which Debian's archive no
+# longer has). Each row asserts something the control
 # (the same probe unsandboxed) shows can fail.
 PATH=/usr/bin:/bin
 export PATH
@@ -77,21 +79,22 @@ P_loopback='printf "GET /canary HTTP/1.0\\r\\n\\r\\n" | nc -w 3 127.0.0.1 8765'
 P_proc='cat /proc/[0-9]*/cmdline 2>/dev/null | tr "\0" " "'
 P_hooks='printf "#!/bin/sh\ntouch /home/agent/hooked\n" > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit'
 P_kept='echo kept > kept.txt'
-# ABI-dependent rows: truncate (ABI 3) of a file the view keeps read-only
-# (the repository's config); a signal to a host process of the same user
+# ABI-dependent rows: truncate(2) by path (ABI 3) of a file of the
+# user's outside the workdir (probe: busybox's truncate opens the file for
+# writing, which every ABI mediates); a signal to a host process of the same user
 # (scoping, ABI 6; the view's PID namespace); a link across directories
 # inside the workdir (ABI 2: without it Landlock refuses every
 # cross-directory link and rename with EXDEV, which the row asserts for
 # ABI 1).
-P_truncate='truncate -s 0 .git/config'
+P_truncate='probe truncate /home/agent/notes'
 P_signal='kill -TERM @VICTIM'
 P_link='mkdir -p a b && touch a/f && ln a/f b/g'
 ROWS="cred write loopback proc hooks kept truncate signal link"
 
 reset_host() {
   rm -rf $A/escaped $W/.git/hooks/pre-commit $W/kept.txt $W/a $W/b
-  printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n' > $W/.git/config
-  chown 1000:1000 $W/.git/config
+  echo "notes of the user's" > $A/notes
+  chown 1000:1000 $A/notes
   alive "$VICTIM" || start_victim
 }
 
@@ -115,7 +118,7 @@ holds() {
     proc) ! printf '%s' "$2" | grep -q "$MARK" ;;
     hooks) [ ! -e $W/.git/hooks/pre-commit ] ;;
     kept) [ "$(cat $W/kept.txt 2>/dev/null)" = kept ] ;;
-    truncate) [ -s $W/.git/config ] ;;
+    truncate) [ -s $A/notes ] ;;
     signal) alive "$VICTIM" ;;
     link)
       # Linking is the agent's own work: it must succeed from ABI 2 on;
@@ -152,7 +155,7 @@ run_rows() {
     reset_host
     eval "p=\$P_$r"
     p=$(printf '%s' "$p" | sed "s/@VICTIM/$VICTIM/")
-    out=$(as_agent "$@" "$bin" shell -c "echo STARTED; $p" 2>&1)
+    out=$(as_agent "$@" "$bin" "${AGENT:-shell}" -c "echo STARTED; $p" 2>&1)
     code=$?
     case $expect in
       refuse:*)
@@ -169,7 +172,7 @@ run_rows() {
     esac
     if ! printf '%s' "$out" | grep -q STARTED; then
       row $mode $r FAIL "the agent did not start (exit $code): $out"
-    elif [ "$mode" = weaker ] || [ "$mode" = abi1-weaker ]; then
+    elif case $mode in *weaker*) true ;; *) false ;; esac; then
       if ! printf '%s' "$out" | grep -q 'WEAKER sandbox'; then
         row $mode $r FAIL "no WEAKER sandbox warning: $out"
       elif holds $r "$out"; then row $mode $r ok "exit $code"; else row $mode $r FAIL "exit $code: $out"; fi
@@ -266,17 +269,37 @@ elif [ "$ABI" -lt 4 ]; then
 else
   run_rows weaker run agent-sandbox AGENT_SANDBOX_WEAKER_SANDBOX=1
 fi
+# 3. The weaker sandbox with an open network (a folder without
+# network rules), which needs no Landlock TCP rules and so runs on every
+# Landlock ABI.
+mkdir -p /tmp/open/sandbox && echo 'command = "/bin/sh"' > /tmp/open/agent.toml && echo '{}' > /tmp/open/sandbox/nono.json
+chmod -R a+rX /tmp/open
+SKIPS="proc loopback signal"
+SKIPWHY="the weaker sandbox has no PID namespace; the network is open; signals are scoped from ABI 6 only, warned"
+if [ "$ABI" = 0 ]; then
+  AGENT=/tmp/open
+  run_rows weaker-open "refuse:$NOLL" agent-sandbox AGENT_SANDBOX_WEAKER_SANDBOX=1
+  AGENT=
+else
+  AGENT=/tmp/open
+  run_rows weaker-open run agent-sandbox AGENT_SANDBOX_WEAKER_SANDBOX=1
+  AGENT=
+fi
 userns "$USERNS_MAX"
 
-# 3. ABI 1 (a test-only cap: agent-sandbox-abicap).
+# 4. ABI 1 (a test-only cap, set at link time: agent-sandbox-abicap).
 if [ "$ABI" -ge 2 ] && [ -x /usr/bin/agent-sandbox-abicap ]; then
-  CAP=AGENT_SANDBOX_TEST_LANDLOCK_ABI=1
   SAVED=$ABI ABI=1
   SKIPS= SKIPWHY=
-  doctor_check abi1-view agent-sandbox-abicap on $CAP
-  run_rows abi1-view run agent-sandbox-abicap $CAP
+  doctor_check abi1-view agent-sandbox-abicap on
+  run_rows abi1-view run agent-sandbox-abicap
   userns 0
-  run_rows abi1-weaker "refuse:Landlock ABI 4" agent-sandbox-abicap $CAP AGENT_SANDBOX_WEAKER_SANDBOX=1
+  run_rows abi1-weaker "refuse:Landlock ABI 4" agent-sandbox-abicap AGENT_SANDBOX_WEAKER_SANDBOX=1
+  SKIPS="proc loopback signal"
+  SKIPWHY="the weaker sandbox has no PID namespace; the network is open; signals are scoped from ABI 6 only, warned"
+  AGENT=/tmp/open
+  run_rows abi1-weaker-open run agent-sandbox-abicap AGENT_SANDBOX_WEAKER_SANDBOX=1
+  AGENT=
   userns "$USERNS_MAX"
   ABI=$SAVED
 fi

@@ -138,6 +138,7 @@ echo "kernel matrix: building agent-sandbox (static) and agent-sandbox-abicap (-
 (cd "$repo" && CGO_ENABLED=0 go build -tags agentsandbox_abicap \
   -ldflags "-X github.com/agent-sandbox/agent-sandbox/internal/landlock.testABICap=1" \
   -o "$root/usr/bin/agent-sandbox-abicap" ./cmd/agent-sandbox)
+(cd "$repo" && CGO_ENABLED=0 go build -o "$root/usr/bin/probe" ./e2e/kernels/probe)
 install -m 755 "$here/init" "$root/init"
 install -m 755 "$here/rows.sh" "$root/rows.sh"
 printf 'root:x:0:0:root:/root:/bin/sh\n' > "$root/etc/passwd"
