@@ -33,6 +33,7 @@ MUST_RUN = [
     "e2e-user TestBrokerRealAgents",
     "e2e-user TestBrokerPorts",
     "e2e TestNoUserNamespaces",
+    "e2e-user TestNoUserNamespaces/weaker-link-across-directories",
     "e2e TestProtectPlantedCommondir",
     "e2e-user TestProtectPlantedCommondir",
     "e2e TestProtectExcludeThroughSymlink",
