@@ -10,6 +10,11 @@
 #
 # usage: e2e/kernels/run.sh [NAME...]   (default: every kernel of kernels.list)
 #
+# Environment: AGENT_SANDBOX_KERNEL_CACHE (the cache directory),
+# AGENT_SANDBOX_KERNEL_LIST (another kernels.list), AGENT_SANDBOX_KERNEL_VM_TIMEOUT
+# (seconds per VM, default 300), AGENT_SANDBOX_KERNEL_JOBS (VMs at a time,
+# default 2).
+#
 # Needs qemu-system-x86_64 (Debian: qemu-system-x86), a static busybox
 # (busybox-static), gzip, dpkg-deb, apt-get and Go. The kernels are fetched
 # with apt-get download through private source lists and state (the
@@ -20,6 +25,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 cache=${AGENT_SANDBOX_KERNEL_CACHE:-/var/cache/agent-sandbox-kernels}
+list=${AGENT_SANDBOX_KERNEL_LIST:-$here/kernels.list}
 vm_timeout=${AGENT_SANDBOX_KERNEL_VM_TIMEOUT:-300}
 jobs=${AGENT_SANDBOX_KERNEL_JOBS:-2}
 start=$(date +%s)
@@ -30,7 +36,8 @@ for t in qemu-system-x86_64 busybox gzip dpkg-deb apt-get go; do
     exit 1
   fi
 done
-if ! busybox --list | grep -qx cpio; then
+applets=" $(busybox --list | tr '\n' ' ') "
+if [ "${applets#* cpio }" = "$applets" ]; then
   echo "kernel matrix: this busybox has no cpio applet: install busybox-static" >&2
   exit 1
 fi
@@ -51,7 +58,7 @@ while read -r name suite pkg version abi; do
     case " $* " in *" $name "*) ;; *) continue ;; esac
   fi
   names+=("$name"); suites+=("$suite"); pkgs+=("$pkg"); versions+=("$version"); abis+=("$abi")
-done < "$here/kernels.list"
+done < "$list"
 if [ ${#names[@]} = 0 ]; then
   echo "kernel matrix: no kernel of kernels.list matches: $*" >&2
   exit 1
@@ -130,7 +137,7 @@ mkdir -p "$root"/{usr/bin,etc,proc,sys,dev,tmp,run,home,srv,var/tmp}
 ln -s usr/bin "$root/bin"
 ln -s usr/bin "$root/sbin"
 cp "$(command -v busybox)" "$root/usr/bin/busybox"
-for a in $(busybox --list); do
+for a in $applets; do
   [ -e "$root/usr/bin/$a" ] || ln -s busybox "$root/usr/bin/$a"
 done
 echo "kernel matrix: building agent-sandbox (static) and agent-sandbox-abicap (-tags agentsandbox_abicap, Landlock ABI capped at 1)"
@@ -148,12 +155,14 @@ chmod 1777 "$root/tmp" "$root/var/tmp"
 
 # boot NAME ABI LOG: one VM, at most vm_timeout seconds.
 boot() {
+  local t0=$(date +%s)
   timeout --kill-after=10 "$vm_timeout" qemu-system-x86_64 -accel tcg -m 768 -smp 1 -nodefaults -no-reboot \
     -display none -serial "file:$3" -kernel "$cache/$1/vmlinuz" -initrd "$work/initrd.gz" \
     -append "console=ttyS0 quiet loglevel=3 panic=-1 asb.kernel=$1 asb.abi=$2" >"$3.qemu" 2>&1
   echo $? > "$3.rc"
+  echo $(($(date +%s) - t0)) > "$3.secs"
 }
-echo "kernel matrix: booting ${#names[@]} kernels, $jobs at a time (TCG; at most $vm_timeout s each)"
+echo "kernel matrix: booting $((${#names[@]} - ${#unavailable[@]})) of ${#names[@]} kernels, $jobs at a time (TCG; at most $vm_timeout s each)"
 running=0
 for i in "${!names[@]}"; do
   [ -n "${unavailable[$i]:-}" ] && continue
@@ -191,6 +200,6 @@ for i in "${!names[@]}"; do
     fails=$((fails + 1))
   fi
 done
-while IFS='|' read -r _ n rel abi; do echo "kernel $n: $rel, $abi"; done < <(cat "$work"/*.log.txt 2>/dev/null | grep '^KERNEL|' || true)
+while IFS='|' read -r _ n rel abi; do echo "kernel $n: $rel, $abi, VM $(cat "$work/$n.log.secs" 2>/dev/null) s"; done < <(cat "$work"/*.log.txt 2>/dev/null | grep '^KERNEL|' || true)
 echo "kernel matrix: $(($(date +%s) - start)) s, $fails rows failing"
 [ "$fails" = 0 ]
