@@ -52,6 +52,8 @@ httpd -p 127.0.0.1:8765 -h /srv
 mkdir -p /run/asb && mkfifo /run/asb/fifo && chown -R 1000:1000 /run/asb
 su -s /bin/sh agent -c "exec sh -c 'echo > /run/asb/fifo; sleep 3600; : $MARK'" &
 read _ < /run/asb/fifo
+probe udp-listen 127.0.0.1:8766 /run/asb/udp.got
+FLUSH=1
 
 # as_agent [VAR=value...] PROGRAM ARGS: runs as uid 1000 in the project,
 # with a clean environment (busybox su passes no arguments to -c: they
@@ -88,11 +90,15 @@ P_kept='echo kept > kept.txt'
 # ABI 1).
 P_truncate='probe truncate /home/agent/notes'
 P_signal='kill -TERM @VICTIM'
-P_link='mkdir -p a b && touch a/f && ln a/f b/g'
-ROWS="cred write loopback proc hooks kept truncate signal link"
+P_link='mkdir -p a b && touch a/f; ln a/f b/g; mv a/f b/h'
+# UDP to a host loopback service (offline: the view's network namespace;
+# the weaker sandbox's Landlock UDP rules, ABI 10).
+P_udp="probe udp-send 127.0.0.1:8766 udp-$CANARY"
+ROWS="cred write loopback proc hooks kept truncate signal link udp"
 
 reset_host() {
   rm -rf $A/escaped $W/.git/hooks/pre-commit $W/kept.txt $W/a $W/b
+  : > /run/asb/udp.got
   echo "notes of the user's" > $A/notes
   chown 1000:1000 $A/notes
   alive "$VICTIM" || start_victim
@@ -119,11 +125,34 @@ holds() {
     hooks) [ ! -e $W/.git/hooks/pre-commit ] ;;
     kept) [ "$(cat $W/kept.txt 2>/dev/null)" = kept ] ;;
     truncate) [ -s $A/notes ] ;;
-    signal) alive "$VICTIM" ;;
+    signal)
+      # Scoping (ABI 6) or the view's PID namespace; without either the
+      # run warns that it cannot scope signals.
+      alive "$VICTIM" || { [ "$ABI" -lt 6 ] && printf '%s' "$2" | grep -q 'cannot scope signals'; } ;;
     link)
-      # Linking is the agent's own work: it must succeed from ABI 2 on;
-      # on ABI 1 Landlock refuses it (EXDEV), as documented.
-      if [ "$ABI" -ge 2 ]; then [ -e $W/b/g ]; else [ ! -e $W/b/g ] && printf '%s' "$2" | grep -q 'cross-device'; fi ;;
+      # Linking and renaming are the agent's own work: from ABI 2 on b/g
+      # and b/h are the same file (a link, then a rename, not a copy); on
+      # ABI 1 Landlock refuses both (EXDEV, as documented: mv copies).
+      if [ "$ABI" -ge 2 ]; then
+        [ -e $W/b/g ] && [ "$(stat -c %i $W/b/g)" = "$(stat -c %i $W/b/h 2>/dev/null)" ]
+      else
+        [ ! -e $W/b/g ] && printf '%s' "$2" | grep -q 'cross-device'
+      fi ;;
+    udp)
+      # Every datagram sent before the flush has been written once the
+      # flush has.
+      probe udp-send 127.0.0.1:8766 "flush-$FLUSH" >/dev/null
+      i=0
+      while ! grep -q "flush-$FLUSH" /run/asb/udp.got; do
+        i=$((i + 1))
+        [ $i -lt 5000 ] || { echo "NOTE|the UDP listener never got flush-$FLUSH"; return 1; }
+      done
+      FLUSH=$((FLUSH + 1))
+      if grep -q "udp-$CANARY" /run/asb/udp.got; then
+        # Not confined below ABI 10 without a network namespace: warned.
+        [ "$ABI" -lt 10 ] && case $mode in *weaker*) true ;; *) false ;; esac &&
+          printf '%s' "$2" | grep -q 'UDP and DNS are not confined'
+      fi ;;
   esac
 }
 
@@ -290,8 +319,8 @@ weaker_rows weaker agent-sandbox
 # Landlock ABI.
 mkdir -p /tmp/open/sandbox && echo 'command = "/bin/sh"' > /tmp/open/agent.toml && echo '{}' > /tmp/open/sandbox/nono.json
 chmod -R a+rX /tmp/open
-SKIPS="proc loopback signal"
-SKIPWHY="the weaker sandbox has no PID namespace; the network is open; signals are scoped from ABI 6 only, warned"
+SKIPS="proc loopback udp"
+SKIPWHY="the weaker sandbox has no PID namespace; the network is open"
 if [ "$ABI" = 0 ]; then
   AGENT=/tmp/open
   run_rows weaker-open "refuse:$NOLL" agent-sandbox AGENT_SANDBOX_WEAKER_SANDBOX=1
@@ -322,8 +351,8 @@ if [ "$ABI" -ge 2 ] && [ -x /usr/bin/agent-sandbox-abicap ]; then
   run_rows abi1-view run agent-sandbox-abicap
   userns 0
   run_rows abi1-weaker "refuse:Landlock ABI 4" agent-sandbox-abicap AGENT_SANDBOX_WEAKER_SANDBOX=1
-  SKIPS="proc loopback signal"
-  SKIPWHY="the weaker sandbox has no PID namespace; the network is open; signals are scoped from ABI 6 only, warned"
+  SKIPS="proc loopback udp"
+  SKIPWHY="the weaker sandbox has no PID namespace; the network is open"
   AGENT=/tmp/open
   run_rows abi1-weaker-open run agent-sandbox-abicap AGENT_SANDBOX_WEAKER_SANDBOX=1
   AGENT=

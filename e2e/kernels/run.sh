@@ -78,7 +78,7 @@ done
 # fetch: one apt-get update of private lists for the suites needed, then
 # apt-get download of each pinned package. Timeouts throughout: an
 # unreachable mirror is an error, not a hang.
-declare -A unavailable
+declare -A unavailable=()
 if [ ${#missing[@]} -gt 0 ]; then
   apt="$cache/apt"
   mkdir -p "$apt/state/lists/partial" "$apt/cache/archives/partial" "$apt/debs"

@@ -5,6 +5,11 @@
 //	                         only from ABI 3 (busybox's truncate opens the
 //	                         file for writing first, which every ABI
 //	                         mediates); exits 1 on an error
+//	probe udp-send ADDR MSG  sends MSG to ADDR (UDP) three times; exits 1
+//	                         when sending fails
+//	probe udp-listen ADDR FILE
+//	                         listens on ADDR (UDP) and returns, leaving a
+//	                         child that appends each datagram to FILE
 //	probe nocaps CMD ARGS    runs CMD where a new user namespace can be
 //	                         created but gives no capability inside: every
 //	                         other namespace and every mount is refused
@@ -18,6 +23,7 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"runtime"
@@ -35,6 +41,16 @@ func main() {
 			os.Exit(1)
 		}
 		fmt.Println("truncated", os.Args[2])
+	case len(os.Args) == 4 && os.Args[1] == "udp-send":
+		if err := udpSend(os.Args[2], os.Args[3]); err != nil {
+			fmt.Println("udp-send:", err)
+			os.Exit(1)
+		}
+	case len(os.Args) == 4 && os.Args[1] == "udp-listen":
+		if err := udpListen(os.Args[2], os.Args[3]); err != nil {
+			fmt.Fprintln(os.Stderr, "udp-listen:", err)
+			os.Exit(1)
+		}
 	case len(os.Args) >= 3 && os.Args[1] == "nocaps":
 		if err := nocaps(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "probe nocaps:", err)
@@ -43,6 +59,67 @@ func main() {
 	default:
 		fmt.Fprintln(os.Stderr, "usage: probe truncate PATH | probe nocaps CMD [ARGS...]")
 		os.Exit(2)
+	}
+}
+
+func udpSend(addr, msg string) error {
+	c, err := net.Dial("udp", addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	for range 3 {
+		if _, err := c.Write([]byte(msg + "\n")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// udpListen binds addr, then leaves a child serving the socket and
+// returns: once it has, datagrams to addr are received (no wait needed).
+func udpListen(addr, file string) error {
+	if os.Getenv("PROBE_UDP_SERVE") == "1" {
+		return udpServe(file)
+	}
+	pc, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return err
+	}
+	f, err := pc.(*net.UDPConn).File()
+	if err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(exe, "udp-listen", addr, file)
+	cmd.Env = append(os.Environ(), "PROBE_UDP_SERVE=1")
+	cmd.ExtraFiles = []*os.File{f}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	return cmd.Start()
+}
+
+// udpServe appends every datagram on fd 3 to file.
+func udpServe(file string) error {
+	pc, err := net.FilePacketConn(os.NewFile(3, "udp"))
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 2048)
+	for {
+		n, _, err := pc.ReadFrom(buf)
+		if err != nil {
+			return err
+		}
+		if _, err := f.Write(buf[:n]); err != nil {
+			return err
+		}
 	}
 }
 
