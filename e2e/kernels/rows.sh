@@ -78,7 +78,7 @@ row() { # MODE ROW RESULT DETAIL (agent-sandbox's warnings left out)
 P_cred='cat /home/agent/.ssh/id_ed25519'
 P_write='echo x > /home/agent/escaped'
 P_loopback='printf "GET /canary HTTP/1.0\\r\\n\\r\\n" | nc -w 3 127.0.0.1 8765'
-P_proc='cat /proc/[0-9]*/cmdline 2>/dev/null | tr "\0" " "'
+P_proc='for f in /proc/[0-9]*/cmdline; do echo "$f: $(tr "\0" " " < $f)"; done 2>/dev/null'
 P_hooks='printf "#!/bin/sh\ntouch /home/agent/hooked\n" > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit'
 P_kept='echo kept > kept.txt'
 # ABI-dependent rows: truncate(2) by path (ABI 3) of a file of the
@@ -116,27 +116,37 @@ start_victim() {
   read VICTIM < /run/asb/fifo
 }
 
+# lastline OUTPUT: the probe's last line of its own (not agent-sandbox's).
+lastline() {
+  printf '%s\n' "$1" | grep -v '^agent-sandbox: \|^STARTED$\|^$' | tail -1
+}
+
 # holds ROW OUTPUT: whether the host shows the row's protection held.
 holds() {
   case $1 in
     cred|loopback) ! printf '%s' "$2" | grep -q "$CANARY" ;;
     write) [ ! -e $A/escaped ] ;;
-    proc) ! printf '%s' "$2" | grep -q "$MARK" ;;
-    hooks) [ ! -e $W/.git/hooks/pre-commit ] ;;
-    kept) [ "$(cat $W/kept.txt 2>/dev/null)" = kept ] ;;
+    proc) ! printf '%s' "$2" | grep -q "$MARK" && NOTE="the host process is not among the $(printf '%s' "$2" | grep -o '/proc/[0-9]*/cmdline' | sort -u | wc -l) the agent lists" ;;
+    hooks)
+      [ ! -e $W/.git/hooks/pre-commit ] || return 1
+      printf '%s' "$2" | grep -q "can't create\|No such file\|Read-only" || NOTE="written, then undone after the run (the ledger)" ;;
+    kept) [ "$(cat $W/kept.txt 2>/dev/null)" = kept ] && NOTE="kept" ;;
     truncate) [ -s $A/notes ] ;;
     signal)
       # Scoping (ABI 6) or the view's PID namespace; without either the
       # run warns that it cannot scope signals.
-      alive "$VICTIM" || { [ "$ABI" -lt 6 ] && printf '%s' "$2" | grep -q 'cannot scope signals'; } ;;
+      alive "$VICTIM" || { [ "$ABI" -lt 6 ] && printf '%s' "$2" | grep -q 'cannot scope signals' &&
+        NOTE="killed: below ABI 6 signals are not scoped, and the run warned"; } ;;
     link)
       # Linking and renaming are the agent's own work: from ABI 2 on b/g
       # and b/h are the same file (a link, then a rename, not a copy); on
       # ABI 1 Landlock refuses both (EXDEV, as documented: mv copies).
       if [ "$ABI" -ge 2 ]; then
-        [ -e $W/b/g ] && [ "$(stat -c %i $W/b/g)" = "$(stat -c %i $W/b/h 2>/dev/null)" ]
+        [ -e $W/b/g ] && [ "$(stat -c %i $W/b/g)" = "$(stat -c %i $W/b/h 2>/dev/null)" ] &&
+          NOTE="linked and renamed (one inode)"
       else
-        [ ! -e $W/b/g ] && printf '%s' "$2" | grep -q 'cross-device'
+        [ ! -e $W/b/g ] && printf '%s' "$2" | grep -q 'cross-device' &&
+          NOTE="EXDEV, as Landlock before ABI 2 refuses every reparenting"
       fi ;;
     udp)
       # Every datagram sent before the flush has been written once the
@@ -151,7 +161,8 @@ holds() {
       if grep -q "udp-$CANARY" /run/asb/udp.got; then
         # Not confined below ABI 10 without a network namespace: warned.
         [ "$ABI" -lt 10 ] && case $mode in *weaker*) true ;; *) false ;; esac &&
-          printf '%s' "$2" | grep -q 'UDP and DNS are not confined'
+          printf '%s' "$2" | grep -q 'UDP and DNS are not confined' &&
+          NOTE="received: below ABI 10 without a network namespace UDP is not confined, and the run warned"
       fi ;;
   esac
 }
@@ -204,11 +215,11 @@ run_rows() {
     elif case $mode in *weaker*) true ;; *) false ;; esac; then
       if ! printf '%s' "$out" | grep -q 'WEAKER sandbox'; then
         row $mode $r FAIL "no WEAKER sandbox warning: $out"
-      elif holds $r "$out"; then row $mode $r ok "exit $code"; else row $mode $r FAIL "exit $code: $out"; fi
+      elif NOTE= && holds $r "$out"; then row $mode $r ok "exit $code: ${NOTE:-$(lastline "$out")}"; else row $mode $r FAIL "exit $code: $out"; fi
     elif printf '%s' "$out" | grep -q 'WEAKER sandbox'; then
       row $mode $r FAIL "the view was expected, the weaker sandbox ran: $out"
-    elif holds $r "$out"; then
-      row $mode $r ok "exit $code"
+    elif NOTE= && holds $r "$out"; then
+      row $mode $r ok "exit $code: ${NOTE:-$(lastline "$out")}"
     else
       row $mode $r FAIL "exit $code: $out"
     fi

@@ -183,18 +183,18 @@ printf '\n%-6s %-13s %-22s %-16s %s\n' kernel mode row result detail
 for i in "${!names[@]}"; do
   n=${names[$i]}
   if [ -n "${unavailable[$i]:-}" ]; then
-    printf '%-6s %-13s %-22s %-16s %s\n' "$n" - fetch FAIL "${unavailable[$i]}"
+    printf '%-6s %-16s %-22s %-16s %s\n' "$n" - fetch FAIL "${unavailable[$i]}"
     fails=$((fails + 1))
     continue
   fi
   log="$work/$n.log"
   tr -d '\r' < "$log" > "$log.txt" 2>/dev/null || true
   while IFS='|' read -r _ mode r result detail; do
-    printf '%-6s %-13s %-22s %-16s %s\n' "$n" "$mode" "$r" "$result" "$detail"
+    printf '%-6s %-16s %-22s %-16s %s\n' "$n" "$mode" "$r" "$result" "$detail"
     [ "$result" = FAIL ] && fails=$((fails + 1))
   done < <(grep '^ROW|' "$log.txt" || true)
   if ! grep -q '^END|' "$log.txt"; then
-    printf '%-6s %-13s %-22s %-16s %s\n' "$n" - boot FAIL "the VM did not finish (qemu exit $(cat "$log.rc" 2>/dev/null), limit $vm_timeout s); its console:"
+    printf '%-6s %-16s %-22s %-16s %s\n' "$n" - boot FAIL "the VM did not finish (qemu exit $(cat "$log.rc" 2>/dev/null), limit $vm_timeout s); its console:"
     tail -30 "$log.txt" | sed 's/^/        | /'
     cat "$log.qemu" 2>/dev/null | sed 's/^/        | qemu: /'
     fails=$((fails + 1))
