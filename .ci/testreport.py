@@ -43,6 +43,7 @@ MUST_RUN = [
     "e2e-user TestCachePoisoningAcrossProjects",
     "e2e TestWeakerCredentials",
     "e2e-user TestWeakerCredentials",
+    "e2e-user TestNoUserNamespaces/weaker-link-across-directories",
     "e2e TestProtectPlantedCommondir",
     "e2e-user TestProtectPlantedCommondir",
     "e2e TestProtectExcludeThroughSymlink",

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -124,6 +125,27 @@ sys.exit(1 if got else 0)'`
 		}
 		if _, err := os.Stat(started); err != nil {
 			t.Errorf("neighbour: the agent did not write its workdir")
+		}
+	})
+
+	// A link or rename across directories of the workdir is the agent's
+	// own work (git, package managers, editors' atomic saves): Landlock
+	// refuses every one (EXDEV) in a layer that does not handle
+	// LANDLOCK_ACCESS_FS_REFER, as the /proc layer did (found by the
+	// kernel matrix, e2e/kernels).
+	t.Run("weaker-link-across-directories", func(t *testing.T) {
+		os.RemoveAll(filepath.Join(work, "a"))
+		os.RemoveAll(filepath.Join(work, "b"))
+		out, code := run(true, "--sandbox-backend", "landlock", "shell", "-c", "mkdir a b && echo x > a/f && ln a/f b/g && mv a/f b/h")
+		if code != 0 {
+			t.Errorf("linking and renaming across the workdir's directories failed (exit %d): %s", code, out)
+		}
+		var a, b syscall.Stat_t
+		if err := syscall.Stat(filepath.Join(work, "b", "g"), &a); err != nil {
+			t.Fatalf("the link is not there: %v", err)
+		}
+		if err := syscall.Stat(filepath.Join(work, "b", "h"), &b); err != nil || a.Ino != b.Ino {
+			t.Errorf("b/h is not the renamed file (a copy instead of a rename?): %v", err)
 		}
 	})
 

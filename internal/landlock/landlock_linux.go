@@ -22,6 +22,9 @@ func ABI() (int, error) {
 	if int(v) < 1 {
 		return 0, fmt.Errorf("Landlock is not available (kernel %s reports Landlock ABI %d)", kernelRelease(), int(v))
 	}
+	if c := abiCap(); c > 0 && c < int(v) {
+		return c, nil
+	}
 	return int(v), nil
 }
 

@@ -727,6 +727,52 @@ func TestTerminalInjection(t *testing.T) {
 	}
 }
 
+// TestTruncateByPathBelowABI3: Landlock mediates truncate(2) by path only
+// from ABI 3, so on an older kernel the seccomp filter refuses it (EPERM):
+// the agent could otherwise empty any file its user owns outside its
+// grants (found by the kernel matrix, e2e/kernels, on Debian 12's 6.1).
+// The rules are built for ABI 2 on this kernel (they take exactly an ABI 2
+// kernel's branches); the control at the host's ABI shows Landlock's own
+// refusal (EACCES), and unconfined the probe truncates.
+func TestTruncateByPathBelowABI3(t *testing.T) {
+	host := testKernel(t, "host")
+	if host.abi < abiTruncate {
+		t.Skipf("skipping: the control needs Landlock ABI %d (truncate), the kernel has ABI %d", abiTruncate, host.abi)
+	}
+	victim := filepath.Join(t.TempDir(), "notes")
+	probe := func(k *kernel) string {
+		must(t, os.WriteFile(victim, []byte("the user's notes\n"), 0o644))
+		cmd := exec.Command(testExe(t), "truncate", victim)
+		cmd.Env = []string{helperEnv + "=1"}
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if k == nil {
+			_ = cmd.Run()
+			return out.String()
+		}
+		proc, err := start(cmd, systemPolicy(t), Seccomp{}, *k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = proc.Wait()
+		return out.String()
+	}
+	if out := probe(nil); !strings.Contains(out, "ok") {
+		t.Fatalf("control (unconfined): %q; want the file truncated", out)
+	}
+	if out := probe(&host); !strings.Contains(out, "permission denied") {
+		t.Errorf("ABI %d: %q; want Landlock's EACCES", host.abi, out)
+	}
+	abi2 := host
+	abi2.abi = abiRefer
+	if out := probe(&abi2); !strings.Contains(out, "operation not permitted") {
+		t.Errorf("ABI 2: %q; want seccomp's EPERM", out)
+	}
+	if b, _ := os.ReadFile(victim); len(b) == 0 {
+		t.Errorf("the file was truncated")
+	}
+}
+
 // TestFscryptRefused: the ioctls that make a directory encrypted and add
 // a key fail with EPERM in the sandbox, and with something else outside
 // (the control: EOPNOTSUPP where the filesystem has no encryption, as on

@@ -29,4 +29,13 @@ type Seccomp struct {
 	// broker), which the network namespace would refuse without a word.
 	// ConfineThread returns the listener.
 	NotifyConnect bool `json:"notify_connect"`
+
+	// denyPathTruncate refuses truncate(2), which names a path, with
+	// EPERM. It is set from the Landlock ABI in force, never by a caller:
+	// before ABI 3 Landlock does not mediate truncating by path, so
+	// without it the agent could empty any file its user owns (outside
+	// the view's mounts: in the weaker sandbox every one of them).
+	// ftruncate(2) stays: it needs a descriptor open for writing, which
+	// Landlock mediates on every ABI.
+	denyPathTruncate bool
 }

@@ -45,13 +45,14 @@ import (
 
 // seccompArch describes the native system call ABI of one architecture.
 type seccompArch struct {
-	audit   uint32 // AUDIT_ARCH_* value in seccomp_data.arch
-	ioctl   uint32 // __NR_ioctl
-	socket  uint32 // __NR_socket
-	keyring [3]uint32
-	connect uint32 // __NR_connect
-	clone   uint32 // __NR_clone (flags in the first argument on each arch below)
-	unshare uint32 // __NR_unshare
+	audit    uint32 // AUDIT_ARCH_* value in seccomp_data.arch
+	ioctl    uint32 // __NR_ioctl
+	socket   uint32 // __NR_socket
+	keyring  [3]uint32
+	connect  uint32 // __NR_connect
+	truncate uint32 // __NR_truncate
+	clone    uint32 // __NR_clone (flags in the first argument on each arch below)
+	unshare  uint32 // __NR_unshare
 	// socketpair and the System V IPC calls (shmget, shmat, shmctl,
 	// shmdt, semget, semop, semctl, semtimedop, msgget, msgsnd, msgrcv,
 	// msgctl).
@@ -70,11 +71,11 @@ const (
 )
 
 var seccompArches = map[string]seccompArch{
-	"amd64": {audit: 0xc000003e, ioctl: 16, socket: 41, keyring: [3]uint32{248, 249, 250}, connect: 42, clone: 56, unshare: 272, x32: true,
+	"amd64": {audit: 0xc000003e, ioctl: 16, socket: 41, truncate: 76, keyring: [3]uint32{248, 249, 250}, connect: 42, clone: 56, unshare: 272, x32: true,
 		socketpair: 53, sysvIPC: [12]uint32{29, 30, 31, 67, 64, 65, 66, 220, 68, 69, 70, 71}},
-	"arm64": {audit: 0xc00000b7, ioctl: 29, socket: 198, keyring: [3]uint32{217, 218, 219}, connect: 203, clone: 220, unshare: 97,
+	"arm64": {audit: 0xc00000b7, ioctl: 29, socket: 198, truncate: 45, keyring: [3]uint32{217, 218, 219}, connect: 203, clone: 220, unshare: 97,
 		socketpair: 199, sysvIPC: [12]uint32{194, 196, 195, 197, 190, 193, 191, 192, 186, 189, 188, 187}},
-	"riscv64": {audit: 0xc00000f3, ioctl: 29, socket: 198, keyring: [3]uint32{217, 218, 219}, connect: 203, clone: 220, unshare: 97,
+	"riscv64": {audit: 0xc00000f3, ioctl: 29, socket: 198, truncate: 45, keyring: [3]uint32{217, 218, 219}, connect: 203, clone: 220, unshare: 97,
 		socketpair: 199, sysvIPC: [12]uint32{194, 196, 195, 197, 190, 193, 191, 192, 186, 189, 188, 187}},
 }
 
@@ -170,6 +171,9 @@ func seccompFilter(a seccompArch, o Seccomp) []unix.SockFilter {
 	}
 	for _, nr := range []uint32{nrIOUringSetup, nrIOUringEnter, nrIOUringRegister} {
 		b.jmp(jeq, nr, "nosys", "")
+	}
+	if o.denyPathTruncate {
+		b.jmp(jeq, a.truncate, "deny", "")
 	}
 	if o.DenyHostIPC {
 		for _, nr := range a.sysvIPC {

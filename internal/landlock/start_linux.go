@@ -87,6 +87,7 @@ func start(cmd *exec.Cmd, p Policy, sc Seccomp, k kernel) (*Process, error) {
 		return nil, err
 	}
 
+	sc.denyPathTruncate = e.ABI < abiTruncate
 	proc := &Process{Enforcement: e, done: make(chan struct{})}
 	started := make(chan error, 1)
 	go proc.run(cmd, rulesetFd, sc, e.NetNamespace, started)

@@ -87,6 +87,7 @@ func (r *Ruleset) ConfineThread(sc Seccomp) (Enforcement, error) {
 	if err := restrictSelf(r.fd); err != nil {
 		return Enforcement{}, err
 	}
+	sc.denyPathTruncate = e.ABI < abiTruncate
 	listener, err := installSeccomp(sc)
 	if err != nil {
 		return Enforcement{}, err
