@@ -12,6 +12,11 @@ func fill(v reflect.Value, path string) {
 	switch v.Kind() {
 	case reflect.Struct:
 		for i := 0; i < v.NumField(); i++ {
+			// An unexported field is set by the package that owns it
+			// (landlock.Seccomp's ABI-derived rules), never carried.
+			if !v.Type().Field(i).IsExported() {
+				continue
+			}
 			fill(v.Field(i), path+"."+v.Type().Field(i).Name)
 		}
 	case reflect.Slice:
