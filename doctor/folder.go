@@ -89,13 +89,14 @@ func (r *run) folder(t target) {
 
 	profile, grantErrs := r.grants(check, f)
 	cmdPath := r.command(check("command"), f, tomlPath)
+	engine := ""
 	if !r.o.FoldersOnly {
-		r.posture(check("posture"), f, cmdPath != "", grantErrs)
+		engine = r.posture(check("posture"), f, cmdPath != "", grantErrs)
 	}
 	r.closure(check("closure"), f, tomlPath, cmdPath)
 	r.execPaths(check("exec_paths"), f, tomlPath)
 	if !r.o.FoldersOnly {
-		r.credentials(check("credentials"), f, tomlPath)
+		r.credentials(check("credentials"), f, tomlPath, engine)
 	}
 
 	var onDisk string
@@ -198,9 +199,10 @@ func (r *run) command(check string, f *agent.Folder, tomlPath string) string {
 	return p
 }
 
-// posture checks what a plain run gets on this host. A refusal the grants
-// check reported already is not repeated.
-func (r *run) posture(check string, f *agent.Folder, installed bool, reported map[string]bool) {
+// posture checks what a plain run gets on this host, and returns the
+// engine that runs it ("" when none does). A refusal the grants check
+// reported already is not repeated.
+func (r *run) posture(check string, f *agent.Folder, installed bool, reported map[string]bool) (engine string) {
 	pst, err := posture.Resolve(posture.Input{
 		Agent: f.ID, Nono: f.Nono, Sbx: f.Sbx,
 		Host: posture.Host{GOOS: r.goos, NonoFound: r.nonoPath != ""},
@@ -265,7 +267,12 @@ func (r *run) posture(check string, f *agent.Folder, installed bool, reported ma
 	if pst.Fallback != "" {
 		detail += "; nono not found, so the built-in landlock engine enforces it"
 	}
+	if p.Engine != nil {
+		engine = *p.Engine
+		detail += ", engine " + engine
+	}
 	r.add(check, OK, detail, "")
+	return engine
 }
 
 // closure resolves the command and every executable exec_paths entry with
@@ -418,8 +425,17 @@ func (r *run) storePaths(check string, files []folderFile, profile *nono.Profile
 // read (a command is not run: it may prompt or cost): a variable that is
 // set, a readable file. A missing value is a warning (that agent gets no
 // key and no route), never a failure.
-func (r *run) credentials(check string, f *agent.Folder, tomlPath string) {
+func (r *run) credentials(check string, f *agent.Folder, tomlPath, engine string) {
 	if len(f.Config.Credentials) == 0 {
+		return
+	}
+	if engine == nono.EngineAlone && r.goos == "linux" {
+		var names []string
+		for _, c := range f.Config.Credentials {
+			names = append(names, c.Env)
+		}
+		r.add(check, Warn, fmt.Sprintf("not given to the agent with an allow list: nono runs alone here (no namespace view), and agent-sandbox has no credential route under nono alone: %s", strings.Join(names, ", ")),
+			"log in inside the agent (a subscription login needs no key), or set "+landlockbackend.WeakerSandboxEnv+"=1 for the weaker sandbox, whose broker injects the key (the agent holds a phantom)")
 		return
 	}
 	var ok, missing []string

@@ -67,6 +67,10 @@ type Description struct {
 	// Environment, when not nil, replaces the spec's environment in the
 	// plan (sbx: what reaches the guest).
 	Environment *Environment
+	// Engine names what enforces the run within the backend, when it
+	// has more than one ("view", "nono-in-view", "landlock-only",
+	// "nono"); "" for the backend's only one.
+	Engine string
 	// JSON are the backend's own keys of the --dry-run --json plan (nono:
 	// "profile", "profile_path" and on Linux "seccomp"; landlock:
 	// "landlock"). A documented key a backend leaves out prints as null.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"runtime"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/backend"
 	"github.com/agent-sandbox/agent-sandbox/internal/backend/landlock"
@@ -23,9 +24,16 @@ import (
 func New(b posture.Backend, o backend.Options) backend.Backend {
 	switch b {
 	case posture.Nono:
-		return nono.Backend{Options: nono.Options{
+		nb := nono.Backend{Options: nono.Options{
 			Path: lookOr(o.LookPath, "nono"), Verbose: o.Verbose, NixStore: o.NixStore, Home: o.Home,
 			SeatbeltRules: o.SeatbeltRules, UnixSocketDirBind: o.UnixSocketDirBind,
+		}}
+		if runtime.GOOS != "linux" {
+			return nb
+		}
+		early, _ := o.Early.(*landlock.Early)
+		return nonoEngine{nono: nb, getenv: o.Getenv, view: landlock.Backend{
+			NixStore: o.NixStore, Verbose: o.Verbose, Quiet: o.Quiet, PolicyFile: o.PolicyFile, UnixSocketDirs: o.UnixSocketDirBind, Early: early,
 		}}
 	case posture.Sbx:
 		return sbx.Backend{Options: sbx.Options{

@@ -88,6 +88,11 @@ type Plan struct {
 	Workdir     string      `json:"workdir"`
 	Sandboxed   bool        `json:"sandboxed"`
 	Backend     *string     `json:"backend"`
+	// Engine is what enforces the run within its backend
+	// (backend.Description.Engine: "view", "nono-in-view",
+	// "landlock-only", "nono"), the backend's name when it has one
+	// engine; null when unsandboxed.
+	Engine *string `json:"engine"`
 	Reason      string      `json:"backend_reason"`
 	Fallback    *string     `json:"backend_fallback"`
 	Network     Network     `json:"network"`
@@ -293,6 +298,11 @@ func Build(in Input) (*Plan, error) {
 	}
 	p.finish(prepared)
 	p.Protection = protection(s, p.Description)
+	engine := p.Description.Engine
+	if engine == "" {
+		engine = name
+	}
+	p.Engine = &engine
 	return p, nil
 }
 

@@ -41,6 +41,9 @@ type Backend struct {
 	// Early is the view's init started before planning ([Prestart]),
 	// or nil: Execute takes it over when it fits the run.
 	Early *Early
+	// Inner, when set, is a second sandbox the view starts the agent
+	// under (engine EngineNonoInView); the host must allow a view.
+	Inner *Inner
 }
 
 // Prepared is a run under the built-in engine: the policy it enforces and
@@ -64,6 +67,8 @@ type Prepared struct {
 	Net Net
 	// Early is Backend.Early.
 	Early *Early
+	// Inner is Backend.Inner.
+	Inner *Inner
 }
 
 // The engines of the built-in backend.
@@ -123,6 +128,9 @@ func (Backend) SystemCovers(p string) bool { return SystemCovers(p) }
 // and builds the policy with PolicyFor and the network with NetFor.
 func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 	if s.Network.Profile != "" {
+		if b.Inner != nil {
+			return nil, fmt.Errorf("%s: network.network_profile %q cannot be enforced: nono runs inside agent-sandbox's namespace view, whose egress broker carries out the allow list (nono's own proxy has no route out of it); list the hosts in network.allow_domain instead", b.PolicyFile, s.Network.Profile)
+		}
 		return nil, fmt.Errorf("%s: network.network_profile %q cannot be enforced by the landlock backend (only nono knows network profiles); install nono or remove it", b.PolicyFile, s.Network.Profile)
 	}
 	netPlan, err := NetFor(s.Network, b.PolicyFile)
@@ -136,7 +144,10 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 	if len(b.UnixSocketDirs) > 0 {
 		s.Allow = append(append([]string{}, s.Allow...), b.UnixSocketDirs...)
 	}
-	p := &Prepared{Spec: s, Policy: PolicyFor(s, b.NixStore, self), Verbose: b.Verbose, Quiet: b.Quiet, Net: netPlan, Early: b.Early}
+	p := &Prepared{Spec: s, Policy: PolicyFor(s, b.NixStore, self), Verbose: b.Verbose, Quiet: b.Quiet, Net: netPlan, Early: b.Early, Inner: b.Inner}
+	if b.Inner != nil {
+		p.Policy.ReadExec = append(p.Policy.ReadExec, b.Inner.Exec...)
+	}
 	abiOf := b.ABI
 	if abiOf == nil {
 		abiOf = ll.ABI
@@ -151,6 +162,16 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 		weaker = b.Weaker
 	}
 	switch {
+	case expected && b.Inner != nil:
+		p.Engine = EngineNonoInView
+		p.Warnings = ViewWarnings(p.Policy, abi)
+	case b.Inner != nil:
+		// internal/backends chooses another engine where no view can
+		// be built; this is a host that changed its mind since.
+		p.Engine = EngineNonoInView
+		if p.Refusal == "" {
+			p.Refusal = noViewRefusal(why)
+		}
 	case expected:
 		p.Engine = EngineView
 		p.Warnings = ViewWarnings(p.Policy, abi)
@@ -176,10 +197,11 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 			p.Refusal = noViewRefusal(why)
 		}
 	}
-	if s.Ledger.Problem != "" && p.Engine == EngineView && p.Refusal == "" {
+	inView := p.Engine == EngineView || p.Engine == EngineNonoInView
+	if s.Ledger.Problem != "" && inView && p.Refusal == "" {
 		p.Refusal = s.Ledger.Problem
 	}
-	if p.Engine == EngineView && p.Refusal == "" {
+	if inView && p.Refusal == "" {
 		p.Refusal = privateRefusal(s)
 	}
 	if p.Refusal == "" {
@@ -225,6 +247,9 @@ func (p *Prepared) Describe() backend.Description {
 	switch p.Engine {
 	case EngineWeaker:
 		comments = append(comments, "engine: landlock-only (the weaker sandbox: Landlock, seccomp, no_new_privs; no namespace view)")
+	case EngineNonoInView:
+		comments = append(comments, "engine: nono-in-view (the namespace view: new user, mount, PID, IPC, UTS namespaces, network namespace unless the network is open, Landlock, seccomp, no_new_privs; inside it nono, whose own Landlock and seccomp policy confines the agent: a second layer)")
+		comments = append(comments, p.Inner.Comments...)
 	default:
 		comments = append(comments, "engine: namespace view (new user, mount, PID, IPC, UTS namespaces; network namespace unless the network is open), then Landlock, seccomp, no_new_privs")
 	}
@@ -274,12 +299,20 @@ func (p *Prepared) Describe() backend.Description {
 	if m := appliedMemoryMax(p.Spec); m > 0 {
 		limits["memory"] = uint64(m)
 	}
+	cmd := spec.Command{
+		Argv: p.Spec.Argv, Env: withEnv(Env(p.Spec, func(string) (string, bool) { return "", false }), p.Net.proxyEnvShown()), InProcess: true,
+		Note: "confined in-process by agent-sandbox's built-in landlock engine; pasting this line would run it unconfined",
+	}
+	if p.Inner != nil {
+		inner := p.Inner.Shown(p.Spec.Argv)
+		cmd.Argv = inner.Argv
+		cmd.Env = append(cmd.Env, inner.Env...)
+		cmd.Note = "started by agent-sandbox's built-in engine inside its namespace view, in place of the agent: " + inner.Note + "; pasting this line would run nono without the view"
+	}
 	d := backend.Description{
+		Engine:   p.Engine,
 		Comments: comments,
-		Commands: []spec.Command{{
-			Argv: p.Spec.Argv, Env: withEnv(Env(p.Spec, func(string) (string, bool) { return "", false }), p.Net.proxyEnvShown()), InProcess: true,
-			Note: "confined in-process by agent-sandbox's built-in landlock engine; pasting this line would run it unconfined",
-		}},
+		Commands: []spec.Command{cmd},
 		Warnings: p.Warnings,
 		Refusal:  p.Refusal,
 		JSON: map[string]any{"landlock": &PrintedPolicy{
@@ -289,7 +322,12 @@ func (p *Prepared) Describe() backend.Description {
 			ReadExec: pol.ReadExec, ReadOnly: pol.ReadOnly, ReadWrite: pol.ReadWrite, WriteOnly: pol.WriteOnly, Network: string(p.Net.Mode),
 		}},
 	}
-	if p.Engine == EngineView {
+	if p.Inner != nil {
+		for k, v := range p.Inner.JSON {
+			d.JSON[k] = v
+		}
+	}
+	if p.Engine == EngineView || p.Engine == EngineNonoInView {
 		// The view's kernel shortfalls repeat on every run on this host.
 		d.Repeating = p.Warnings
 		d.Protection.ReadOnly = true
@@ -365,5 +403,5 @@ func (p *Prepared) Execute(stdio launch.Stdio) int {
 		diag.Errorf(stdio.Err, "%s", p.Refusal)
 		return launch.ExitRefused
 	}
-	return Execute(p.Spec, p.Policy, p.Net, stdio, p.Verbose, p.Engine == EngineWeaker, !p.Verbose && !p.Quiet, p.Early)
+	return execute(p.Spec, p.Policy, p.Net, stdio, p.Verbose, p.Engine == EngineWeaker, !p.Verbose && !p.Quiet, p.Early, p.Inner)
 }

@@ -32,6 +32,12 @@ import (
 // broker for the agent until the agent has ended, then prints the
 // broker's line about refused connections.
 func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weaker, banner bool, pre *Early) int {
+	return execute(s, p, n, stdio, verbose, weaker, banner, pre, nil)
+}
+
+// execute is Execute with inner, the second sandbox the view starts the
+// agent under, or nil.
+func execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weaker, banner bool, pre *Early, inner *Inner) int {
 	if verbose {
 		abi, _ := ll.ABI()
 		diag.Notef(stdio.Err, "namespace view (new user, mount, PID, IPC, UTS%s namespaces), then Landlock ABI %d, seccomp and no_new_privs",
@@ -73,7 +79,11 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 		return launch.ExitNotFound
 	}
 	if banner {
-		launch.Banner(stdio.Err, "landlock")
+		name := "landlock"
+		if inner != nil {
+			name = EngineNonoInView
+		}
+		launch.Banner(stdio.Err, name)
 	}
 	p.ReadWrite = append(p.ReadWrite, TerminalNodes(stdio)...)
 	// TMPDIR is private to this run: a fresh directory under the agent's
@@ -91,6 +101,7 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 			p.ReadWrite[i] = runTmp
 		}
 	}
+	var runFiles []string // files shown read-only for this run only
 	routes, routeConf, notes, err := credentialRoutes(s, n, os.LookupEnv)
 	if err != nil {
 		diag.Errorf(stdio.Err, "%v", err)
@@ -103,6 +114,7 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 		return refuse(stdio.Err, err)
 	} else if ext != "" {
 		p.ReadOnly = append(p.ReadOnly, ext)
+		runFiles = append(runFiles, ext)
 		s.Argv = piext.WithExtension(s.Argv, ext)
 	}
 	ca, caFile, warning, err := runCA(s, routes, os.LookupEnv)
@@ -112,6 +124,7 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 	if caFile != "" {
 		defer os.Remove(caFile)
 		p.ReadOnly = append(p.ReadOnly, caFile)
+		runFiles = append(runFiles, caFile)
 	}
 	if warning != "" {
 		diag.Warnf(stdio.Err, "%s", warning)
@@ -217,7 +230,12 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 			return launch.Started{Wait: wait}, err
 		}
 	} else {
-		v := &viewRun{early: early, scope: sc, p: p, s: s, n: n, sess: sess, stderr: stdio.Err, fallback: weak}
+		v := &viewRun{early: early, scope: sc, p: p, s: s, n: n, sess: sess, stderr: stdio.Err, fallback: weak, inner: inner, runTmp: runTmp, runFiles: runFiles}
+		if inner != nil {
+			// No weaker sandbox under nono: where the view turns out
+			// not to be possible the run is refused.
+			v.fallback = nil
+		}
 		l.Prepare, l.Start = v.prepare, v.start
 	}
 	return l.Execute()
@@ -358,6 +376,12 @@ type viewRun struct {
 	masks map[string]bool
 	// layers are the caches' writable layers for this run (cacheLayers).
 	layers map[string]string
+	// inner is the second sandbox the agent starts under, or nil;
+	// runTmp is the run's TMPDIR and runFiles the files shown read-only
+	// for this run only, which inner's policy grants again.
+	inner    *Inner
+	runTmp   string
+	runFiles []string
 }
 
 // cacheLayer is the agent's own writable layer of the cache name, kept

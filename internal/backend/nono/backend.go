@@ -8,6 +8,11 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
 
+// EngineAlone is nono run by itself (no namespace view around it): on
+// macOS, and on a Linux host where the view cannot be built
+// (internal/backends chooses).
+const EngineAlone = "nono-alone"
+
 // Backend is the nono backend.Backend.
 type Backend struct{ Options }
 
@@ -36,6 +41,7 @@ func (p *Prepared) Describe() backend.Description {
 		js["seccomp"] = sc
 	}
 	return backend.Description{
+		Engine:   EngineAlone,
 		Commands: p.Steps,
 		Warnings: p.Warnings,
 		Refusal:  p.Refusal,

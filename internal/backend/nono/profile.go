@@ -253,11 +253,16 @@ func (b *builder) build() (Profile, error) {
 	if err := noGlobs(prof.Filesystem); err != nil {
 		return Profile{}, err
 	}
-	net, err := network(s)
-	if err != nil {
-		return Profile{}, err
+	if !b.o.InView {
+		// Inside the view its network namespace and egress broker
+		// carry out the network policy; nono's own proxy would have no
+		// route out, so nono's network stays unrestricted there.
+		net, err := network(s)
+		if err != nil {
+			return Profile{}, err
+		}
+		prof.Network = net
 	}
-	prof.Network = net
 	prof.Environment = b.environment()
 	if len(b.o.SeatbeltRules) > 0 {
 		if s.GOOS == "darwin" {
