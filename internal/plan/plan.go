@@ -82,17 +82,17 @@ type Input struct {
 
 // Plan is one run, ready to execute or print.
 type Plan struct {
-	Agent       string      `json:"agent"`
-	AgentFolder string      `json:"agent_folder"`
-	AgentSource string      `json:"agent_source"`
-	Workdir     string      `json:"workdir"`
-	Sandboxed   bool        `json:"sandboxed"`
-	Backend     *string     `json:"backend"`
+	Agent       string  `json:"agent"`
+	AgentFolder string  `json:"agent_folder"`
+	AgentSource string  `json:"agent_source"`
+	Workdir     string  `json:"workdir"`
+	Sandboxed   bool    `json:"sandboxed"`
+	Backend     *string `json:"backend"`
 	// Engine is what enforces the run within its backend
 	// (backend.Description.Engine: "view", "nono-in-view",
 	// "landlock-only", "nono"), the backend's name when it has one
 	// engine; null when unsandboxed.
-	Engine *string `json:"engine"`
+	Engine      *string     `json:"engine"`
 	Reason      string      `json:"backend_reason"`
 	Fallback    *string     `json:"backend_fallback"`
 	Network     Network     `json:"network"`
