@@ -138,6 +138,9 @@ type brokerRun struct {
 	bin  string
 	home string
 	work string
+	// wrap is a command prefix for agent-sandbox (weaker_test.go's
+	// noUserns: a host without user namespaces, where nono runs alone).
+	wrap []string
 }
 
 func newBrokerRun(t *testing.T) *brokerRun {
@@ -171,7 +174,8 @@ func (r *brokerRun) cli(timeout time.Duration, env []string, args ...string) (in
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, r.bin, args...)
+	argv := append(append(append([]string{}, r.wrap...), r.bin), args...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = r.work
 	cmd.Env = withCover(append([]string{"HOME=" + r.home, "PATH=" + agentBinDir() + string(os.PathListSeparator) + pathFor(args), "LANG=C.UTF-8", "TERM=dumb"}, env...))
 	var out bytes.Buffer

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/broker"
@@ -400,13 +402,20 @@ func network(s spec.Spec) (Network, error) {
 		// host, every local service). A port nono cannot enforce is
 		// refused, never dropped.
 		for _, d := range n.AllowDomains {
+			where := fmt.Sprintf("%s: network.allow_domain %q", n.Source, d)
+			if n.Source == "--allow-host" {
+				where = fmt.Sprintf("--allow-host %q", d)
+			}
+			if s.GOOS == "linux" && directLoopback(d) {
+				port, _ := broker.EntryPort(d)
+				return out, fmt.Errorf("%s: %s", where, loopbackRefusal(s, port))
+			}
 			if port, ok := broker.EntryPort(d); ok {
-				where := fmt.Sprintf("%s: network.allow_domain %q", n.Source, d)
-				if n.Source == "--allow-host" {
-					where = fmt.Sprintf("--allow-host %q", d)
-				}
 				return out, fmt.Errorf("%s: nono cannot keep an allow-list entry to port %d (its proxy matches host names only and admits every port of the host); list the host without the port to allow all its ports, or use --sandbox-backend landlock, whose broker keeps the port", where, port)
 			}
+		}
+		if s.GOOS == "linux" && len(n.OpenPorts) > 0 {
+			return out, fmt.Errorf("%s: network.open_port %v: %s", n.Source, n.OpenPorts, loopbackRefusal(s, n.OpenPorts[0]))
 		}
 		out.AllowDomain = uniq.Sorted(n.AllowDomains)
 		if n.Profile != "" {
@@ -453,4 +462,29 @@ func (b *builder) environment() Environment {
 		env.SetVars = set
 	}
 	return env
+}
+
+// directLoopback says whether an allow-list entry names a host that
+// nono's NO_PROXY sends clients to directly (localhost, 127.0.0.1, ::1),
+// with or without a port.
+func directLoopback(entry string) bool {
+	host := entry
+	if h, _, err := net.SplitHostPort(entry); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	return host == "localhost" || host == "127.0.0.1" || host == "::1"
+}
+
+// loopbackRefusal is why nono alone cannot reach a loopback port beside
+// an allow list on Linux, and the fixes that work: measured with nono
+// 0.78.0 (TestNonoPorts), the agent's client goes to the port directly
+// (NO_PROXY) and nono's sandbox refuses that connect in its proxy mode,
+// which agents then retry for minutes.
+func loopbackRefusal(s spec.Spec, port int) string {
+	p := "PORT"
+	if port > 0 {
+		p = strconv.Itoa(port)
+	}
+	return fmt.Sprintf("nono alone (no namespace view on this host) cannot reach a loopback port beside an allow list: clients connect to it directly (NO_PROXY) and nono refuses that connect in its proxy mode; for a local model alone set \"network\": {\"block\": true, \"open_port\": [%s]} in %s (then no remote host is reachable), or set %s=1 for agent-sandbox's weaker sandbox, which forwards the port beside an allow list (with user namespaces on, nono runs inside agent-sandbox's view, which does too)", p, sandboxFile(s), "AGENT_SANDBOX_WEAKER_SANDBOX")
 }
