@@ -213,3 +213,30 @@ ls "$S/nono-runs" >/dev/null 2>&1 && echo RUNS-LISTED; echo DONE`
 		}
 	})
 }
+
+// TestNonoAloneCredentials (issue 37 item 2): where no view can be built
+// and the weaker sandbox is not accepted, nono runs alone, with no
+// credential route of agent-sandbox's: the agent gets no routed key, and
+// one line says so and how to fix it. Before (be8b617) the real key was in
+// the agent's environment. (As root the launcher's own environment, which
+// holds the key the user exported, stays readable through /proc under
+// nono alone: README, "Escape classes by backend".)
+func TestNonoAloneCredentials(t *testing.T) {
+	skipWithoutNono(t)
+	real := "sk-ant-REALKEYMARK-" + strings.Repeat("3", 24)
+	r := newNonoAloneRun(t)
+	folder := filepath.Join(filepath.Dir(r.home), "agents", "keyed")
+	write(t, filepath.Join(folder, "agent.toml"), credentialsFolder)
+	write(t, filepath.Join(folder, "sandbox", "nono.json"), "{}\n")
+	probe := `echo "KEY=$ANTHROPIC_API_KEY"; grep -rIl REALKEYMARK "$HOME" "$PWD" /tmp 2>/dev/null | sed 's/^/FILE-HIT=/'; echo DONE`
+	code, out := r.cli(60*time.Second, []string{"ANTHROPIC_API_KEY=" + real}, "--sandbox-backend", "nono", "--allow-host", "api.anthropic.com", folder, "-c", probe)
+	if code != 0 || !strings.Contains(out, "DONE") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	if !strings.Contains(out, "KEY=\n") || strings.Contains(out, "FILE-HIT=") {
+		t.Errorf("the real key reached the agent under nono alone:\n%s", out)
+	}
+	if !strings.Contains(out, "credentials ANTHROPIC_API_KEY: not given to the agent") || !strings.Contains(out, "nono runs alone") {
+		t.Errorf("no line says the key is withheld and why:\n%s", out)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 	"github.com/agent-sandbox/agent-sandbox/internal/uniq"
 )
@@ -89,7 +90,7 @@ func StartInView(p Prepared, r InViewRun) (InViewStart, error) {
 			return InViewStart{}, fmt.Errorf("creating %s: %v", d, err)
 		}
 	}
-	prof := InViewProfile(p.Profile, r)
+	prof := InViewProfile(p.Profile, r, dir)
 	env, setVars := inViewEnv(r.Env, state, cache)
 	names := make([]string, 0, len(env))
 	for _, kv := range r.Env {
@@ -109,12 +110,15 @@ func StartInView(p Prepared, r InViewRun) (InViewStart, error) {
 }
 
 // InViewProfile is prof with what the view gives the agent (r) granted
-// again.
-func InViewProfile(prof Profile, r InViewRun) Profile {
+// again, but for a directory that holds dir (the run's directory: nono
+// refuses a grant above its own state root, which lies there; a home
+// under /tmp keeps /tmp write-only, nono's own default).
+func InViewProfile(prof Profile, r InViewRun, dir string) Profile {
 	fs := prof.Filesystem
 	// The paths are the view's, as it shows them (nono resolves them
 	// inside the view, where they exist).
-	fs.Allow = uniq.Sorted(append(slices.Clone(fs.Allow), r.Allow...))
+	allow := slices.DeleteFunc(slices.Clone(r.Allow), func(p string) bool { return grant.Within(dir, p) })
+	fs.Allow = uniq.Sorted(append(slices.Clone(fs.Allow), allow...))
 	fs.Read = minus(uniq.Sorted(append(slices.Clone(fs.Read), r.Read...)), fs.Allow)
 	fs.ReadFile = minus(uniq.Sorted(append(slices.Clone(fs.ReadFile), r.ReadFiles...)), fs.AllowFile)
 	prof.Filesystem = fs
