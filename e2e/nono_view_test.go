@@ -72,7 +72,7 @@ func TestNonoInView(t *testing.T) {
 		write(t, filepath.Join(folder, "agent.toml"), credentialsFolder)
 		write(t, filepath.Join(folder, "sandbox", "nono.json"), "{}\n")
 		env := nonoDefaultEnv(t, append(keyEnv, "PROBE_TRY_HEX="+hex.EncodeToString([]byte(real)))...)
-		code, out := r.cli(120*time.Second, env, "--allow-host", allow, folder, "-c", credentialsProbe+"\ntr '\\0' ' ' < /proc/$PPID/cmdline | sed 's/^/PARENT=/'")
+		code, out := r.cli(120*time.Second, env, "--allow-host", allow, folder, "-c", credentialsProbe+"\nsed 's/^/PARENT=/' /proc/$PPID/comm")
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, out)
 		}
@@ -87,7 +87,7 @@ func TestNonoInView(t *testing.T) {
 		case !strings.Contains(out, "WITH-OTHER=403"):
 			t.Errorf("a request carrying the real key from inside was not refused:\n%s", out)
 		}
-		if !regexp.MustCompile(`PARENT=\S*nono `).MatchString(out) {
+		if !regexp.MustCompile(`PARENT=nono\n`).MatchString(out) {
 			t.Errorf("the agent's parent is not nono (no second layer):\n%s", out)
 		}
 	})
@@ -144,7 +144,7 @@ echo x > inproject && echo WORKDIR-WRITABLE`
 		}
 		t.Cleanup(func() { host.Process.Kill(); host.Wait() })
 		pid := strconv.Itoa(host.Process.Pid)
-		probe := fmt.Sprintf(`cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\0' ' ' | grep -c "sleep %s" | sed 's/^/SEEN=/'; kill -0 %s 2>/dev/null && echo SIGNALLED; echo DONE`, marker, pid)
+		probe := fmt.Sprintf(`cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\0' ' ' | grep -c "slee[p] %s" | sed 's/^/SEEN=/'; kill -0 %s 2>/dev/null && echo SIGNALLED; echo DONE`, marker, pid)
 		code, out := r.cli(60*time.Second, nonoDefaultEnv(t), "--offline", r.folder(), "-c", probe)
 		if code != 0 || !strings.Contains(out, "DONE") {
 			t.Fatalf("exit %d: %s", code, out)
