@@ -175,6 +175,46 @@ ls "$S/nono-runs" >/dev/null 2>&1 && echo RUNS-LISTED; echo DONE`
 		}
 	})
 
+	// Issue 37 item 5: a local model's API on the host's loopback, under
+	// an allow list (--allow-host 127.0.0.1:PORT) and under a file's
+	// block with open_port, is reached at once; another port is refused
+	// at once. Before (nono alone) the first was refused and the fixes
+	// its message named hung the agent for minutes.
+	t.Run("a local model on loopback", func(t *testing.T) {
+		svc := newAPIStandIn(t)
+		sp := svc.port()
+		other, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		op := other.Addr().(*net.TCPAddr).Port
+		script := fmt.Sprintf(`curl -sS -o /dev/null -w 'model=%%{http_code}\n' -X POST -d '{}' http://127.0.0.1:%d/v1/messages; curl -sS --max-time 5 http://127.0.0.1:%d/ && echo LEAK-other; echo " other-exit=$?"`, sp, op)
+		r := newBrokerRun(t)
+		code, out := r.cli(60*time.Second, nonoDefaultEnv(t), "--allow-host", fmt.Sprintf("127.0.0.1:%d", sp), r.folder(), "-c", script)
+		if code != 0 || !strings.Contains(out, "model=200") || strings.Contains(out, "LEAK") {
+			t.Errorf("--allow-host 127.0.0.1:%d: exit %d, want the model reached and no other port:\n%s", sp, code, out)
+		}
+		write(t, filepath.Join(r.folder(), "sandbox", "nono.json"), fmt.Sprintf(`{"network": {"block": true, "open_port": [%d]}}`, sp))
+		code, out = r.cli(60*time.Second, nonoDefaultEnv(t), r.folder(), "-c", script)
+		if code != 0 || !strings.Contains(out, "model=200") || strings.Contains(out, "LEAK") {
+			t.Errorf("block with open_port %d: exit %d, want the model reached and no other port:\n%s", sp, code, out)
+		}
+	})
+
+	t.Run("offline, nono's own block is a second layer", func(t *testing.T) {
+		r := newBrokerRun(t)
+		code, out := r.cli(60*time.Second, nonoDefaultEnv(t), "--offline", r.folder(), "-c", `python3 -c '
+import socket
+try:
+    socket.socket(); print("SOCKET-OK")
+except OSError as e:
+    print("SOCKET-REFUSED", e.errno)'`)
+		if code != 0 || !strings.Contains(out, "SOCKET-REFUSED 1") {
+			t.Errorf("exit %d, want nono's seccomp to refuse a TCP socket offline:\n%s", code, out)
+		}
+	})
+
 	t.Run("go build with a dependency works offline from warm caches", func(t *testing.T) {
 		goBin, err := exec.LookPath("go")
 		if err != nil {

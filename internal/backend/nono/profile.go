@@ -255,10 +255,9 @@ func (b *builder) build() (Profile, error) {
 	if err := noGlobs(prof.Filesystem); err != nil {
 		return Profile{}, err
 	}
-	if !b.o.InView {
-		// Inside the view its network namespace and egress broker
-		// carry out the network policy; nono's own proxy would have no
-		// route out, so nono's network stays unrestricted there.
+	if b.o.InView {
+		prof.Network = inViewNetwork(s)
+	} else {
 		net, err := network(s)
 		if err != nil {
 			return Profile{}, err
@@ -487,4 +486,20 @@ func loopbackRefusal(s spec.Spec, port int) string {
 		p = strconv.Itoa(port)
 	}
 	return fmt.Sprintf("nono alone (no namespace view on this host) cannot reach a loopback port beside an allow list: clients connect to it directly (NO_PROXY) and nono refuses that connect in its proxy mode; for a local model alone set \"network\": {\"block\": true, \"open_port\": [%s]} in %s (then no remote host is reachable), or set %s=1 for agent-sandbox's weaker sandbox, which forwards the port beside an allow list (with user namespaces on, nono runs inside agent-sandbox's view, which does too)", p, sandboxFile(s), "AGENT_SANDBOX_WEAKER_SANDBOX")
+}
+
+// inViewNetwork is nono's network inside the namespace view, whose network
+// namespace and egress broker carry out the run's policy: with an allow
+// list (or an open network) unrestricted, since nono's own proxy would
+// have no route out and the broker keeps ports and credential routes;
+// with a blocked network nono's block too, a second layer (its seccomp
+// refuses network sockets) that keeps the view's forwarded open_port
+// ports open. A listen_port leaves it unrestricted: nono's block refuses
+// the socket a server needs (measured with nono 0.78.0, TestNonoPorts).
+func inViewNetwork(s spec.Spec) Network {
+	n := s.Network
+	if n.Mode != posture.NetBlocked || len(n.ListenPorts) > 0 {
+		return Network{}
+	}
+	return Network{Block: true, OpenPort: uniq.Sorted(n.OpenPorts)}
 }
