@@ -83,7 +83,7 @@ func (b nonoEngine) Prepare(s spec.Spec) (backend.Prepared, error) {
 		},
 	}
 	v := b.view
-	v.Inner = inner
+	v.Inner, v.View = inner, expected
 	p, err := v.Prepare(s)
 	if err != nil {
 		return nil, err
@@ -101,7 +101,9 @@ func (b nonoEngine) Prepare(s spec.Spec) (backend.Prepared, error) {
 // which gets no routed credential.
 func (b nonoEngine) alone(s spec.Spec, why string) (backend.Prepared, error) {
 	if landlock.WeakerSandboxAllowed() {
-		p, err := b.view.Prepare(s)
+		v := b.view
+		v.View = func() (bool, string) { return false, why }
+		p, err := v.Prepare(s)
 		if err != nil {
 			return nil, err
 		}
