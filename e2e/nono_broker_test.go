@@ -387,8 +387,9 @@ i=0; while [ ! -e %s ] && [ $i -lt 400 ]; do sleep 0.1; i=$((i+1)); done`, lp, d
 
 // TestNonoRealAgents: the real Claude Code and pi under nono: --version
 // offline and with their built-in allow lists, then one turn against a
-// stand-in of the Anthropic Messages API reached through nono's proxy,
-// and Claude Code failing on its own when the list does not name it.
+// stand-in of the Anthropic Messages API with nono inside the view (and
+// pi's through nono's own proxy under nono alone), and Claude Code
+// failing on its own when the list does not name it.
 func TestNonoRealAgents(t *testing.T) {
 	skipWithoutNono(t)
 	bin := buildAgentSandbox(t)
@@ -409,18 +410,19 @@ func TestNonoRealAgents(t *testing.T) {
 		}
 	}
 
-	api := newAPIStandInAt(t, "127.0.0.2:0")
-	// The allow list names the host without the port: agent-sandbox refuses
-	// an entry with a port under nono, whose proxy matches host names only.
-	host := "127.0.0.2:" + strconv.Itoa(api.port())
+	// With user namespaces nono runs inside the view: the broker keeps
+	// the allow list's port and forwards a loopback entry, as under the
+	// built-in engine (TestBrokerRealAgents).
+	local := newAPIStandIn(t)
+	lhost := "localhost:" + strconv.Itoa(local.port())
 
-	t.Run("claude completes a turn through nono's proxy", func(t *testing.T) {
+	t.Run("claude completes a turn with nono inside the view", func(t *testing.T) {
 		realAgent(t, "claude", "@anthropic-ai/claude-code")
 		r := newBrokerRun(t)
-		env := []string{"ANTHROPIC_BASE_URL=http://" + host, "ANTHROPIC_API_KEY=sk-ant-standin-0000"}
-		code, out := r.cli(120*time.Second, env, append(append([]string{}, nonoFlags...), "--allow-host", "127.0.0.2", "claude", "-p", "Say hello.")...)
+		env := []string{"ANTHROPIC_BASE_URL=http://" + lhost, "ANTHROPIC_API_KEY=sk-ant-standin-0000"}
+		code, out := r.cli(120*time.Second, env, append(append([]string{}, nonoFlags...), "--allow-host", lhost, "claude", "-p", "Say hello.")...)
 		if code != 0 || !strings.Contains(out, standInReply) {
-			t.Fatalf("exit %d, want 0 and the stand-in's reply; requests %q:\n%s", code, api.requests(), out)
+			t.Fatalf("exit %d, want 0 and the stand-in's reply; requests %q:\n%s", code, local.requests(), out)
 		}
 		if sandboxDenial.MatchString(out) {
 			t.Errorf("Claude Code hit a sandbox denial:\n%s", out)
@@ -430,20 +432,38 @@ func TestNonoRealAgents(t *testing.T) {
 	t.Run("claude fails on its own when the list lacks the API", func(t *testing.T) {
 		realAgent(t, "claude", "@anthropic-ai/claude-code")
 		r := newBrokerRun(t)
-		before := len(api.requests())
-		env := []string{"ANTHROPIC_BASE_URL=http://" + host, "ANTHROPIC_API_KEY=sk-ant-standin-0000", "CLAUDE_CODE_MAX_RETRIES=1"}
+		before := len(local.requests())
+		env := []string{"ANTHROPIC_BASE_URL=http://" + lhost, "ANTHROPIC_API_KEY=sk-ant-standin-0000", "CLAUDE_CODE_MAX_RETRIES=1"}
 		code, out := r.cli(90*time.Second, env, append(append([]string{}, nonoFlags...), "--allow-host", "api.example.com", "claude", "-p", "Say hello.")...)
 		if code == 0 || code == 125 || strings.Contains(out, standInReply) {
 			t.Fatalf("exit %d, want Claude Code's own failure:\n%s", code, out)
 		}
-		if len(api.requests()) != before {
-			t.Errorf("the stand-in was reached although the list does not name it: %q", api.requests()[before:])
+		if len(local.requests()) != before {
+			t.Errorf("the stand-in was reached although the list does not name it: %q", local.requests()[before:])
 		}
 	})
 
-	t.Run("pi completes a turn through nono's proxy", func(t *testing.T) {
+	t.Run("pi completes a turn with nono inside the view", func(t *testing.T) {
 		realAgent(t, "pi", "@mariozechner/pi-coding-agent@0.73.1")
 		r := newBrokerRun(t)
+		models := fmt.Sprintf(`{"providers": {"standin": {"baseUrl": "http://%s", "api": "anthropic-messages", "apiKey": "standin-key", "models": [{"id": "standin-model"}]}}}`, lhost)
+		write(t, filepath.Join(r.home, ".pi", "agent", "models.json"), models)
+		code, out := r.cli(120*time.Second, nil, append(append([]string{}, nonoFlags...), "--allow-host", lhost, "pi", "--provider", "standin", "--model", "standin-model", "--no-session", "-p", "Say hello.")...)
+		if code != 0 || !strings.Contains(out, standInReply) {
+			t.Fatalf("exit %d, want 0 and the stand-in's reply; requests %q:\n%s", code, local.requests(), out)
+		}
+	})
+
+	// nono alone (no user namespaces): through nono's own proxy, which
+	// matches host names only, so the list names the host without the
+	// port; 127.0.0.2 lies outside nono's NO_PROXY. Claude Code's
+	// routed key is withheld there (TestNonoAloneCredentials); pi's
+	// models.json key is its own.
+	api := newAPIStandInAt(t, "127.0.0.2:0")
+	host := "127.0.0.2:" + strconv.Itoa(api.port())
+	t.Run("pi completes a turn through nono's proxy (nono alone)", func(t *testing.T) {
+		realAgent(t, "pi", "@mariozechner/pi-coding-agent@0.73.1")
+		r := newNonoAloneRun(t)
 		models := fmt.Sprintf(`{"providers": {"standin": {"baseUrl": "http://%s", "api": "anthropic-messages", "apiKey": "standin-key", "models": [{"id": "standin-model"}]}}}`, host)
 		write(t, filepath.Join(r.home, ".pi", "agent", "models.json"), models)
 		code, out := r.cli(120*time.Second, nil, append(append([]string{}, nonoFlags...), "--allow-host", "127.0.0.2", "pi", "--provider", "standin", "--model", "standin-model", "--no-session", "-p", "Say hello.")...)
