@@ -156,8 +156,8 @@ func (r *run) grants(check func(string) string, f *agent.Folder) (*nono.Profile,
 		fsys := p.Filesystem
 		r.add(name, OK, fmt.Sprintf("legal under %s: %d read-only, %d write-only and %d read-write paths (working directory and state included), %d program closure paths",
 			u.backend, len(fsys.Read), len(fsys.Write), len(fsys.Allow), len(fsys.ExecClosure)), "")
-		if np, ok := p.Prepared.(*nono.Prepared); ok {
-			profile = &np.Profile
+		if prof, ok := p.Profile.(*nono.Profile); ok {
+			profile = prof // nono alone or inside the view
 		}
 		// Runs under an installed nono or sbx leave the files the user's
 		// tools run code from writable: say so.

@@ -88,13 +88,13 @@ type Plan struct {
 	Workdir     string  `json:"workdir"`
 	Sandboxed   bool    `json:"sandboxed"`
 	Backend     *string `json:"backend"`
+	Reason      string  `json:"backend_reason"`
+	Fallback    *string `json:"backend_fallback"`
 	// Engine is what enforces the run within its backend
 	// (backend.Description.Engine: "view", "nono-in-view",
-	// "landlock-only", "nono"), the backend's name when it has one
-	// engine; null when unsandboxed.
+	// "landlock-only", "nono-alone"), the backend's name when it has
+	// one engine; null when unsandboxed.
 	Engine      *string     `json:"engine"`
-	Reason      string      `json:"backend_reason"`
-	Fallback    *string     `json:"backend_fallback"`
 	Network     Network     `json:"network"`
 	Filesystem  Filesystem  `json:"filesystem"`
 	Environment Environment `json:"environment"`

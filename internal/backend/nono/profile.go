@@ -256,6 +256,13 @@ func (b *builder) build() (Profile, error) {
 		return Profile{}, err
 	}
 	if b.o.InView {
+		if s.Network.Profile != "" {
+			// An unknown name is refused in nono's words, a known one
+			// by the view (its broker carries the allow list).
+			if err := checkNetworkProfile(s.Network.Profile, s.Network.Source); err != nil {
+				return Profile{}, err
+			}
+		}
 		prof.Network = inViewNetwork(s)
 	} else {
 		net, err := network(s)
@@ -492,13 +499,15 @@ func loopbackRefusal(s spec.Spec, port int) string {
 // namespace and egress broker carry out the run's policy: with an allow
 // list (or an open network) unrestricted, since nono's own proxy would
 // have no route out and the broker keeps ports and credential routes;
-// with a blocked network nono's block too, a second layer (its seccomp
+// with a blocked network (or an allow list naming no host) nono's block
+// too, a second layer (its seccomp
 // refuses network sockets) that keeps the view's forwarded open_port
 // ports open. A listen_port leaves it unrestricted: nono's block refuses
 // the socket a server needs (measured with nono 0.78.0, TestNonoPorts).
 func inViewNetwork(s spec.Spec) Network {
 	n := s.Network
-	if n.Mode != posture.NetBlocked || len(n.ListenPorts) > 0 {
+	blocked := n.Mode == posture.NetBlocked || n.Mode == posture.NetAllowlist && n.NoHost()
+	if !blocked || len(n.ListenPorts) > 0 {
 		return Network{}
 	}
 	return Network{Block: true, OpenPort: uniq.Sorted(n.OpenPorts)}
