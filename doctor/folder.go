@@ -429,13 +429,13 @@ func (r *run) credentials(check string, f *agent.Folder, tomlPath, engine string
 	if len(f.Config.Credentials) == 0 {
 		return
 	}
-	if engine == nono.EngineAlone && r.goos == "linux" {
+	if engine == nono.EngineAlone {
 		var names []string
 		for _, c := range f.Config.Credentials {
 			names = append(names, c.Env)
 		}
 		r.add(check, Warn, fmt.Sprintf("not given to the agent with an allow list: nono runs alone here (no namespace view), and agent-sandbox has no credential route under nono alone: %s", strings.Join(names, ", ")),
-			"log in inside the agent (a subscription login needs no key), or set "+landlockbackend.WeakerSandboxEnv+"=1 for the weaker sandbox, whose broker injects the key (the agent holds a phantom)")
+			nonoAloneFix(r.goos))
 		return
 	}
 	var ok, missing []string
@@ -475,4 +475,12 @@ func (r *run) credentials(check string, f *agent.Folder, tomlPath, engine string
 	if len(ok) > 0 {
 		r.add(check, OK, fmt.Sprintf("injected by the broker with an allow list (the agent holds a phantom): %s", strings.Join(ok, ", ")), "")
 	}
+}
+
+// nonoAloneFix is what gives an agent under nono alone its key.
+func nonoAloneFix(goos string) string {
+	if goos != "linux" {
+		return "log in inside the agent (a subscription login needs no key)"
+	}
+	return "log in inside the agent (a subscription login needs no key), or set " + landlockbackend.WeakerSandboxEnv + "=1 for the weaker sandbox, whose broker injects the key (the agent holds a phantom)"
 }

@@ -29,7 +29,7 @@ func New(b posture.Backend, o backend.Options) backend.Backend {
 			SeatbeltRules: o.SeatbeltRules, UnixSocketDirBind: o.UnixSocketDirBind,
 		}}
 		if runtime.GOOS != "linux" {
-			return nb
+			return nonoAlone{nono: nb, getenv: o.Getenv}
 		}
 		early, _ := o.Early.(*landlock.Early)
 		return nonoEngine{nono: nb, getenv: o.Getenv, view: landlock.Backend{

@@ -112,16 +112,45 @@ func (b nonoEngine) alone(s spec.Spec, why string) (backend.Prepared, error) {
 		}
 		return p, nil
 	}
+	p, err := nonoAlone{nono: b.nono, getenv: b.getenv, linux: true}.prepare(s)
+	if err != nil {
+		return nil, err
+	}
+	p.Warnings = append([]string{fmt.Sprintf("nono runs alone: no namespace view on this host (%s), so no PID or network namespace, protected files are writable and no egress broker routes credentials; %s=1 runs the weaker sandbox instead, which enforces more", why, landlock.WeakerSandboxEnv)}, p.Warnings...)
+	return p, nil
+}
+
+// nonoAlone is nono run by itself (nono.EngineAlone): on macOS, and on a
+// Linux host without a view. agent-sandbox has no credential route there,
+// so a routed credential's variable is not passed (withoutRoutedKeys),
+// and one line says so.
+type nonoAlone struct {
+	nono   nono.Backend
+	getenv func(string) string
+	// linux says the weaker sandbox is the other choice (Linux only).
+	linux bool
+}
+
+// Prepare is prepare as a backend.Prepared.
+func (b nonoAlone) Prepare(s spec.Spec) (backend.Prepared, error) {
+	p, err := b.prepare(s)
+	return backend.Of(p, err)
+}
+
+func (b nonoAlone) prepare(s spec.Spec) (*nono.Prepared, error) {
 	s, dropped := withoutRoutedKeys(s, b.getenv)
 	np, err := nono.Prepare(s, b.nono.Options)
 	if err != nil {
 		return nil, err
 	}
-	np.Warnings = append([]string{fmt.Sprintf("nono runs alone: no namespace view on this host (%s), so no PID or network namespace, protected files are writable and no egress broker routes credentials; %s=1 runs the weaker sandbox instead, which enforces more", why, landlock.WeakerSandboxEnv)}, np.Warnings...)
 	if len(dropped) > 0 {
-		np.Warnings = append(np.Warnings, fmt.Sprintf("credentials %s: not given to the agent: nono alone has no credential route of agent-sandbox's (the real key would sit in the agent's environment); log in inside the agent instead, or set %s=1 for the weaker sandbox, whose broker injects the key", strings.Join(dropped, ", "), landlock.WeakerSandboxEnv))
+		fix := "log in inside the agent instead (a subscription login needs no key), or use an open network (--network open), where the key is the agent's by design"
+		if b.linux {
+			fix = fmt.Sprintf("log in inside the agent instead, or set %s=1 for the weaker sandbox, whose broker injects the key", landlock.WeakerSandboxEnv)
+		}
+		np.Warnings = append(np.Warnings, fmt.Sprintf("credentials %s: not given to the agent: nono alone has no credential route of agent-sandbox's (the real key would sit in the agent's environment); %s", strings.Join(dropped, ", "), fix))
 	}
-	return backend.Of(&np, nil)
+	return &np, nil
 }
 
 // withoutRoutedKeys is s without the variables of its credentials

@@ -96,4 +96,17 @@ func TestNonoEngineChoice(t *testing.T) {
 	if d.Engine != landlock.EngineWeaker || !strings.Contains(strings.Join(d.Warnings, "\n"), "the weaker sandbox runs instead of nono alone") {
 		t.Errorf("without a view, weaker sandbox accepted: engine %q, warnings %q", d.Engine, d.Warnings)
 	}
+
+	// macOS: nono alone, no weaker sandbox to offer; the key withheld all
+	// the same.
+	mac := s
+	mac.GOOS = "darwin"
+	p, err = nonoAlone{nono: b.nono, getenv: b.getenv}.Prepare(mac)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d = p.Describe()
+	if w := strings.Join(d.Warnings, "\n"); !strings.Contains(w, "credentials ANTHROPIC_API_KEY: not given to the agent") || strings.Contains(w, landlock.WeakerSandboxEnv) {
+		t.Errorf("macOS: warnings %q", d.Warnings)
+	}
 }
