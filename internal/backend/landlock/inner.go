@@ -58,7 +58,8 @@ type InnerStart struct {
 }
 
 // innerRun is what the view gives the agent of s, started with argv and
-// env, with the policy p.
+// env: the run's TMPDIR runTmp, the private /tmp, /var/tmp and /dev/shm,
+// the caches' layers, the toolchains, and the run's own files readFiles.
 func innerRun(s spec.Spec, argv, env []string, runTmp string, readFiles []string) InnerRun {
 	r := InnerRun{Argv: argv, Env: env, Allow: []string{runTmp, "/tmp", "/var/tmp", "/dev/shm"}, ReadFiles: readFiles}
 	for _, c := range s.Caches {
