@@ -202,6 +202,27 @@ ls "$S/nono-runs" >/dev/null 2>&1 && echo RUNS-LISTED; echo DONE`
 		}
 	})
 
+	// unix_socket_dir_bind: inside the view no host socket is there, so
+	// the directory is a plain grant of nono's; nono's pathname
+	// mediation does not start inside the view (nono 0.78.0).
+	t.Run("the agent's own sockets in unix_socket_dir_bind", func(t *testing.T) {
+		r := newBrokerRun(t)
+		sockDir := filepath.Join(r.home, ".agent-browser")
+		if err := os.MkdirAll(sockDir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(r.folder(), "sandbox", "nono.json"), `{"filesystem": {"unix_socket_dir_bind": ["~/.agent-browser"]}, "network": {"allow_domain": ["api.example.com"]}}`+"\n")
+		probe := `python3 -c '
+import os, socket
+p = os.path.expanduser("~/.agent-browser/s.sock")
+s = socket.socket(socket.AF_UNIX); s.bind(p); s.listen(1)
+c = socket.socket(socket.AF_UNIX); c.connect(p); print("SOCKET-OK")'`
+		code, out := r.cli(60*time.Second, nonoDefaultEnv(t), r.folder(), "-c", probe)
+		if code != 0 || !strings.Contains(out, "SOCKET-OK") {
+			t.Errorf("exit %d, want the agent's socket bound and connected:\n%s", code, out)
+		}
+	})
+
 	t.Run("offline, nono's own block is a second layer", func(t *testing.T) {
 		r := newBrokerRun(t)
 		code, out := r.cli(60*time.Second, nonoDefaultEnv(t), "--offline", r.folder(), "-c", `python3 -c '

@@ -248,6 +248,14 @@ func (b *builder) build() (Profile, error) {
 	if b.o.NixStore {
 		prof.Groups = &Groups{Include: []string{"nix_runtime"}}
 	}
+	if b.o.InView {
+		// Inside the view no host socket is there to reach: the
+		// directories are plain read-write grants, and nono's pathname
+		// mediation, which does not start inside the view (nono 0.78.0:
+		// "CLONE_FILES bootstrap: child died or timed out"), is not asked.
+		b.allow = append(b.allow, b.sockets...)
+		b.sockets = nil
+	}
 	prof.Filesystem = b.filesystem()
 	if s.GOOS == "linux" && len(prof.Filesystem.UnixSocketDirBind) > 0 {
 		prof.Linux = &Linux{AfUnixMediation: "pathname"}
