@@ -74,7 +74,7 @@ func (b nonoEngine) Prepare(s spec.Spec) (backend.Prepared, error) {
 		},
 		Comments: []string{
 			"nono: " + exec + " (read-only in the view), profile " + shownProfile + ": the run's grants, and again what the view gives the agent (its TMPDIR, /tmp, /var/tmp, /dev/shm, the caches' layers, the toolchains); the environment's names as allow_vars",
-			"nono's network: unrestricted inside the view, whose network namespace and egress broker carry out the network policy and the credential routes (nono's own proxy would have no route out)",
+			"nono's network: unrestricted inside the view, whose network namespace and egress broker carry out the network policy and the credential routes (nono's own proxy would have no route out, and its block would refuse the sandbox's own loopback)",
 		},
 		JSON: map[string]any{"profile": &np.Profile, "profile_path": shownProfile},
 		Start: func(r landlock.InnerRun) (landlock.InnerStart, error) {

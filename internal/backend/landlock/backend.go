@@ -248,7 +248,7 @@ func (p *Prepared) Describe() backend.Description {
 	case EngineWeaker:
 		comments = append(comments, "engine: landlock-only (the weaker sandbox: Landlock, seccomp, no_new_privs; no namespace view)")
 	case EngineNonoInView:
-		comments = append(comments, "engine: nono-in-view (the namespace view: new user, mount, PID, IPC, UTS namespaces, network namespace unless the network is open, Landlock, seccomp, no_new_privs; inside it nono, whose own Landlock and seccomp policy confines the agent: a second layer)")
+		comments = append(comments, "engine: nono-in-view (the namespace view: new user, mount, PID, IPC, UTS namespaces, network namespace unless the network is open, Landlock, seccomp, no_new_privs; inside it nono, whose own Landlock policy confines the agent: a second layer)")
 		comments = append(comments, p.Inner.Comments...)
 	default:
 		comments = append(comments, "engine: namespace view (new user, mount, PID, IPC, UTS namespaces; network namespace unless the network is open), then Landlock, seccomp, no_new_privs")

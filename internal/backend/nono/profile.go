@@ -504,19 +504,10 @@ func loopbackRefusal(s spec.Spec, port int) string {
 }
 
 // inViewNetwork is nono's network inside the namespace view, whose network
-// namespace and egress broker carry out the run's policy: with an allow
-// list (or an open network) unrestricted, since nono's own proxy would
-// have no route out and the broker keeps ports and credential routes;
-// with a blocked network (or an allow list naming no host) nono's block
-// too, a second layer (its seccomp
-// refuses network sockets) that keeps the view's forwarded open_port
-// ports open. A listen_port leaves it unrestricted: nono's block refuses
-// the socket a server needs (measured with nono 0.78.0, TestNonoPorts).
-func inViewNetwork(s spec.Spec) Network {
-	n := s.Network
-	blocked := n.Mode == posture.NetBlocked || n.Mode == posture.NetAllowlist && n.NoHost()
-	if !blocked || len(n.ListenPorts) > 0 {
-		return Network{}
-	}
-	return Network{Block: true, OpenPort: uniq.Sorted(n.OpenPorts)}
-}
+// namespace and egress broker carry out the run's policy: unrestricted.
+// With an allow list nono's own proxy would have no route out (the broker
+// keeps ports and credential routes); with a blocked network nono's block
+// refuses every socket, the sandbox's own loopback included (measured
+// with nono 0.78.0: a test server and its client fail with EPERM), while
+// the view's namespace already has no route out.
+func inViewNetwork(spec.Spec) Network { return Network{} }
