@@ -128,10 +128,7 @@ func (Backend) SystemCovers(p string) bool { return SystemCovers(p) }
 // and builds the policy with PolicyFor and the network with NetFor.
 func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 	if s.Network.Profile != "" {
-		if b.Inner != nil {
-			return nil, fmt.Errorf("%s: network.network_profile %q cannot be enforced: nono runs inside agent-sandbox's namespace view, whose egress broker carries out the allow list (nono's own proxy has no route out of it); list the hosts in network.allow_domain instead", b.PolicyFile, s.Network.Profile)
-		}
-		return nil, fmt.Errorf("%s: network.network_profile %q cannot be enforced by the landlock backend (only nono knows network profiles); install nono or remove it", b.PolicyFile, s.Network.Profile)
+		return nil, b.networkProfileRefusal(s.Network.Profile)
 	}
 	netPlan, err := NetFor(s.Network, b.PolicyFile)
 	if err != nil {
@@ -145,9 +142,7 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 		s.Allow = append(append([]string{}, s.Allow...), b.UnixSocketDirs...)
 	}
 	p := &Prepared{Spec: s, Policy: PolicyFor(s, b.NixStore, self), Verbose: b.Verbose, Quiet: b.Quiet, Net: netPlan, Early: b.Early, Inner: b.Inner}
-	if b.Inner != nil {
-		p.Policy.ReadExec = append(p.Policy.ReadExec, b.Inner.Exec...)
-	}
+	p.Policy.ReadExec = append(p.Policy.ReadExec, b.Inner.exec()...)
 	abiOf := b.ABI
 	if abiOf == nil {
 		abiOf = ll.ABI
@@ -161,21 +156,14 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 	if b.Weaker != nil {
 		weaker = b.Weaker
 	}
+	// nono inside the view has no weaker sandbox under it: without a
+	// view internal/backends chooses another engine before this.
+	view := b.Inner.engine()
 	switch {
-	case expected && b.Inner != nil:
-		p.Engine = EngineNonoInView
-		p.Warnings = ViewWarnings(p.Policy, abi)
-	case b.Inner != nil:
-		// internal/backends chooses another engine where no view can
-		// be built; this is a host that changed its mind since.
-		p.Engine = EngineNonoInView
-		if p.Refusal == "" {
-			p.Refusal = noViewRefusal(why)
-		}
 	case expected:
-		p.Engine = EngineView
+		p.Engine = view
 		p.Warnings = ViewWarnings(p.Policy, abi)
-	case weaker():
+	case b.Inner == nil && weaker():
 		p.Engine = EngineWeaker
 		narrowed := s
 		narrowed.Toolchains = narrowForWeaker(s.Toolchains, s.Home)
@@ -192,12 +180,12 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 			p.Warnings = append(p.Warnings, weakerProtectedWarning(ro))
 		}
 	default:
-		p.Engine = EngineView
+		p.Engine = view
 		if p.Refusal == "" {
 			p.Refusal = noViewRefusal(why)
 		}
 	}
-	inView := p.Engine == EngineView || p.Engine == EngineNonoInView
+	inView := p.Engine != EngineWeaker
 	if s.Ledger.Problem != "" && inView && p.Refusal == "" {
 		p.Refusal = s.Ledger.Problem
 	}

@@ -79,11 +79,7 @@ func execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 		return launch.ExitNotFound
 	}
 	if banner {
-		name := "landlock"
-		if inner != nil {
-			name = EngineNonoInView
-		}
-		launch.Banner(stdio.Err, name)
+		launch.Banner(stdio.Err, inner.bannerName())
 	}
 	p.ReadWrite = append(p.ReadWrite, TerminalNodes(stdio)...)
 	// TMPDIR is private to this run: a fresh directory under the agent's
@@ -231,11 +227,6 @@ func execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 		}
 	} else {
 		v := &viewRun{early: early, scope: sc, p: p, s: s, n: n, sess: sess, stderr: stdio.Err, fallback: weak, inner: inner, runTmp: runTmp, runFiles: runFiles}
-		if inner != nil {
-			// No weaker sandbox under nono: where the view turns out
-			// not to be possible the run is refused.
-			v.fallback = nil
-		}
 		l.Prepare, l.Start = v.prepare, v.start
 	}
 	return l.Execute()

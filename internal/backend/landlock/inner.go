@@ -1,6 +1,10 @@
 package landlock
 
-import "github.com/agent-sandbox/agent-sandbox/internal/spec"
+import (
+	"fmt"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/spec"
+)
 
 // EngineNonoInView is nono run inside the namespace view: the view's
 // namespaces, read-only protections, private /tmp and caches, egress
@@ -69,4 +73,37 @@ func innerRun(s spec.Spec, argv, env []string, runTmp string, readFiles []string
 		r.Read = append(r.Read, t.Path)
 	}
 	return r
+}
+
+// exec is i.Exec; none for a nil *Inner.
+func (i *Inner) exec() []string {
+	if i == nil {
+		return nil
+	}
+	return i.Exec
+}
+
+// engine is the engine of a view with i inside: EngineView without one.
+func (i *Inner) engine() string {
+	if i == nil {
+		return EngineView
+	}
+	return EngineNonoInView
+}
+
+// networkProfileRefusal refuses a nono network profile, which only nono's
+// own proxy knows.
+func (b Backend) networkProfileRefusal(name string) error {
+	if b.Inner != nil {
+		return fmt.Errorf("%s: network.network_profile %q cannot be enforced: nono runs inside agent-sandbox's namespace view, whose egress broker carries out the allow list (nono's own proxy has no route out of it); list the hosts in network.allow_domain instead", b.PolicyFile, name)
+	}
+	return fmt.Errorf("%s: network.network_profile %q cannot be enforced by the landlock backend (only nono knows network profiles); install nono or remove it", b.PolicyFile, name)
+}
+
+// bannerName names the engine in the "Sandbox Active" banner.
+func (i *Inner) bannerName() string {
+	if i == nil {
+		return "landlock"
+	}
+	return EngineNonoInView
 }

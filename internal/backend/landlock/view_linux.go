@@ -373,7 +373,9 @@ func (v *viewRun) startView(cmd *exec.Cmd, argv, env []string, pol ll.Policy) (l
 	in, out, errw := cmd.Stdin, cmd.Stdout, cmd.Stderr
 	proc, err := v.early.start(cmd, c, v.scope.check(v.stderr))
 	if errors.Is(err, view.ErrUnavailable) {
-		if !WeakerSandboxAllowed() || v.fallback == nil {
+		// No weaker sandbox under nono: where the view turns out not
+		// to be possible, a nono-in-view run is refused.
+		if !WeakerSandboxAllowed() || v.inner != nil {
 			return launch.Started{}, &launch.SetupError{Err: errors.New(noViewRefusal(err.Error()))}
 		}
 		diag.Warnf(v.stderr, "%s", weakerWarning(err.Error()))

@@ -248,14 +248,6 @@ func (b *builder) build() (Profile, error) {
 	if b.o.NixStore {
 		prof.Groups = &Groups{Include: []string{"nix_runtime"}}
 	}
-	if b.o.InView {
-		// Inside the view no host socket is there to reach: the
-		// directories are plain read-write grants, and nono's pathname
-		// mediation, which does not start inside the view (nono 0.78.0:
-		// "CLONE_FILES bootstrap: child died or timed out"), is not asked.
-		b.allow = append(b.allow, b.sockets...)
-		b.sockets = nil
-	}
 	prof.Filesystem = b.filesystem()
 	if s.GOOS == "linux" && len(prof.Filesystem.UnixSocketDirBind) > 0 {
 		prof.Linux = &Linux{AfUnixMediation: "pathname"}
@@ -263,22 +255,11 @@ func (b *builder) build() (Profile, error) {
 	if err := noGlobs(prof.Filesystem); err != nil {
 		return Profile{}, err
 	}
-	if b.o.InView {
-		if s.Network.Profile != "" {
-			// An unknown name is refused in nono's words, a known one
-			// by the view (its broker carries the allow list).
-			if err := checkNetworkProfile(s.Network.Profile, s.Network.Source); err != nil {
-				return Profile{}, err
-			}
-		}
-		prof.Network = inViewNetwork(s)
-	} else {
-		net, err := network(s)
-		if err != nil {
-			return Profile{}, err
-		}
-		prof.Network = net
+	net, err := b.network()
+	if err != nil {
+		return Profile{}, err
 	}
+	prof.Network = net
 	prof.Environment = b.environment()
 	if len(b.o.SeatbeltRules) > 0 {
 		if s.GOOS == "darwin" {
@@ -355,6 +336,15 @@ func (b *builder) addExec() error {
 // filesystem sorts and de-duplicates the grants; a path granted read-write
 // is dropped from the read-only and write-only lists.
 func (b *builder) filesystem() Filesystem {
+	if b.o.InView {
+		// Inside the view no host socket is there to reach: the
+		// unix_socket_dir_bind directories are plain read-write grants,
+		// and nono's pathname mediation, which does not start inside the
+		// view (nono 0.78.0: "CLONE_FILES bootstrap: child died or
+		// timed out"), is not asked.
+		b.allow = append(b.allow, b.sockets...)
+		b.sockets = nil
+	}
 	allow, allowFile := uniq.Sorted(b.allow), uniq.Sorted(b.allowFile)
 	minus := func(list, drop []string) []string {
 		d := map[string]bool{}
@@ -501,6 +491,23 @@ func loopbackRefusal(s spec.Spec, port int) string {
 		p = strconv.Itoa(port)
 	}
 	return fmt.Sprintf("nono alone (no namespace view on this host) cannot reach a loopback port beside an allow list: clients connect to it directly (NO_PROXY) and nono refuses that connect in its proxy mode; for a local model alone set \"network\": {\"block\": true, \"open_port\": [%s]} in %s (then no remote host is reachable), or set %s=1 for agent-sandbox's weaker sandbox, which forwards the port beside an allow list (with user namespaces on, nono runs inside agent-sandbox's view, which does too)", p, sandboxFile(s), "AGENT_SANDBOX_WEAKER_SANDBOX")
+}
+
+// network is the profile's network: network(s) for nono alone; inside the
+// view inViewNetwork, after an unknown network_profile is refused in
+// nono's words (a known one is refused by the view, whose broker carries
+// the allow list).
+func (b *builder) network() (Network, error) {
+	s := b.s
+	if !b.o.InView {
+		return network(s)
+	}
+	if s.Network.Profile != "" {
+		if err := checkNetworkProfile(s.Network.Profile, s.Network.Source); err != nil {
+			return Network{}, err
+		}
+	}
+	return inViewNetwork(s), nil
 }
 
 // inViewNetwork is nono's network inside the namespace view, whose network
