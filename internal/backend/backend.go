@@ -11,6 +11,11 @@
 //   - backend/landlock: the built-in engine's policy (on top of the kernel
 //     library internal/landlock) and its trampoline.
 //
+// internal/backends composes two of them: on Linux, where the namespace
+// view can be built, a nono run is the landlock backend's view with nono
+// started inside it (landlock.Inner, engine "nono-in-view");
+// Description.Engine names the engine that runs.
+//
 // plan.Build calls Prepare once; the run command calls Execute once.
 package backend
 

@@ -1,6 +1,9 @@
 // Package backends is the one place that knows every backend: it builds
-// the one a run's posture chose (New) and dispatches the hidden commands a
-// backend re-executes agent-sandbox for inside its sandbox (Hidden). The
+// the one a run's posture chose (New), composes nono with the built-in
+// engine's namespace view (nonoEngine: nono inside the view where it can
+// be built, else nono alone or the weaker sandbox), and dispatches the
+// hidden commands a backend re-executes agent-sandbox for inside its
+// sandbox (Hidden). The
 // packages that plan and wire a run (internal/plan, cmd/agent-sandbox)
 // see backends only through the internal/backend interfaces.
 package backends
