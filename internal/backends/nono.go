@@ -61,10 +61,14 @@ func (b nonoEngine) Prepare(s spec.Spec) (backend.Prepared, error) {
 	if real, err := filepath.EvalSymlinks(exec); err == nil {
 		exec = real
 	}
+	var execs []string
+	if filepath.IsAbs(exec) {
+		execs = []string{exec} // else nono is missing: refused below
+	}
 	shownProfile := nono.InViewProfilePath(s)
 	inner := &landlock.Inner{
 		Name: "nono",
-		Exec: []string{exec},
+		Exec: execs,
 		Shown: func(argv []string) spec.Command {
 			return spec.Command{
 				Argv: nono.InViewArgv(np, shownProfile, argv),
