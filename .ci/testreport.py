@@ -114,6 +114,12 @@ MUST_RUN = [
     "e2e-user TestEscapes/landlock-weaker",
     "e2e TestEscapes/nono",
     "e2e-user TestEscapes/nono",
+    "e2e TestEscapes/nono-alone",
+    "e2e-user TestEscapes/nono-alone",
+    "e2e TestNonoInView",
+    "e2e-user TestNonoInView",
+    "e2e TestNonoAloneCredentials",
+    "e2e-user TestNonoAloneCredentials",
     "e2e TestEscapeView/nono",
     "e2e-user TestEscapeView/nono",
     "e2e TestNonoConfinesShell",
@@ -167,11 +173,14 @@ ALLOWED = {
     "e2e-user TestEscapes/landlock/write_/etc": "an ordinary user cannot write /etc even with --no-sandbox (the row runs as root)",
     "e2e-user TestEscapes/nono/write_/etc": "an ordinary user cannot write /etc even with --no-sandbox (the row runs as root)",
     "e2e-user TestEscapes/landlock-weaker/write_/etc": "an ordinary user cannot write /etc even with --no-sandbox (the row runs as root)",
+    "e2e-user TestEscapes/nono-alone/write_/etc": "an ordinary user cannot write /etc even with --no-sandbox (the row runs as root)",
     # The weaker sandbox runs on a simulated host without user namespaces:
     # agent-sandbox runs in a user namespace of its own there, whose root
     # cannot read a host process's environment even unsandboxed.
     "e2e TestEscapes/landlock-weaker/read_a_host_process's_environ": "the simulated host (a user namespace) cannot read a host process's environment even with --no-sandbox",
     "e2e-user TestEscapes/landlock-weaker/read_a_host_process's_environ": "the simulated host (a user namespace) cannot read a host process's environment even with --no-sandbox",
+    "e2e TestEscapes/nono-alone/read_a_host_process's_environ": "the simulated host (a user namespace) cannot read a host process's environment even with --no-sandbox",
+    "e2e-user TestEscapes/nono-alone/read_a_host_process's_environ": "the simulated host (a user namespace) cannot read a host process's environment even with --no-sandbox",
     # A mode-000 policy file is readable by root: these rows prove their
     # point in the ordinary user's run (e2e-user), where they must pass.
     "e2e TestEscapeView/default-backend/policy-file-unreadable": "root reads a mode-000 file anyway (the row runs as agentsb)",

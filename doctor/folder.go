@@ -165,8 +165,8 @@ func (r *run) grants(check func(string) string, f *agent.Folder) (*nono.Profile,
 		fsys := p.Filesystem
 		r.add(name, OK, fmt.Sprintf("legal under %s: %d read-only, %d write-only and %d read-write paths (working directory and state included), %d program closure paths",
 			u.backend, len(fsys.Read), len(fsys.Write), len(fsys.Allow), len(fsys.ExecClosure)), "")
-		if np, ok := p.Prepared.(*nono.Prepared); ok {
-			profile = &np.Profile
+		if prof, ok := p.Profile.(*nono.Profile); ok {
+			profile = prof // nono alone or inside the view
 		}
 		// Runs under an installed nono or sbx leave the files the user's
 		// tools run code from writable: say so.
@@ -470,6 +470,15 @@ func (r *run) credentials(check string, f *agent.Folder, tomlPath string, eng en
 	if len(f.Config.Credentials) == 0 {
 		return
 	}
+	if eng == engine.Nono {
+		var names []string
+		for _, c := range f.Config.Credentials {
+			names = append(names, c.Env)
+		}
+		r.add(check, Warn, fmt.Sprintf("not given to the agent with an allow list: nono runs alone here (no namespace view), and agent-sandbox has no credential route under nono alone: %s", strings.Join(names, ", ")),
+			nonoAloneFix(r.goos))
+		return
+	}
 	var ok, missing []string
 	for _, c := range f.Config.Credentials {
 		src := c.Source
@@ -512,8 +521,20 @@ func (r *run) credentials(check string, f *agent.Folder, tomlPath string, eng en
 		return
 	}
 	if c := engine.Must(orView(eng)).Gives[engine.Credentials]; eng != "" && c.Level != engine.Yes {
-		r.add(check, Warn, fmt.Sprintf("%s: a plain run uses engine %s, without the broker's credential routes (%s): %s", tomlPath, engine.Must(eng).Name, c.Note, strings.Join(ok, ", ")), engineFix(eng))
+		fix := engineFix(eng)
+		if eng == engine.Nono {
+			fix = nonoAloneFix(r.goos)
+		}
+		r.add(check, Warn, fmt.Sprintf("%s: a plain run uses engine %s, without the broker's credential routes (%s): %s", tomlPath, engine.Must(eng).Name, c.Note, strings.Join(ok, ", ")), fix)
 		return
 	}
 	r.add(check, OK, fmt.Sprintf("injected by the broker with an allow list (the agent holds a phantom): %s", strings.Join(ok, ", ")), "")
+}
+
+// nonoAloneFix is what gives an agent under nono alone its key.
+func nonoAloneFix(goos string) string {
+	if goos != "linux" {
+		return "log in inside the agent (a subscription login needs no key)"
+	}
+	return "log in inside the agent (a subscription login needs no key), or set " + landlockbackend.WeakerSandboxEnv + "=1 for the weaker sandbox, whose broker injects the key (the agent holds a phantom)"
 }

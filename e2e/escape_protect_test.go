@@ -186,7 +186,7 @@ func gitfileSetup(t *testing.T, v *view) (vars, func() string) {
 // nono keeps nothing read-only and the end-of-run scan is the built-in
 // engine's: its cases pin that (nonoProtectCases).
 func protectCasesFor(t *testing.T, bin string, b backend) {
-	if b.name == "nono" {
+	if b.alone {
 		nonoProtectCases(t, bin, b)
 		return
 	}

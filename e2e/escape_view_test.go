@@ -174,12 +174,13 @@ func (v *view) exec(args []string, o opts) run {
 	return run{code, out.String()}
 }
 
-// sandboxFlags are the backend's and the mode's flags. nono refuses an
-// allow-list entry with a port (its proxy would admit every port of the
-// host), so its allow-list mode names localhost without one.
+// sandboxFlags are the backend's and the mode's flags. nono alone refuses
+// an allow-list entry with a port (its proxy would admit every port of the
+// host), so its allow-list mode names localhost without one; inside the
+// view the broker keeps the port.
 func (v *view) sandboxFlags() []string {
 	mode := v.mode.flags
-	if nonoSelected(v.flags) && v.mode.name == "allowlist" {
+	if v.backend.alone && v.mode.name == "allowlist" {
 		mode = []string{"--allow-host", "localhost"}
 	}
 	return append(append([]string{}, v.flags...), mode...)
@@ -629,7 +630,7 @@ func TestEscapeView(t *testing.T) {
 					// Under nono the case is pinned (processes survive:
 					// there is no PID namespace) and takes a minute; the
 					// network mode does not change it, so it runs once.
-					if b.name != "nono" || m.name == "open" {
+					if !b.alone || m.name == "open" {
 						t.Run("survivor-after-launcher-sigkill", func(t *testing.T) { survivorAfterKill(t, bin, b, m) })
 					}
 					t.Run("survivor-after-exit", func(t *testing.T) { survivorAfterExit(t, bin, b, m) })
@@ -637,7 +638,7 @@ func TestEscapeView(t *testing.T) {
 					t.Run("toctou-read-grant-swap", func(t *testing.T) { toctouSwap(t, bin, b, m, true) })
 				})
 			}
-			if b.name == "nono" {
+			if b.alone {
 				t.Run("toctou-grant-swapped-after-check", func(t *testing.T) { nonoSwapAfterCheck(t, bin, b) })
 			}
 			configPathCases(t, bin, b)
@@ -710,7 +711,7 @@ func runViewCase(t *testing.T, bin string, b backend, m netMode, c viewCase) {
 			t.Skipf("control: the probe fails even with --no-sandbox, so it proves nothing here (exit %d): %s", r.code, r.out)
 		}
 	}
-	pinned := b.name == "nono" && (c.nonoModes == nil || contains(c.nonoModes, m.name)) && (!c.nonoRootOnly || os.Geteuid() == 0)
+	pinned := b.alone && (c.nonoModes == nil || contains(c.nonoModes, m.name)) && (!c.nonoRootOnly || os.Geteuid() == 0)
 	if c.probe != "" {
 		v, r, effect := once(true, c.probe)
 		switch {
@@ -736,7 +737,7 @@ func runViewCase(t *testing.T, bin string, b backend, m netMode, c viewCase) {
 	}
 	_, r, _ := once(true, c.neighbour)
 	switch {
-	case c.nonoNoNeighbour != "" && b.name == "nono" && (c.nonoNoNeighbourModes == nil && pinned || contains(c.nonoNoNeighbourModes, m.name)):
+	case c.nonoNoNeighbour != "" && b.alone && (c.nonoNoNeighbourModes == nil && pinned || contains(c.nonoNoNeighbourModes, m.name)):
 		// nono's own behaviour, pinned: the neighbour cannot work.
 		if r.code == 0 {
 			t.Errorf("under nono this neighbour used to fail (%s) and now works: update the row's nono note and the README's table (Escape classes by backend): %s", c.nonoNoNeighbour, r.out)
@@ -848,7 +849,7 @@ func survivorAfterKill(t *testing.T, bin string, b backend, m netMode) {
 	if _, left := once(false); len(left) == 0 {
 		t.Skip("control: unsandboxed no process outlived a SIGKILLed agent-sandbox, so the case proves nothing here")
 	}
-	if b.name == "nono" {
+	if b.alone {
 		// nono's own behaviour, pinned: nono and the agent's processes
 		// are ordinary processes of the user, and nothing ends them when
 		// agent-sandbox is killed (the built-in engine's init is PID 1 of
@@ -974,7 +975,7 @@ func toctouSwap(t *testing.T, bin string, b backend, m netMode, readGrant bool) 
 	for i := 0; i < toctouLaunches; i++ {
 		r := v.exec(args(), opts{dir: dir, timeout: 30 * time.Second})
 		if strings.Contains(r.out, v.canary) {
-			if b.name == "nono" {
+			if b.alone {
 				// nono's own behaviour: it resolves the grant's path
 				// itself when it starts, after agent-sandbox checked it,
 				// and follows the swapped-in symlink. Pinned
@@ -990,7 +991,7 @@ func toctouSwap(t *testing.T, bin string, b backend, m netMode, readGrant bool) 
 			refused++
 		}
 	}
-	if b.name == "nono" {
+	if b.alone {
 		t.Logf("nono's behaviour, measured: %d launches, %d refused, %d read ~/.ssh through the swapped grant (pinned by toctou-grant-swapped-after-check)", toctouLaunches, refused, leaked)
 		return
 	}

@@ -2,7 +2,9 @@ package e2e
 
 // The allow-list rows under nono's own proxy (issue 25 item 2): what
 // broker_test.go holds the built-in engine's egress broker to, run with
-// --sandbox-backend nono against the real nono. nono's proxy is the door
+// --sandbox-backend nono against the real nono, alone: on a simulated host
+// without user namespaces (newNonoAloneRun), the only place where nono
+// runs without the namespace view around it (and its own proxy). nono's proxy is the door
 // there: HTTP_PROXY and HTTPS_PROXY name it (with its per-run token), and
 // NO_PROXY is nono's own "localhost,127.0.0.1". The host-side servers
 // listen on 127.0.0.2 and 127.0.0.3, loopback addresses outside nono's
@@ -92,6 +94,17 @@ func text(body string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, body) })
 }
 
+// newNonoAloneRun is a brokerRun on a simulated host without user
+// namespaces (noUserns), where a nono run is nono alone: nono's own proxy
+// and ports, which these rows pin. With user namespaces nono runs inside
+// the namespace view (TestNonoInView).
+func newNonoAloneRun(t *testing.T) *brokerRun {
+	t.Helper()
+	r := newBrokerRun(t)
+	r.prefix = noUserns(t)
+	return r
+}
+
 // skipWithoutNono skips under -short and returns the nono under test (a
 // missing nono fails where cargo can build it).
 func skipWithoutNono(t *testing.T) string {
@@ -115,7 +128,7 @@ func TestNonoProxyPrograms(t *testing.T) {
 	tlsSrv := serveAt(t, "127.0.0.2:0", true, text("tls-ok"))
 	samehost := serveAt(t, "127.0.0.2:0", false, text("CANARY-other-port-reached"))
 	other := serveAt(t, "127.0.0.3:0", false, text("CANARY-other-reached"))
-	r := newBrokerRun(t)
+	r := newNonoAloneRun(t)
 	ca := filepath.Join(r.work, "ca.pem")
 	writeCA(t, ca, tlsSrv)
 	// nono's proxy matches host names only, so agent-sandbox refuses an
@@ -233,7 +246,7 @@ curl -sS --noproxy '*' --max-time 5 http://127.0.0.1:%d/ && echo LEAK-other
 true`, sp, op)
 
 	t.Run("open_port with block", func(t *testing.T) {
-		r := newBrokerRun(t)
+		r := newNonoAloneRun(t)
 		write(t, filepath.Join(r.folder(), "sandbox", "nono.json"), fmt.Sprintf(`{"network": {"block": true, "open_port": [%d]}}`, sp))
 		code, out := r.cli(60*time.Second, nil, append(append([]string{}, nonoFlags...), r.folder(), "-c", script)...)
 		if code != 0 || !strings.Contains(out, "local-model-ok") {
@@ -244,24 +257,23 @@ true`, sp, op)
 		}
 	})
 
-	t.Run("open_port with an allow list", func(t *testing.T) {
-		// nono's own behaviour, pinned: with an allow list (nono's proxy
-		// mode) nono 0.78.0 refuses the direct connect to an open_port
-		// (EACCES) under its default linux.sandbox_policy "auto"; with
-		// "landlock" the port works, but then UDP is no longer blocked.
-		// So the seed's local-model recipe (allow_domain naming localhost
-		// plus open_port) does not reach the model under nono on Linux;
-		// the built-in engine forwards the port (TestBrokerPorts).
-		r := newBrokerRun(t)
+	t.Run("open_port with an allow list is refused at once", func(t *testing.T) {
+		// nono alone refuses the direct connect to an open_port in its
+		// proxy mode (nono 0.78.0, linux.sandbox_policy "auto": EACCES,
+		// which agents retry for minutes), so agent-sandbox refuses the
+		// recipe before the run (exit 125) and names the fix that works
+		// (block with open_port, above). Issue 37 item 5.
+		r := newNonoAloneRun(t)
 		write(t, filepath.Join(r.folder(), "sandbox", "nono.json"), fmt.Sprintf(`{"network": {"allow_domain": ["api.example.com", "localhost"], "open_port": [%d]}}`, sp))
 		code, out := r.cli(60*time.Second, nil, append(append([]string{}, nonoFlags...), r.folder(), "-c", script)...)
-		if strings.Contains(out, "LEAK") || strings.Contains(out, "CANARY") {
-			t.Errorf("a port that is not open reached the host:\n%s", out)
+		if code != 125 || !strings.Contains(out, `"block": true, "open_port": [`) {
+			t.Errorf("exit %d, want 125 (refused before the run) and the fix (block with open_port):\n%s", code, out)
 		}
-		if strings.Contains(out, "local-model-ok") || !strings.Contains(out, "curl-exit=7") {
-			t.Errorf("under nono the open port used to be refused in allow-list mode and now is not (exit %d): update this pin and the README's table:\n%s", code, out)
-		} else {
-			t.Logf("nono's behaviour, pinned: open_port %d refused under an allow list (curl exit 7)", sp)
+		for _, host := range []string{fmt.Sprintf("127.0.0.1:%d", sp), "localhost"} {
+			code, out := r.cli(60*time.Second, nil, append(append([]string{}, nonoFlags...), "--allow-host", host, r.folder(), "-c", script)...)
+			if code != 125 || !strings.Contains(out, "open_port") {
+				t.Errorf("--allow-host %s: exit %d, want 125 and the fix:\n%s", host, code, out)
+			}
 		}
 	})
 
@@ -277,7 +289,7 @@ true`, sp, op)
 		}
 		lp := l.Addr().(*net.TCPAddr).Port
 		l.Close()
-		r := newBrokerRun(t)
+		r := newNonoAloneRun(t)
 		write(t, filepath.Join(r.folder(), "sandbox", "nono.json"), fmt.Sprintf(`{"network": {"block": true, "listen_port": [%d]}}`, lp))
 		code, out := r.cli(60*time.Second, nil, append(append([]string{}, nonoFlags...), r.folder(), "-c", fmt.Sprintf(`python3 -c '
 import socket
@@ -293,7 +305,7 @@ except OSError as e:
 	})
 
 	t.Run("--offline blocks the open ports too", func(t *testing.T) {
-		r := newBrokerRun(t)
+		r := newNonoAloneRun(t)
 		write(t, filepath.Join(r.folder(), "sandbox", "nono.json"), fmt.Sprintf(`{"network": {"block": true, "open_port": [%d]}}`, sp))
 		_, out := r.cli(60*time.Second, nil, append(append([]string{}, nonoFlags...), "--offline", r.folder(), "-c", fmt.Sprintf(`curl -sS --max-time 5 http://localhost:%d/ && echo LEAK`, sp))...)
 		if strings.Contains(out, "LEAK") || strings.Contains(out, "local-model-ok") {
@@ -303,7 +315,7 @@ except OSError as e:
 
 	t.Run("an empty allow list reaches no host", func(t *testing.T) {
 		api := serveAt(t, "127.0.0.2:0", false, text("CANARY-api"))
-		r := newBrokerRun(t)
+		r := newNonoAloneRun(t)
 		write(t, filepath.Join(r.folder(), "sandbox", "nono.json"), `{"network": {"allow_domain": []}}`)
 		code, out := r.cli(60*time.Second, nil, append(append([]string{}, nonoFlags...), r.folder(), "-c", fmt.Sprintf(`curl -sS --max-time 5 http://%s/; curl -sS --noproxy '*' --max-time 5 http://%s/; true`, hostPort(api), hostPort(api)))...)
 		if code != 0 || strings.Contains(out, "CANARY") {
@@ -321,7 +333,7 @@ except OSError as e:
 		}
 		lp := l.Addr().(*net.TCPAddr).Port
 		l.Close()
-		r := newBrokerRun(t)
+		r := newNonoAloneRun(t)
 		write(t, filepath.Join(r.folder(), "sandbox", "nono.json"), fmt.Sprintf(`{"network": {"allow_domain": ["api.example.com"], "listen_port": [%d]}}`, lp))
 		write(t, filepath.Join(r.work, "index.html"), "served-from-the-sandbox")
 		done := filepath.Join(r.work, "done")
@@ -375,8 +387,9 @@ i=0; while [ ! -e %s ] && [ $i -lt 400 ]; do sleep 0.1; i=$((i+1)); done`, lp, d
 
 // TestNonoRealAgents: the real Claude Code and pi under nono: --version
 // offline and with their built-in allow lists, then one turn against a
-// stand-in of the Anthropic Messages API reached through nono's proxy,
-// and Claude Code failing on its own when the list does not name it.
+// stand-in of the Anthropic Messages API with nono inside the view (and
+// pi's through nono's own proxy under nono alone), and Claude Code
+// failing on its own when the list does not name it.
 func TestNonoRealAgents(t *testing.T) {
 	skipWithoutNono(t)
 	bin := buildAgentSandbox(t)
@@ -397,18 +410,19 @@ func TestNonoRealAgents(t *testing.T) {
 		}
 	}
 
-	api := newAPIStandInAt(t, "127.0.0.2:0")
-	// The allow list names the host without the port: agent-sandbox refuses
-	// an entry with a port under nono, whose proxy matches host names only.
-	host := "127.0.0.2:" + strconv.Itoa(api.port())
+	// With user namespaces nono runs inside the view: the broker keeps
+	// the allow list's port and forwards a loopback entry, as under the
+	// built-in engine (TestBrokerRealAgents).
+	local := newAPIStandIn(t)
+	lhost := "localhost:" + strconv.Itoa(local.port())
 
-	t.Run("claude completes a turn through nono's proxy", func(t *testing.T) {
+	t.Run("claude completes a turn with nono inside the view", func(t *testing.T) {
 		realAgent(t, "claude", "@anthropic-ai/claude-code")
 		r := newBrokerRun(t)
-		env := []string{"ANTHROPIC_BASE_URL=http://" + host, "ANTHROPIC_API_KEY=sk-ant-standin-0000"}
-		code, out := r.cli(120*time.Second, env, append(append([]string{}, nonoFlags...), "--allow-host", "127.0.0.2", "claude", "-p", "Say hello.")...)
+		env := []string{"ANTHROPIC_BASE_URL=http://" + lhost, "ANTHROPIC_API_KEY=sk-ant-standin-0000"}
+		code, out := r.cli(120*time.Second, env, append(append([]string{}, nonoFlags...), "--allow-host", lhost, "claude", "-p", "Say hello.")...)
 		if code != 0 || !strings.Contains(out, standInReply) {
-			t.Fatalf("exit %d, want 0 and the stand-in's reply; requests %q:\n%s", code, api.requests(), out)
+			t.Fatalf("exit %d, want 0 and the stand-in's reply; requests %q:\n%s", code, local.requests(), out)
 		}
 		if sandboxDenial.MatchString(out) {
 			t.Errorf("Claude Code hit a sandbox denial:\n%s", out)
@@ -418,20 +432,38 @@ func TestNonoRealAgents(t *testing.T) {
 	t.Run("claude fails on its own when the list lacks the API", func(t *testing.T) {
 		realAgent(t, "claude", "@anthropic-ai/claude-code")
 		r := newBrokerRun(t)
-		before := len(api.requests())
-		env := []string{"ANTHROPIC_BASE_URL=http://" + host, "ANTHROPIC_API_KEY=sk-ant-standin-0000", "CLAUDE_CODE_MAX_RETRIES=1"}
+		before := len(local.requests())
+		env := []string{"ANTHROPIC_BASE_URL=http://" + lhost, "ANTHROPIC_API_KEY=sk-ant-standin-0000", "CLAUDE_CODE_MAX_RETRIES=1"}
 		code, out := r.cli(90*time.Second, env, append(append([]string{}, nonoFlags...), "--allow-host", "api.example.com", "claude", "-p", "Say hello.")...)
 		if code == 0 || code == 125 || strings.Contains(out, standInReply) {
 			t.Fatalf("exit %d, want Claude Code's own failure:\n%s", code, out)
 		}
-		if len(api.requests()) != before {
-			t.Errorf("the stand-in was reached although the list does not name it: %q", api.requests()[before:])
+		if len(local.requests()) != before {
+			t.Errorf("the stand-in was reached although the list does not name it: %q", local.requests()[before:])
 		}
 	})
 
-	t.Run("pi completes a turn through nono's proxy", func(t *testing.T) {
+	t.Run("pi completes a turn with nono inside the view", func(t *testing.T) {
 		realAgent(t, "pi", "@mariozechner/pi-coding-agent@0.73.1")
 		r := newBrokerRun(t)
+		models := fmt.Sprintf(`{"providers": {"standin": {"baseUrl": "http://%s", "api": "anthropic-messages", "apiKey": "standin-key", "models": [{"id": "standin-model"}]}}}`, lhost)
+		write(t, filepath.Join(r.home, ".pi", "agent", "models.json"), models)
+		code, out := r.cli(120*time.Second, nil, append(append([]string{}, nonoFlags...), "--allow-host", lhost, "pi", "--provider", "standin", "--model", "standin-model", "--no-session", "-p", "Say hello.")...)
+		if code != 0 || !strings.Contains(out, standInReply) {
+			t.Fatalf("exit %d, want 0 and the stand-in's reply; requests %q:\n%s", code, local.requests(), out)
+		}
+	})
+
+	// nono alone (no user namespaces): through nono's own proxy, which
+	// matches host names only, so the list names the host without the
+	// port; 127.0.0.2 lies outside nono's NO_PROXY. Claude Code's
+	// routed key is withheld there (TestNonoAloneCredentials); pi's
+	// models.json key is its own.
+	api := newAPIStandInAt(t, "127.0.0.2:0")
+	host := "127.0.0.2:" + strconv.Itoa(api.port())
+	t.Run("pi completes a turn through nono's proxy (nono alone)", func(t *testing.T) {
+		realAgent(t, "pi", "@mariozechner/pi-coding-agent@0.73.1")
+		r := newNonoAloneRun(t)
 		models := fmt.Sprintf(`{"providers": {"standin": {"baseUrl": "http://%s", "api": "anthropic-messages", "apiKey": "standin-key", "models": [{"id": "standin-model"}]}}}`, host)
 		write(t, filepath.Join(r.home, ".pi", "agent", "models.json"), models)
 		code, out := r.cli(120*time.Second, nil, append(append([]string{}, nonoFlags...), "--allow-host", "127.0.0.2", "pi", "--provider", "standin", "--model", "standin-model", "--no-session", "-p", "Say hello.")...)

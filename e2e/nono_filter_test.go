@@ -27,7 +27,7 @@ func TestNonoUnixSocketDirBind(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("needs python3 for the socket probes")
 	}
-	r := newBrokerRun(t)
+	r := newNonoAloneRun(t) // the layer under nono alone; inside the view host sockets are not there
 	root := filepath.Dir(r.home)
 	sockDir := filepath.Join(r.home, ".agent-browser")
 	folder := filepath.Join(root, "agents", "sock")

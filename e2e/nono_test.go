@@ -9,6 +9,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -244,19 +245,37 @@ func TestNonoConfinesShell(t *testing.T) {
 		}
 	})
 
-	t.Run("profile written", func(t *testing.T) {
-		p := filepath.Join(home, ".local", "state", "agent-sandbox", "agents", "probe", "nono-profile.json")
-		st, err := os.Stat(p)
-		if err != nil {
-			t.Fatalf("no profile at %s: %v", p, err)
+	t.Run("profile valid, none left behind", func(t *testing.T) {
+		// nono runs inside the view here: its profile is written per run
+		// into a fresh directory of the state root and removed after the
+		// run. The dry run's profile (the run's grants) must load in nono.
+		state := filepath.Join(home, ".local", "state", "agent-sandbox")
+		if entries, _ := os.ReadDir(filepath.Join(state, "nono-runs")); len(entries) != 0 {
+			t.Errorf("nono's run directories are left behind: %v", entries)
 		}
-		if st.Mode().Perm() != 0o600 {
-			t.Errorf("profile mode %v, want 0600", st.Mode().Perm())
-		}
-		cmd := exec.Command(nono, "profile", "validate", p)
-		cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "NONO_NO_UPDATE_CHECK=1"}
-		out, err := cmd.CombinedOutput()
+		cmd := exec.Command(bin, "--sandbox-backend", "nono", "--dry-run", "--json", folder)
+		cmd.Dir = work
+		cmd.Env = withCover([]string{"HOME=" + home, "PATH=" + filepath.Dir(nono) + string(os.PathListSeparator) + agentPath()})
+		out, err := cmd.Output()
 		if err != nil {
+			t.Fatalf("--dry-run --json: %v", err)
+		}
+		var plan struct {
+			Engine struct {
+				ID string `json:"id"`
+			} `json:"engine"`
+			Profile json.RawMessage `json:"profile"`
+		}
+		if err := json.Unmarshal(out, &plan); err != nil || plan.Engine.ID != "nono-in-view" {
+			t.Fatalf("engine %q (%v), want nono-in-view: %s", plan.Engine.ID, err, out)
+		}
+		p := filepath.Join(t.TempDir(), "nono-profile.json")
+		if err := os.WriteFile(p, plan.Profile, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		v := exec.Command(nono, "profile", "validate", p)
+		v.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "NONO_NO_UPDATE_CHECK=1"}
+		if out, err := v.CombinedOutput(); err != nil {
 			t.Errorf("nono profile validate %s: %v\n%s", p, err, out)
 		}
 	})

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 	"github.com/agent-sandbox/agent-sandbox/internal/scope"
+	"github.com/agent-sandbox/agent-sandbox/internal/view"
 )
 
 func TestMain(m *testing.M) {
@@ -43,6 +45,11 @@ func TestScripts(t *testing.T) {
 				return err == nil, nil
 			case "delegated":
 				return scope.Delegated() == nil, nil
+			case "nonoview":
+				// A nono run here is nono inside the namespace view;
+				// elsewhere (no user namespaces, not Linux) nono alone.
+				ok, _ := view.Expected()
+				return runtime.GOOS == "linux" && ok, nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},

@@ -11,6 +11,11 @@
 //   - backend/landlock: the built-in engine's policy (on top of the kernel
 //     library internal/landlock) and its trampoline.
 //
+// internal/backends composes two of them: on Linux, where the namespace
+// view can be built, a nono run is the landlock backend's view with nono
+// started inside it (landlock.Inner, engine "nono-in-view");
+// Description.Engine names the engine that runs.
+//
 // plan.Build calls Prepare once; the run command calls Execute once.
 package backend
 
@@ -67,8 +72,9 @@ type Description struct {
 	// Environment, when not nil, replaces the spec's environment in the
 	// plan (sbx: what reaches the guest).
 	Environment *Environment
-	// Engine is the engine the run will use (internal/engine's ID):
-	// "" means the backend's one engine (nono alone for nono, sbx).
+	// Engine is the engine the run will use (internal/engine's ID:
+	// "view", "nono-in-view", "nono", "weaker", "sbx"): "" means the
+	// backend's one engine (nono alone for nono, sbx).
 	Engine string
 	// JSON are the backend's own keys of the --dry-run --json plan (nono:
 	// "profile", "profile_path" and on Linux "seccomp"; landlock:

@@ -1,6 +1,9 @@
 // Package backends is the one place that knows every backend: it builds
-// the one a run's posture chose (New) and dispatches the hidden commands a
-// backend re-executes agent-sandbox for inside its sandbox (Hidden). The
+// the one a run's posture chose (New), composes nono with the built-in
+// engine's namespace view (nonoEngine: nono inside the view where it can
+// be built, else nono alone or the weaker sandbox), and dispatches the
+// hidden commands a backend re-executes agent-sandbox for inside its
+// sandbox (Hidden). The
 // packages that plan and wire a run (internal/plan, cmd/agent-sandbox)
 // see backends only through the internal/backend interfaces.
 package backends
@@ -9,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"runtime"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/backend"
 	"github.com/agent-sandbox/agent-sandbox/internal/backend/landlock"
@@ -23,9 +27,16 @@ import (
 func New(b posture.Backend, o backend.Options) backend.Backend {
 	switch b {
 	case posture.Nono:
-		return nono.Backend{Options: nono.Options{
+		nb := nono.Backend{Options: nono.Options{
 			Path: lookOr(o.LookPath, "nono"), Verbose: o.Verbose, NixStore: o.NixStore, Home: o.Home,
 			SeatbeltRules: o.SeatbeltRules, UnixSocketDirBind: o.UnixSocketDirBind,
+		}}
+		if runtime.GOOS != "linux" {
+			return nonoAlone{nono: nb, getenv: o.Getenv}
+		}
+		early, _ := o.Early.(*landlock.Early)
+		return nonoEngine{nono: nb, getenv: o.Getenv, view: landlock.Backend{
+			NixStore: o.NixStore, Verbose: o.Verbose, Quiet: o.Quiet, PolicyFile: o.PolicyFile, UnixSocketDirs: o.UnixSocketDirBind, Early: early,
 		}}
 	case posture.Sbx:
 		return sbx.Backend{Options: sbx.Options{

@@ -136,7 +136,7 @@ var engines = []Engine{
 			Processes:      {No, "no PID namespace: `ps` lists host processes, a leftover survives a SIGKILL of agent-sandbox"},
 			Offline:        {Yes, "nono's Landlock TCP rules and seccomp"},
 			Allowlist:      {Partly, "nono's proxy, by host name only (an entry with a port is refused)"},
-			Credentials:    {No, "nono has no route of agent-sandbox's: the key the agent is given is the real one"},
+			Credentials:    {Partly, "nono has no route of agent-sandbox's: a key the folder routes is withheld (one line says why), so the agent holds no real key but has none to use: it logs in itself"},
 			Caches:         {No, "not granted: a build needing the host's cache fails"},
 			Tmp:            {Partly, "the run's own TMPDIR; /tmp and /var/tmp by nono's own rules"},
 			KernelSurface:  {Yes, "agent-sandbox's seccomp layer"},

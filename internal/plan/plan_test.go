@@ -246,11 +246,12 @@ func TestBuiltinProfilesValidate(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		np, ok := p.Prepared.(*nono.Prepared)
+		// Under nono alone and nono inside the view alike.
+		prof, ok := p.Profile.(*nono.Profile)
 		if !ok {
 			t.Fatalf("%s: no nono profile", name)
 		}
-		b, err := nono.Marshal(np.Profile)
+		b, err := nono.Marshal(*prof)
 		if err != nil {
 			t.Fatal(err)
 		}

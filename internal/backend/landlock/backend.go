@@ -42,6 +42,9 @@ type Backend struct {
 	// Early is the view's init started before planning ([Prestart]),
 	// or nil: Execute takes it over when it fits the run.
 	Early *Early
+	// Inner, when set, is a second sandbox the view starts the agent
+	// under (engine EngineNonoInView); the host must allow a view.
+	Inner *Inner
 }
 
 // Prepared is a run under the built-in engine: the policy it enforces and
@@ -65,6 +68,8 @@ type Prepared struct {
 	Net Net
 	// Early is Backend.Early.
 	Early *Early
+	// Inner is Backend.Inner.
+	Inner *Inner
 }
 
 // The engines of the built-in backend.
@@ -124,7 +129,7 @@ func (Backend) SystemCovers(p string) bool { return SystemCovers(p) }
 // and builds the policy with PolicyFor and the network with NetFor.
 func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 	if s.Network.Profile != "" {
-		return nil, fmt.Errorf("%s: network.network_profile %q cannot be enforced by the landlock backend (only nono knows network profiles); install nono or remove it", b.PolicyFile, s.Network.Profile)
+		return nil, b.networkProfileRefusal(s.Network.Profile)
 	}
 	netPlan, err := NetFor(s.Network, b.PolicyFile)
 	if err != nil {
@@ -137,7 +142,8 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 	if len(b.UnixSocketDirs) > 0 {
 		s.Allow = append(append([]string{}, s.Allow...), b.UnixSocketDirs...)
 	}
-	p := &Prepared{Spec: s, Policy: PolicyFor(s, b.NixStore, self), Verbose: b.Verbose, Quiet: b.Quiet, Net: netPlan, Early: b.Early}
+	p := &Prepared{Spec: s, Policy: PolicyFor(s, b.NixStore, self), Verbose: b.Verbose, Quiet: b.Quiet, Net: netPlan, Early: b.Early, Inner: b.Inner}
+	p.Policy.ReadExec = append(p.Policy.ReadExec, b.Inner.exec()...)
 	abiOf := b.ABI
 	if abiOf == nil {
 		abiOf = ll.ABI
@@ -151,11 +157,14 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 	if b.Weaker != nil {
 		weaker = b.Weaker
 	}
+	// nono inside the view has no weaker sandbox under it: without a
+	// view internal/backends chooses another engine before this.
+	view := b.Inner.engine()
 	switch {
 	case expected:
-		p.Engine = EngineView
+		p.Engine = view
 		p.Warnings = ViewWarnings(p.Policy, abi)
-	case weaker():
+	case b.Inner == nil && weaker():
 		p.Engine = EngineWeaker
 		narrowed := s
 		narrowed.Toolchains = narrowForWeaker(s.Toolchains, s.Home)
@@ -174,15 +183,16 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 			p.Warnings = append(p.Warnings, weakerProtectedWarning(ro))
 		}
 	default:
-		p.Engine = EngineView
+		p.Engine = view
 		if p.Refusal == "" {
 			p.Refusal = noViewRefusal(why)
 		}
 	}
-	if s.Ledger.Problem != "" && p.Engine == EngineView && p.Refusal == "" {
+	inView := p.Engine != EngineWeaker
+	if s.Ledger.Problem != "" && inView && p.Refusal == "" {
 		p.Refusal = s.Ledger.Problem
 	}
-	if p.Engine == EngineView && p.Refusal == "" {
+	if inView && p.Refusal == "" {
 		p.Refusal = privateRefusal(s)
 	}
 	if p.Refusal == "" {
@@ -227,6 +237,9 @@ func (p *Prepared) Describe() backend.Description {
 	// The plan's header names the engine (internal/engine) and what it
 	// lacks.
 	var comments []string
+	if p.Engine == EngineNonoInView && p.Inner != nil {
+		comments = append(comments, p.Inner.Comments...)
+	}
 	for _, g := range p.Spec.Sockets {
 		comments = append(comments, fmt.Sprintf("unix socket reachable (granted by path): %s", g))
 	}
@@ -276,12 +289,19 @@ func (p *Prepared) Describe() backend.Description {
 	if m := appliedMemoryMax(p.Spec); m > 0 {
 		limits["memory"] = uint64(m)
 	}
+	cmd := spec.Command{
+		Argv: p.Spec.Argv, Env: withEnv(Env(p.Spec, func(string) (string, bool) { return "", false }), p.Net.proxyEnvShown()), InProcess: true,
+		Note: "confined in-process by agent-sandbox's built-in landlock engine; pasting this line would run it unconfined",
+	}
+	if p.Inner != nil {
+		inner := p.Inner.Shown(p.Spec.Argv)
+		cmd.Argv = inner.Argv
+		cmd.Env = append(cmd.Env, inner.Env...)
+		cmd.Note = "started by agent-sandbox's built-in engine inside its namespace view, in place of the agent: " + inner.Note + "; pasting this line would run nono without the view"
+	}
 	d := backend.Description{
 		Comments: comments,
-		Commands: []spec.Command{{
-			Argv: p.Spec.Argv, Env: withEnv(Env(p.Spec, func(string) (string, bool) { return "", false }), p.Net.proxyEnvShown()), InProcess: true,
-			Note: "confined in-process by agent-sandbox's built-in landlock engine; pasting this line would run it unconfined",
-		}},
+		Commands: []spec.Command{cmd},
 		Warnings: p.Warnings,
 		Refusal:  p.Refusal,
 		Engine:   string(p.engineID()),
@@ -292,7 +312,12 @@ func (p *Prepared) Describe() backend.Description {
 			ReadExec: pol.ReadExec, ReadOnly: pol.ReadOnly, ReadWrite: pol.ReadWrite, WriteOnly: pol.WriteOnly, Network: string(p.Net.Mode),
 		}},
 	}
-	if p.Engine == EngineView {
+	if p.Inner != nil {
+		for k, v := range p.Inner.JSON {
+			d.JSON[k] = v
+		}
+	}
+	if p.Engine == EngineView || p.Engine == EngineNonoInView {
 		// The view's kernel shortfalls repeat on every run on this host.
 		d.Repeating = p.Warnings
 		d.Protection.ReadOnly = true
@@ -304,8 +329,11 @@ func (p *Prepared) Describe() backend.Description {
 
 // engineID is the internal/engine name of p's engine.
 func (p *Prepared) engineID() engine.ID {
-	if p.Engine == EngineWeaker {
+	switch p.Engine {
+	case EngineWeaker:
 		return engine.Weaker
+	case EngineNonoInView:
+		return engine.NonoInView
 	}
 	return engine.View
 }
@@ -379,5 +407,5 @@ func (p *Prepared) Execute(stdio launch.Stdio) int {
 		diag.Errorf(stdio.Err, "%s", p.Refusal)
 		return launch.ExitRefused
 	}
-	return Execute(p.Spec, p.Policy, p.Net, stdio, p.Verbose, p.Engine == EngineWeaker, !p.Verbose && !p.Quiet, p.Early)
+	return execute(p.Spec, p.Policy, p.Net, stdio, p.Verbose, p.Engine == EngineWeaker, !p.Verbose && !p.Quiet, p.Early, p.Inner)
 }

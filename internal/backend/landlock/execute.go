@@ -32,6 +32,12 @@ import (
 // broker for the agent until the agent has ended, then prints the
 // broker's line about refused connections.
 func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weaker, banner bool, pre *Early) int {
+	return execute(s, p, n, stdio, verbose, weaker, banner, pre, nil)
+}
+
+// execute is Execute with inner, the second sandbox the view starts the
+// agent under, or nil.
+func execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weaker, banner bool, pre *Early, inner *Inner) int {
 	if verbose {
 		abi, _ := ll.ABI()
 		diag.Notef(stdio.Err, "namespace view (new user, mount, PID, IPC, UTS%s namespaces), then Landlock ABI %d, seccomp and no_new_privs",
@@ -79,8 +85,11 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 	}
 	if banner {
 		id := engine.View
-		if weaker {
+		switch {
+		case weaker:
 			id = engine.Weaker
+		case inner != nil:
+			id = engine.NonoInView
 		}
 		launch.Banner(stdio.Err, engine.Must(id).BannerLabel())
 	}
@@ -91,6 +100,7 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 			p.ReadWrite[i] = runTmp
 		}
 	}
+	var runFiles []string // files shown read-only for this run only
 	routes, routeConf, notes, err := credentialRoutes(s, n, os.LookupEnv)
 	if err != nil {
 		diag.Errorf(stdio.Err, "%v", err)
@@ -103,6 +113,7 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 		return refuse(stdio.Err, err)
 	} else if ext != "" {
 		p.ReadOnly = append(p.ReadOnly, ext)
+		runFiles = append(runFiles, ext)
 		s.Argv = piext.WithExtension(s.Argv, ext)
 	}
 	ca, caFile, warning, err := runCA(s, routes, os.LookupEnv)
@@ -112,6 +123,7 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 	if caFile != "" {
 		defer os.Remove(caFile)
 		p.ReadOnly = append(p.ReadOnly, caFile)
+		runFiles = append(runFiles, caFile)
 	}
 	if warning != "" {
 		diag.Warnf(stdio.Err, "%s", warning)
@@ -229,7 +241,7 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 			return launch.Started{Wait: wait}, err
 		}
 	} else {
-		v := &viewRun{early: early, scope: sc, p: p, s: s, n: n, sess: sess, stderr: stdio.Err, fallback: weak}
+		v := &viewRun{early: early, scope: sc, p: p, s: s, n: n, sess: sess, stderr: stdio.Err, fallback: weak, inner: inner, runTmp: runTmp, runFiles: runFiles}
 		l.Prepare, l.Start = v.prepare, v.start
 	}
 	return l.Execute()
@@ -375,4 +387,10 @@ type viewRun struct {
 	masks map[string]bool
 	// layers are the caches' writable layers for this run (cacheLayers).
 	layers map[string]string
+	// inner is the second sandbox the agent starts under, or nil;
+	// runTmp is the run's TMPDIR and runFiles the files shown read-only
+	// for this run only, which inner's policy grants again.
+	inner    *Inner
+	runTmp   string
+	runFiles []string
 }

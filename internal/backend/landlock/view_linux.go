@@ -5,10 +5,12 @@ package landlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -348,7 +350,31 @@ func (v *viewRun) reprotect(proc *view.Process) guard.Reprotect {
 // start starts the agent in the view (launch.Lifecycle.Start).
 func (v *viewRun) start(cmd *exec.Cmd) (launch.Started, error) {
 	argv := v.sess.args(append([]string{cmd.Path}, cmd.Args[1:]...), v.n.ProxyPort)
-	c := viewConfig(v.p, v.s, argv, cmd.Env, cmd.Dir, v.layers)
+	env, pol := cmd.Env, v.p
+	cleanup := func() {}
+	if v.inner != nil {
+		in, err := v.inner.Start(innerRun(v.s, argv, env, v.runTmp, v.runFiles))
+		if err != nil {
+			return launch.Started{}, &launch.SetupError{Err: fmt.Errorf("%s inside the namespace view: %v", v.inner.Name, err)}
+		}
+		cleanup = in.Cleanup
+		argv, env = in.Argv, in.Env
+		pol.ReadOnly = append(slices.Clone(pol.ReadOnly), in.ReadOnly...)
+		pol.ReadWrite = append(slices.Clone(pol.ReadWrite), in.Writable...)
+	}
+	started, err := v.startView(cmd, argv, env, pol)
+	if err != nil || started.Close == nil {
+		cleanup()
+		return started, err
+	}
+	close := started.Close
+	started.Close = func() { close(); cleanup() }
+	return started, nil
+}
+
+// startView starts argv with env in the view made of pol.
+func (v *viewRun) startView(cmd *exec.Cmd, argv, env []string, pol ll.Policy) (launch.Started, error) {
+	c := viewConfig(pol, v.s, argv, env, cmd.Dir, v.layers)
 	viewNetwork(&c, v.n)
 	// In a network namespace of its own, a connection that leads nowhere
 	// is refused at once and silently: init records each destination.
@@ -361,7 +387,9 @@ func (v *viewRun) start(cmd *exec.Cmd) (launch.Started, error) {
 	in, out, errw := cmd.Stdin, cmd.Stdout, cmd.Stderr
 	proc, err := v.early.start(cmd, c, v.scope.check(v.stderr))
 	if errors.Is(err, view.ErrUnavailable) {
-		if !WeakerSandboxAllowed() {
+		// No weaker sandbox under nono: where the view turns out not
+		// to be possible, a nono-in-view run is refused.
+		if !WeakerSandboxAllowed() || v.inner != nil {
 			return launch.Started{}, &launch.SetupError{Err: errors.New(noViewRefusal(err.Error()))}
 		}
 		diag.Warnf(v.stderr, "%s", weakerWarning(err.Error()))

@@ -4,9 +4,15 @@ import (
 	"fmt"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/backend"
+	"github.com/agent-sandbox/agent-sandbox/internal/engine"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
+
+// EngineAlone is nono run by itself (no namespace view around it): on
+// macOS, and on a Linux host where the view cannot be built
+// (internal/backends chooses). It is internal/engine's ID "nono".
+const EngineAlone = string(engine.Nono)
 
 // Backend is the nono backend.Backend.
 type Backend struct{ Options }
@@ -36,6 +42,7 @@ func (p *Prepared) Describe() backend.Description {
 		js["seccomp"] = sc
 	}
 	return backend.Description{
+		Engine:   EngineAlone,
 		Commands: p.Steps,
 		Warnings: p.Warnings,
 		Refusal:  p.Refusal,

@@ -131,8 +131,12 @@ var goldenCases = []goldenCase{
 		return s, Options{Path: "/usr/bin/nono", UnixSocketDirBind: []string{sock}, SeatbeltRules: []string{"(allow mach-register)", "(allow iokit-open)"}}
 	}},
 	{"ports-allowlist", func(tr *tree) (spec.Spec, Options) {
-		// A local model: the allowlist must name localhost and open its port.
+		// A local model: the allowlist must name localhost and open its
+		// port. On macOS: on Linux nono alone refuses the direct connect
+		// to the port in its proxy mode, and Prepare refuses the recipe
+		// (TestRefusals).
 		s := baseSpec(tr, "pi")
+		s.GOOS = "darwin"
 		s.Network = posture.Network{Mode: posture.NetAllowlist, AllowDomains: []string{"localhost", "api.example.com", "127.0.0.1"}, OpenPorts: []int{11434, 8080, 11434}, ListenPorts: []int{3000}, Source: "/agents/pi/sandbox/nono.json"}
 		return s, Options{Path: "/usr/bin/nono"}
 	}},

@@ -84,6 +84,10 @@ type Options struct {
 	// UnixSocketDirBind are the policy's unix_socket_dir_bind grants,
 	// absolute and checked.
 	UnixSocketDirBind []string
+	// InView says nono runs inside the built-in engine's namespace view
+	// (engine nono-in-view, see InView): the profile leaves the network
+	// to the view, and the launch is made at start (StartInView).
+	InView bool
 }
 
 // Prepared is the nono side of a plan: what --dry-run prints and what
@@ -143,11 +147,11 @@ func Prepare(s spec.Spec, o Options) (Prepared, error) {
 		Verbose:     o.Verbose,
 		Spec:        s,
 	}
-	if prof.Linux != nil && prof.Linux.AfUnixMediation == "pathname" {
+	if prof.Linux != nil && prof.Linux.AfUnixMediation == "pathname" && !o.InView {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("%s: filesystem.unix_socket_dir_bind: the agent may create Unix sockets, so agent-sandbox's seccomp layer cannot refuse socket(AF_UNIX) and only nono's pathname mediation keeps host sockets (the Docker daemon's, the session bus, ssh-agent) out; it checks a path and then lets the kernel resolve it again, so an agent that swaps a symlink in %s between the two reaches any socket on the host (measured with nono 0.78.0); use --sandbox-backend landlock, where host sockets are not in the sandbox", sandboxFile(s), strings.Join(prof.Filesystem.UnixSocketDirBind, ", ")))
 	}
 	p.Unprotected = protect.Unenforced("nono", protect.NonoCannot, s.Ledger)
-	if s.MemoryMax > 0 {
+	if s.MemoryMax > 0 && !o.InView {
 		// nono fails closed without its cgroup, but with exit 1, which
 		// cannot be told from the agent's: refused here with 125.
 		if err := delegated(); err != nil {

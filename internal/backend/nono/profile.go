@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/broker"
@@ -253,7 +255,7 @@ func (b *builder) build() (Profile, error) {
 	if err := noGlobs(prof.Filesystem); err != nil {
 		return Profile{}, err
 	}
-	net, err := network(s)
+	net, err := b.network()
 	if err != nil {
 		return Profile{}, err
 	}
@@ -334,6 +336,15 @@ func (b *builder) addExec() error {
 // filesystem sorts and de-duplicates the grants; a path granted read-write
 // is dropped from the read-only and write-only lists.
 func (b *builder) filesystem() Filesystem {
+	if b.o.InView {
+		// Inside the view no host socket is there to reach: the
+		// unix_socket_dir_bind directories are plain read-write grants,
+		// and nono's pathname mediation, which does not start inside the
+		// view (nono 0.78.0: "CLONE_FILES bootstrap: child died or
+		// timed out"), is not asked.
+		b.allow = append(b.allow, b.sockets...)
+		b.sockets = nil
+	}
 	allow, allowFile := uniq.Sorted(b.allow), uniq.Sorted(b.allowFile)
 	minus := func(list, drop []string) []string {
 		d := map[string]bool{}
@@ -395,13 +406,20 @@ func network(s spec.Spec) (Network, error) {
 		// host, every local service). A port nono cannot enforce is
 		// refused, never dropped.
 		for _, d := range n.AllowDomains {
+			where := fmt.Sprintf("%s: network.allow_domain %q", n.Source, d)
+			if n.Source == "--allow-host" {
+				where = fmt.Sprintf("--allow-host %q", d)
+			}
+			if s.GOOS == "linux" && directLoopback(d) {
+				port, _ := broker.EntryPort(d)
+				return out, fmt.Errorf("%s: %s", where, loopbackRefusal(s, port))
+			}
 			if port, ok := broker.EntryPort(d); ok {
-				where := fmt.Sprintf("%s: network.allow_domain %q", n.Source, d)
-				if n.Source == "--allow-host" {
-					where = fmt.Sprintf("--allow-host %q", d)
-				}
 				return out, fmt.Errorf("%s: nono cannot keep an allow-list entry to port %d (its proxy matches host names only and admits every port of the host); list the host without the port to allow all its ports, or use --sandbox-backend landlock, whose broker keeps the port", where, port)
 			}
+		}
+		if s.GOOS == "linux" && len(n.OpenPorts) > 0 {
+			return out, fmt.Errorf("%s: network.open_port %v: %s", n.Source, n.OpenPorts, loopbackRefusal(s, n.OpenPorts[0]))
 		}
 		out.AllowDomain = uniq.Sorted(n.AllowDomains)
 		if n.Profile != "" {
@@ -449,3 +467,54 @@ func (b *builder) environment() Environment {
 	}
 	return env
 }
+
+// directLoopback says whether an allow-list entry names a host that
+// nono's NO_PROXY sends clients to directly (localhost, 127.0.0.1, ::1),
+// with or without a port.
+func directLoopback(entry string) bool {
+	host := entry
+	if h, _, err := net.SplitHostPort(entry); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	return host == "localhost" || host == "127.0.0.1" || host == "::1"
+}
+
+// loopbackRefusal is why nono alone cannot reach a loopback port beside
+// an allow list on Linux, and the fixes that work: measured with nono
+// 0.78.0 (TestNonoPorts), the agent's client goes to the port directly
+// (NO_PROXY) and nono's sandbox refuses that connect in its proxy mode,
+// which agents then retry for minutes.
+func loopbackRefusal(s spec.Spec, port int) string {
+	p := "PORT"
+	if port > 0 {
+		p = strconv.Itoa(port)
+	}
+	return fmt.Sprintf("nono alone (no namespace view on this host) cannot reach a loopback port beside an allow list: clients connect to it directly (NO_PROXY) and nono refuses that connect in its proxy mode; for a local model alone set \"network\": {\"block\": true, \"open_port\": [%s]} in %s (then no remote host is reachable), or set %s=1 for agent-sandbox's weaker sandbox, which forwards the port beside an allow list (with user namespaces on, nono runs inside agent-sandbox's view, which does too)", p, sandboxFile(s), "AGENT_SANDBOX_WEAKER_SANDBOX")
+}
+
+// network is the profile's network: network(s) for nono alone; inside the
+// view inViewNetwork, after an unknown network_profile is refused in
+// nono's words (a known one is refused by the view, whose broker carries
+// the allow list).
+func (b *builder) network() (Network, error) {
+	s := b.s
+	if !b.o.InView {
+		return network(s)
+	}
+	if s.Network.Profile != "" {
+		if err := checkNetworkProfile(s.Network.Profile, s.Network.Source); err != nil {
+			return Network{}, err
+		}
+	}
+	return inViewNetwork(s), nil
+}
+
+// inViewNetwork is nono's network inside the namespace view, whose network
+// namespace and egress broker carry out the run's policy: unrestricted.
+// With an allow list nono's own proxy would have no route out (the broker
+// keeps ports and credential routes); with a blocked network nono's block
+// refuses every socket, the sandbox's own loopback included (measured
+// with nono 0.78.0: a test server and its client fail with EPERM), while
+// the view's namespace already has no route out.
+func inViewNetwork(spec.Spec) Network { return Network{} }

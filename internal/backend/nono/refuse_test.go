@@ -23,11 +23,23 @@ func TestRefusals(t *testing.T) {
 		want []string // substrings of the error
 	}{
 		{"allow-list entry with a port (--allow-host)", func(tr *tree, s *spec.Spec, o *Options) {
-			s.Network = posture.Network{Mode: posture.NetAllowlist, AllowDomains: []string{"api.anthropic.com", "localhost:8080"}, Source: "--allow-host"}
-		}, []string{`--allow-host "localhost:8080": nono cannot keep an allow-list entry to port 8080`, "list the host without the port", "--sandbox-backend landlock"}},
+			s.Network = posture.Network{Mode: posture.NetAllowlist, AllowDomains: []string{"api.anthropic.com", "models.example.com:8080"}, Source: "--allow-host"}
+		}, []string{`--allow-host "models.example.com:8080": nono cannot keep an allow-list entry to port 8080`, "list the host without the port", "--sandbox-backend landlock"}},
 		{"allow-list entry with a port (nono.json)", func(tr *tree, s *spec.Spec, o *Options) {
-			s.Network = posture.Network{Mode: posture.NetAllowlist, AllowDomains: []string{"[::1]:9000"}, Source: "/agents/x/sandbox/nono.json"}
-		}, []string{`/agents/x/sandbox/nono.json: network.allow_domain "[::1]:9000": nono cannot keep an allow-list entry to port 9000`}},
+			s.Network = posture.Network{Mode: posture.NetAllowlist, AllowDomains: []string{"[2001:db8::1]:9000"}, Source: "/agents/x/sandbox/nono.json"}
+		}, []string{`/agents/x/sandbox/nono.json: network.allow_domain "[2001:db8::1]:9000": nono cannot keep an allow-list entry to port 9000`}},
+		// A local model on loopback beside an allow list: refused at once
+		// with the fixes that work under nono alone (issue 37 item 5),
+		// never a client retrying a refused connect for minutes.
+		{"loopback allow-list entry with a port", func(tr *tree, s *spec.Spec, o *Options) {
+			s.Network = posture.Network{Mode: posture.NetAllowlist, AllowDomains: []string{"api.anthropic.com", "127.0.0.1:11434"}, Source: "--allow-host"}
+		}, []string{`--allow-host "127.0.0.1:11434": nono alone`, `"block": true, "open_port": [11434]`, "AGENT_SANDBOX_WEAKER_SANDBOX=1"}},
+		{"loopback allow-list entry without a port", func(tr *tree, s *spec.Spec, o *Options) {
+			s.Network = posture.Network{Mode: posture.NetAllowlist, AllowDomains: []string{"[::1]"}, Source: "/agents/x/sandbox/nono.json"}
+		}, []string{`network.allow_domain "[::1]": nono alone`, `"open_port": [PORT]`}},
+		{"open_port beside an allow list", func(tr *tree, s *spec.Spec, o *Options) {
+			s.Network = posture.Network{Mode: posture.NetAllowlist, AllowDomains: []string{"api.anthropic.com"}, OpenPorts: []int{8080}, Source: "/agents/x/sandbox/nono.json"}
+		}, []string{`/agents/x/sandbox/nono.json: network.open_port [8080]: nono alone`, `"block": true, "open_port": [8080]`}},
 		{"workdir is home", func(tr *tree, s *spec.Spec, o *Options) {
 			s.Workdir = s.Home
 		}, []string{"working directory", "grants your whole home directory", "--workdir"}},
