@@ -81,6 +81,8 @@ MUST_RUN = [
     "e2e-user TestCredentialInjectionGit",
     "e2e TestCredentialInjectionGH",
     "e2e-user TestCredentialInjectionGH",
+    "e2e TestCredentialReflection",
+    "e2e-user TestCredentialReflection",
     "e2e TestCredentialDefaults",
     "e2e-user TestCredentialDefaults",
     "e2e TestViewNodev",
