@@ -75,6 +75,8 @@ MUST_RUN = [
     "e2e-user TestTmpSize",
     "e2e TestDirectAttemptsRecorded",
     "e2e-user TestDirectAttemptsRecorded",
+    "e2e TestDirectAttemptsCounted",
+    "e2e-user TestDirectAttemptsCounted",
     "e2e TestCredentialInjection",
     "e2e-user TestCredentialInjection",
     "e2e TestCredentialInjectionGit",

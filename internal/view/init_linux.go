@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -58,6 +59,9 @@ type report struct {
 	// loopback port nothing is forwarded to, an address past the
 	// broker), each reported once; more reports follow.
 	Connect string `json:"connect,omitempty"`
+	// Unrecorded, with the agent's status, counts the connect attempts
+	// past maxConnects distinct destinations, which were not reported.
+	Unrecorded int64 `json:"unrecorded,omitempty"`
 }
 
 // Init is the sandbox init: it reads the Config from its parent, builds the
@@ -148,6 +152,9 @@ func Init() int {
 	stopped = func(sig unix.Signal) { say(report{Stopped: int(sig)}) }
 	attempted = func(addr string) { say(report{Connect: addr}) }
 	r := runAgent(c, rules, agent, sigs)
+	if r.Status != nil {
+		r.Unrecorded = unrecorded.Load()
+	}
 	code := say(r)
 	if r.Status != nil {
 		// The agent ran: init ends once the parent is done with it (it
@@ -343,7 +350,12 @@ func watchConnects(c Config, listener int) {
 		// Port 0 (glibc's address sorting connects UDP sockets so) and
 		// DNS (refused in the namespace by design) are not attempts to
 		// report.
-		if port == 0 || port == 53 || (ip.IsLoopback() || ip.IsUnspecified()) && open[port] || seen[a.Addr] || len(seen) > 1000 {
+		if port == 0 || port == 53 || (ip.IsLoopback() || ip.IsUnspecified()) && open[port] || seen[a.Addr] {
+			return
+		}
+		if len(seen) >= maxConnects {
+			// Counted, and the count reported with the agent's status.
+			unrecorded.Add(1)
 			return
 		}
 		seen[a.Addr] = true
@@ -351,6 +363,13 @@ func watchConnects(c Config, listener int) {
 	})
 	unix.Close(listener)
 }
+
+// maxConnects bounds the distinct destinations watchConnects reports
+// (and remembers); the attempts past it are counted in unrecorded.
+const maxConnects = 1000
+
+// unrecorded counts the connect attempts past maxConnects.
+var unrecorded atomic.Int64
 
 // reap collects exited children. When the agent is among them it kills
 // every process left in the namespace, waits for all of them and returns

@@ -30,7 +30,11 @@ type Process struct {
 	// (IP:PORT) the agent tried to connect to that leads nowhere in its
 	// network namespace (Config.Seccomp.NotifyConnect), once each.
 	Attempted func(addr string)
-	cmd       *exec.Cmd
+	// Unrecorded, when set (before Wait), is told how many connect
+	// attempts past the first thousand distinct destinations were not
+	// reported to Attempted, when there were any, once the agent ended.
+	Unrecorded func(n int64)
+	cmd        *exec.Cmd
 
 	status   *os.File
 	dec      *json.Decoder
@@ -543,6 +547,9 @@ func (p *Process) Ended() error {
 		}
 		r = report{}
 		derr = p.dec.Decode(&r)
+	}
+	if derr == nil && r.Unrecorded > 0 && p.Unrecorded != nil {
+		p.Unrecorded(r.Unrecorded)
 	}
 	p.result = p.finish(r, derr)
 	return p.result

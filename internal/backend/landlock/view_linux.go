@@ -369,6 +369,7 @@ func (v *viewRun) start(cmd *exec.Cmd) (launch.Started, error) {
 		return launch.Started{}, &launch.SetupError{Err: err}
 	}
 	proc.Attempted = v.sess.recordDirect
+	proc.Unrecorded = v.sess.unrecordedDirect
 	serveView(proc, v.n, v.sess)
 	for _, n := range proc.Notes() {
 		diag.Notef(v.stderr, "%s", n)
