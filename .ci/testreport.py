@@ -77,6 +77,8 @@ MUST_RUN = [
     "e2e-user TestDirectAttemptsRecorded",
     "e2e TestDirectAttemptsCounted",
     "e2e-user TestDirectAttemptsCounted",
+    "e2e TestInotifyBounded",
+    "e2e-user TestInotifyBounded",
     "e2e TestCredentialInjection",
     "e2e-user TestCredentialInjection",
     "e2e TestCredentialInjectionGit",

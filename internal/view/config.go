@@ -142,6 +142,11 @@ type Config struct {
 	Inbound bool `json:"inbound,omitempty"`
 	// Rlimits are applied to the agent (never raising a hard limit).
 	Rlimits []Rlimit `json:"rlimits,omitempty"`
+	// UserLimits are written to /proc/sys/user/ in the sandbox's own
+	// user namespace before the agent starts: the kernel's per-user
+	// counts (inotify instances and watches) that a process there
+	// charges to the caller's user on the host are bounded there too.
+	UserLimits []UserLimit `json:"user_limits,omitempty"`
 	// Umask, with SetUmask, is the agent's umask (the caller's);
 	// without, the agent gets init's own. Init builds the view with
 	// umask 0, whatever the caller's is (a umask that clears the owner's
@@ -154,10 +159,27 @@ type Config struct {
 	TerminalSignals bool `json:"terminal_signals,omitempty"`
 }
 
+// UserLimit is one per-user-namespace limit of /proc/sys/user/ (see
+// [Config.UserLimits]).
+type UserLimit struct {
+	// Name is the file's name: one of userLimitNames.
+	Name string `json:"name"`
+	// Value is what is written to it (at least 1).
+	Value int64 `json:"value"`
+}
+
+// userLimitNames are the /proc/sys/user/ files a Config may set.
+var userLimitNames = map[string]bool{"max_inotify_instances": true, "max_inotify_watches": true}
+
 // Validate checks that c is complete and its paths are absolute and clean.
 func (c Config) Validate() error {
 	if len(c.Argv) == 0 || !filepath.IsAbs(c.Argv[0]) {
 		return fmt.Errorf("view: the command must be an absolute path, not %q", strings.Join(c.Argv, " "))
+	}
+	for _, l := range c.UserLimits {
+		if !userLimitNames[l.Name] || l.Value < 1 {
+			return fmt.Errorf("view: user namespace limit %s = %d: want one of max_inotify_instances, max_inotify_watches and a value of at least 1", l.Name, l.Value)
+		}
 	}
 	if !clean(c.Workdir) {
 		return fmt.Errorf("view: working directory %q is not an absolute clean path", c.Workdir)

@@ -190,6 +190,9 @@ func setUp(c Config) (*landlock.Ruleset, error) {
 	if err := rules.AddRest(); err != nil {
 		return nil, fmt.Errorf("confining the agent: %w", err)
 	}
+	if err := setUserLimits(c.UserLimits); err != nil {
+		return nil, err
+	}
 	if c.Network != NetHost {
 		if err := loopbackUp(); err != nil {
 			return nil, fmt.Errorf("bringing up loopback in the sandbox's network namespace: %w", err)
@@ -225,6 +228,21 @@ func setUp(c Config) (*landlock.Ruleset, error) {
 	}
 	ok = true
 	return rules, nil
+}
+
+// setUserLimits writes each limit to /proc/sys/user/ (the view's own
+// proc) in the sandbox's user namespace, where init holds
+// CAP_SYS_RESOURCE and the agent, without capabilities, can only read
+// it. The kernel checks a count against the limit of every user
+// namespace up to the host's, so what the agent takes stays below these.
+func setUserLimits(ls []UserLimit) error {
+	for _, l := range ls {
+		p := "/proc/sys/user/" + l.Name
+		if err := os.WriteFile(p, []byte(strconv.FormatInt(l.Value, 10)+"\n"), 0); err != nil {
+			return fmt.Errorf("bounding %s in the sandbox's user namespace (%s = %d): %w", l.Name, p, l.Value, err)
+		}
+	}
+	return nil
 }
 
 // started is how the agent's start went: its pid, or why it did not start,

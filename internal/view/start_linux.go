@@ -207,7 +207,9 @@ func Spawn(cmd *exec.Cmd, network Network) (*Pending, error) {
 	// of mode 0 that overlayfs needs its mounter to enter (the caches'
 	// layers); in the namespace it reaches only files of the caller's
 	// own ids, which the caller can read and change anyway.
-	a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_BIND_SERVICE, unix.CAP_DAC_OVERRIDE}
+	// CAP_SYS_RESOURCE: the namespace's own /proc/sys/user/ limits
+	// (Config.UserLimits), which the kernel checks below the host's.
+	a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_BIND_SERVICE, unix.CAP_DAC_OVERRIDE, unix.CAP_SYS_RESOURCE}
 	a.Pdeathsig = syscall.SIGKILL
 
 	cmd.Path = "/proc/self/exe"

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -34,7 +35,7 @@ import (
 // agent's state (cacheLayer).
 func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string, layers map[string]string) view.Config {
 	home := s.Home
-	c := view.Config{Workdir: workdir, Argv: argv, Env: env, Network: view.NetHost, Rlimits: defaultRlimits()}
+	c := view.Config{Workdir: workdir, Argv: argv, Env: env, Network: view.NetHost, Rlimits: defaultRlimits(), UserLimits: inotifyLimits()}
 	if p.Network == ll.NetBlocked {
 		c.Network = view.NetLoopback
 	}
@@ -284,6 +285,46 @@ var etcSecrets = []string{
 	"/etc/krb5.keytab", "/etc/libvirt/secrets", "/etc/NetworkManager/system-connections",
 	"/etc/wireguard", "/etc/ipsec.secrets", "/etc/ppp/chap-secrets", "/etc/ppp/pap-secrets",
 	"/etc/docker/key.json", "/etc/machine-id.secret", "/etc/cups/ssl",
+}
+
+// inotifyShare is the part of the user's inotify limits (instances and
+// watches, fs.inotify.max_user_*) an agent in the view may take: the
+// counts are the host user's, shared with the user's editors, the guard
+// of every run and other runs.
+const inotifyShare = 4
+
+// inotifyLimits bounds the agent's inotify instances and watches in the
+// view's own user namespace to a quarter of what the user may have (the
+// lower of the host's limit and the caller's own namespace's); none when
+// the kernel has no inotify.
+func inotifyLimits() []view.UserLimit {
+	var out []view.UserLimit
+	for _, l := range [...]struct{ host, own string }{
+		{"fs/inotify/max_user_instances", "max_inotify_instances"},
+		{"fs/inotify/max_user_watches", "max_inotify_watches"},
+	} {
+		n := readSysctl(l.host)
+		if own := readSysctl("user/" + l.own); own > 0 && (n <= 0 || own < n) {
+			n = own
+		}
+		if n > 0 {
+			out = append(out, view.UserLimit{Name: l.own, Value: max(1, n/inotifyShare)})
+		}
+	}
+	return out
+}
+
+// readSysctl reads a number under /proc/sys, or -1.
+func readSysctl(name string) int64 {
+	b, err := os.ReadFile("/proc/sys/" + name)
+	if err != nil {
+		return -1
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 func defaultRlimits() []view.Rlimit {
