@@ -73,6 +73,8 @@ MUST_RUN = [
     "e2e-user TestNestedUsernsOptIn",
     "e2e TestTmpSize",
     "e2e-user TestTmpSize",
+    "e2e TestOpenNetworkUnixPaths",
+    "e2e-user TestOpenNetworkUnixPaths",
     "e2e TestDirectAttemptsRecorded",
     "e2e-user TestDirectAttemptsRecorded",
     "e2e TestDirectAttemptsCounted",

@@ -23,7 +23,10 @@ const (
 	ReadOnly Kind = "ro"
 	// ReadWrite binds the source read-write (recursively, with nosuid).
 	ReadWrite Kind = "rw"
-	// Tmpfs mounts an empty, writable tmpfs (mode 1777).
+	// Tmpfs mounts an empty, writable tmpfs (mode 1777). With a Source
+	// (a name), the Tmpfs mounts of that Source share one tmpfs, sized
+	// by the first: each is an empty directory of it (mode 1777), and
+	// the size bounds what they hold together.
 	Tmpfs Kind = "tmpfs"
 	// Proc mounts a proc filesystem of the sandbox's PID namespace.
 	Proc Kind = "proc"
@@ -201,7 +204,11 @@ func (c Config) Validate() error {
 			if !clean(m.Upper) || !clean(m.Work) || (m.Source != "" && !clean(m.Source)) {
 				return fmt.Errorf("view: overlay %s needs absolute clean upper and work directories", m.Path)
 			}
-		case Tmpfs, Proc, Devpts, Mask, Dir:
+		case Tmpfs:
+			if strings.Trim(m.Source, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
+				return fmt.Errorf("view: tmpfs %s: shared instance name %q: want lower-case letters, digits and '-'", m.Path, m.Source)
+			}
+		case Proc, Devpts, Mask, Dir:
 		default:
 			return fmt.Errorf("view: mount %s has unknown kind %q", m.Path, m.Kind)
 		}

@@ -513,8 +513,16 @@ func buildRoot(mounts []Mount, rules *landlock.Ruleset) (err error) {
 	}
 	dirs := &stagedDirs{}
 	defer dirs.release()
+	shared := &sharedTmpfs{stage: stage}
+	defer func() { _ = shared.release() }()
 	for i, m := range ms {
 		dirs.at(m.Path)
+		if m.Kind == Tmpfs && m.Source != "" {
+			if err := shared.place(m, dirs); err != nil {
+				return fmt.Errorf("%s %s: %w", m.Kind, m.Path, err)
+			}
+			continue
+		}
 		if m.Kind == Overlay {
 			if err := placeOverlay(stage, m, overlays[i], dirs); err != nil {
 				return fmt.Errorf("%s %s: %w", m.Kind, m.Path, err)
@@ -559,6 +567,9 @@ func buildRoot(mounts []Mount, rules *landlock.Ruleset) (err error) {
 		}
 	}
 	dirs.release()
+	if err := shared.release(); err != nil {
+		return err
+	}
 	// Directories init created on a writable tmpfs only to hold the mount
 	// points below them (a workdir or home under /tmp) are read-only, as
 	// the root's skeleton is: writes there would vanish with the run.

@@ -253,7 +253,7 @@ func (p *Prepared) Describe() backend.Description {
 		if p.Spec.TmpSize > 0 {
 			from = "tmp_size"
 		}
-		comments = append(comments, fmt.Sprintf("private /tmp, /var/tmp and /dev/shm: up to %s each (%s); every bind outside /dev is nodev", spec.FormatSize(size), from))
+		comments = append(comments, fmt.Sprintf("private /tmp, /var/tmp and /dev/shm: one tmpfs, up to %s for the three together (%s); every bind outside /dev is nodev", spec.FormatSize(size), from))
 	}
 	if os.Geteuid() == 0 {
 		comments = append(comments, "root caller: the agent is uid 0 inside (no capabilities); every file of /etc only root may read is hidden, not only the secrets every run hides")

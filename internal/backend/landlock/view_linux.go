@@ -161,11 +161,15 @@ func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string, la
 			Upper: filepath.Join(layer, "upper"), Work: filepath.Join(layer, "work")})
 		caches = append(caches, cache.Path)
 	}
+	// The private /tmp, /var/tmp and /dev/shm are directories of one
+	// tmpfs: its size bounds what they hold together (three of their own
+	// could take three times as much where no memory scope bounds the
+	// run).
 	size := TmpSize(s)
 	c.Mounts = append(c.Mounts,
-		view.Mount{Kind: view.Tmpfs, Path: "/tmp", Size: size},
-		view.Mount{Kind: view.Tmpfs, Path: "/var/tmp", Size: size},
-		view.Mount{Kind: view.Tmpfs, Path: "/dev/shm", Size: size},
+		view.Mount{Kind: view.Tmpfs, Path: "/tmp", Source: "tmp", Size: size},
+		view.Mount{Kind: view.Tmpfs, Path: "/var/tmp", Source: "tmp", Size: size},
+		view.Mount{Kind: view.Tmpfs, Path: "/dev/shm", Source: "tmp", Size: size},
 		view.Mount{Kind: view.Dir, Path: "/dev"},
 		view.Mount{Kind: view.Devpts, Path: "/dev/pts"},
 		// What bubblewrap's --dev gives besides the nodes: the
