@@ -154,19 +154,11 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, r *request, a *attempt) bo
 
 	noBody := req.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified
 	removeHopHeaders(resp.Header)
-	var body io.Reader = resp.Body
-	if r.scrub != nil {
-		scrubHead(r.scrub, resp)
-		if !noBody {
-			var err error
-			if body, err = decodedBody(resp); err != nil {
-				a.reason = fmt.Sprintf("%s; %v", a.reason, err)
-				writeRefusal(client, http.StatusBadGateway, err.Error())
-				return false
-			}
-			// The replacement may change the length.
-			resp.ContentLength = -1
-		}
+	body, err := routedBody(r.scrub, resp, noBody)
+	if err != nil {
+		a.reason = fmt.Sprintf("%s; %v", a.reason, err)
+		writeRefusal(client, http.StatusBadGateway, err.Error())
+		return false
 	}
 	resp.Header.Del("Content-Length")
 	chunked := false
@@ -201,6 +193,30 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, r *request, a *attempt) bo
 			return done && keep
 		}
 	}
+	return copyBody(bw, body, chunked, r.scrub, a) && keep
+}
+
+// routedBody is what of resp's body goes to the client: for a routed
+// request (s not nil) its status line and header scrubbed, its body
+// decoded (its length then unknown); for any other, the body as it is.
+func routedBody(s *scrubber, resp *http.Response, noBody bool) (io.Reader, error) {
+	if s == nil {
+		return resp.Body, nil
+	}
+	scrubHead(s, resp)
+	if noBody {
+		return resp.Body, nil
+	}
+	body, err := decodedBody(resp)
+	// The replacement may change the length.
+	resp.ContentLength = -1
+	return body, err
+}
+
+// copyBody copies body to bw as it arrives (chunked, or as it is),
+// flushed after each read, through the scrubber s of a routed request;
+// it reports whether the whole body went through.
+func copyBody(bw *bufio.Writer, body io.Reader, chunked bool, s *scrubber, a *attempt) bool {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf := *bp
@@ -222,8 +238,8 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, r *request, a *attempt) bo
 		n, err := body.Read(buf)
 		if n > 0 {
 			chunk := buf[:n]
-			if r.scrub != nil {
-				out = r.scrub.Write(out[:0], chunk)
+			if s != nil {
+				out = s.Write(out[:0], chunk)
 				chunk = out
 			}
 			if !send(chunk) {
@@ -238,7 +254,7 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, r *request, a *attempt) bo
 			return false
 		}
 	}
-	if r.scrub != nil && !send(r.scrub.Flush(out[:0])) {
+	if s != nil && !send(s.Flush(out[:0])) {
 		return false
 	}
 	if chunked {
@@ -247,7 +263,7 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, r *request, a *attempt) bo
 			return false
 		}
 	}
-	return keep
+	return true
 }
 
 // scrubHead replaces the real key by the phantom in a routed response's

@@ -174,6 +174,38 @@ type UserLimit struct {
 // userLimitNames are the /proc/sys/user/ files a Config may set.
 var userLimitNames = map[string]bool{"max_inotify_instances": true, "max_inotify_watches": true}
 
+// check validates one mount of a Config.
+func (m Mount) check() error {
+	if !clean(m.Path) || m.Path == "/" {
+		return fmt.Errorf("view: mount path %q is not an absolute clean path below /", m.Path)
+	}
+	switch m.Kind {
+	case ReadOnly, ReadWrite, Terminal:
+		if m.Source != "" && !clean(m.Source) {
+			return fmt.Errorf("view: mount source %q is not an absolute clean path", m.Source)
+		}
+	case Symlink:
+		if m.Target == "" {
+			return fmt.Errorf("view: symlink %s has no target", m.Path)
+		}
+	case Overlay:
+		if !clean(m.Upper) || !clean(m.Work) || (m.Source != "" && !clean(m.Source)) {
+			return fmt.Errorf("view: overlay %s needs absolute clean upper and work directories", m.Path)
+		}
+	case Tmpfs:
+		if strings.Trim(m.Source, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
+			return fmt.Errorf("view: tmpfs %s: shared instance name %q: want lower-case letters, digits and '-'", m.Path, m.Source)
+		}
+	case Proc, Devpts, Mask, Dir:
+	default:
+		return fmt.Errorf("view: mount %s has unknown kind %q", m.Path, m.Kind)
+	}
+	if m.Guarded && m.Kind != ReadOnly && m.Kind != Mask && (m.Kind != ReadWrite || !m.Pin) {
+		return fmt.Errorf("view: mount %s of kind %q cannot be guarded", m.Path, m.Kind)
+	}
+	return nil
+}
+
 // Validate checks that c is complete and its paths are absolute and clean.
 func (c Config) Validate() error {
 	if len(c.Argv) == 0 || !filepath.IsAbs(c.Argv[0]) {
@@ -188,32 +220,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("view: working directory %q is not an absolute clean path", c.Workdir)
 	}
 	for _, m := range c.Mounts {
-		if !clean(m.Path) || m.Path == "/" {
-			return fmt.Errorf("view: mount path %q is not an absolute clean path below /", m.Path)
-		}
-		switch m.Kind {
-		case ReadOnly, ReadWrite, Terminal:
-			if m.Source != "" && !clean(m.Source) {
-				return fmt.Errorf("view: mount source %q is not an absolute clean path", m.Source)
-			}
-		case Symlink:
-			if m.Target == "" {
-				return fmt.Errorf("view: symlink %s has no target", m.Path)
-			}
-		case Overlay:
-			if !clean(m.Upper) || !clean(m.Work) || (m.Source != "" && !clean(m.Source)) {
-				return fmt.Errorf("view: overlay %s needs absolute clean upper and work directories", m.Path)
-			}
-		case Tmpfs:
-			if strings.Trim(m.Source, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
-				return fmt.Errorf("view: tmpfs %s: shared instance name %q: want lower-case letters, digits and '-'", m.Path, m.Source)
-			}
-		case Proc, Devpts, Mask, Dir:
-		default:
-			return fmt.Errorf("view: mount %s has unknown kind %q", m.Path, m.Kind)
-		}
-		if m.Guarded && m.Kind != ReadOnly && m.Kind != Mask && (m.Kind != ReadWrite || !m.Pin) {
-			return fmt.Errorf("view: mount %s of kind %q cannot be guarded", m.Path, m.Kind)
+		if err := m.check(); err != nil {
+			return err
 		}
 	}
 	switch c.Network {

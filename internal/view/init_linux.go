@@ -517,20 +517,8 @@ func buildRoot(mounts []Mount, rules *landlock.Ruleset) (err error) {
 	defer func() { _ = shared.release() }()
 	for i, m := range ms {
 		dirs.at(m.Path)
-		if m.Kind == Tmpfs && m.Source != "" {
-			if err := shared.place(m, dirs); err != nil {
-				return fmt.Errorf("%s %s: %w", m.Kind, m.Path, err)
-			}
-			continue
-		}
-		if m.Kind == Overlay {
-			if err := placeOverlay(stage, m, overlays[i], dirs); err != nil {
-				return fmt.Errorf("%s %s: %w", m.Kind, m.Path, err)
-			}
-			continue
-		}
 		if m.Kind != ReadOnly && m.Kind != ReadWrite && m.Kind != Terminal {
-			if err := place(stage, m, 0, devNull, dirs); err != nil {
+			if err := placeOther(m, overlays[i], shared, devNull, dirs); err != nil {
 				return fmt.Errorf("%s %s: %w", m.Kind, m.Path, err)
 			}
 			continue
@@ -596,6 +584,19 @@ func buildRoot(mounts []Mount, rules *landlock.Ruleset) (err error) {
 		return fmt.Errorf("making the new root read-only: %w", err)
 	}
 	return nil
+}
+
+// placeOther places a mount that is not a bind of the host's in the
+// staged root: an overlay (its layers open in o), a tmpfs shared with
+// others (shared), or any other kind (place).
+func placeOther(m Mount, o *overlayFds, shared *sharedTmpfs, devNull int, dirs *stagedDirs) error {
+	switch {
+	case m.Kind == Overlay:
+		return placeOverlay(stage, m, o, dirs)
+	case m.Kind == Tmpfs && m.Source != "":
+		return shared.place(m, dirs)
+	}
+	return place(stage, m, 0, devNull, dirs)
 }
 
 // stage is where the new root is assembled: a tmpfs over /tmp, in init's
