@@ -81,6 +81,8 @@ MUST_RUN = [
     "e2e-user TestDirectAttemptsCounted",
     "e2e TestInotifyBounded",
     "e2e-user TestInotifyBounded",
+    "e2e TestInotifyHogGuard",
+    "e2e-user TestInotifyHogGuard",
     "e2e TestCredentialInjection",
     "e2e-user TestCredentialInjection",
     "e2e TestCredentialInjectionGit",
