@@ -3,10 +3,13 @@ package e2e
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -49,7 +52,8 @@ PY`
 // echoes the request's headers in its answer (its header and body; gzip
 // whatever was asked; a stream with the key split across two chunks)
 // shows the agent only its phantom; TRACE and TRACK are refused (405) and
-// never reach it; "/ROUTE/../x" stays below the upstream's base path.
+// never reach it; "/ROUTE/../x" stays below the upstream's base path. In
+// the view and in the weaker sandbox.
 func TestCredentialReflection(t *testing.T) {
 	skipWithoutLandlock(t)
 	needs(t, "python3")
@@ -83,31 +87,50 @@ func TestCredentialReflection(t *testing.T) {
 	ca := filepath.Join(t.TempDir(), "ca.pem")
 	writeCA(t, ca, srv)
 	port := srv.Listener.Addr().(*net.TCPAddr).Port
-	r := newBrokerRun(t)
-	folder := filepath.Join(filepath.Dir(r.home), "agents", "keyed")
-	write(t, filepath.Join(folder, "agent.toml"), credentialsFolder)
-	write(t, filepath.Join(folder, "sandbox", "nono.json"), "{}\n")
-	env := []string{"ANTHROPIC_API_KEY=" + real, "ANTHROPIC_BASE_URL=" + srv.URL + "/base", "SSL_CERT_FILE=" + ca}
-	code, out := r.run(120*time.Second, env, "--allow-host", fmt.Sprintf("127.0.0.1:%d", port), folder, "-c", reflectionProbe)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, out)
-	}
-	if strings.Contains(out, "REALKEYMARK") {
-		t.Errorf("the real key reached the agent through the upstream's echo:\n%s", out)
-	}
-	for _, want := range []string{"=== GET /echo 200", "=== GET /gzip 200", "=== GET /stream 200", "=== TRACE /echo 405", "=== TRACK /echo 405", "data: sk-agent-sandbox-phantom-", "H X-Debug-Key: sk-agent-sandbox-phantom-", "X-Api-Key: sk-agent-sandbox-phantom-"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("the answers do not hold %q:\n%s", want, out)
-		}
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(seen) != 4 {
-		t.Errorf("the stand-in saw %q, want the four GETs", seen)
-	}
-	for _, s := range seen {
-		if !strings.HasPrefix(s, "GET /base/") || !strings.HasSuffix(s, "accept-encoding=identity") {
-			t.Errorf("the stand-in saw %q: a TRACE forwarded, a path out of the base, or a compressed answer asked for", s)
-		}
+	for _, engine := range []string{"view", "weaker"} {
+		t.Run(engine, func(t *testing.T) {
+			mu.Lock()
+			seen = nil
+			mu.Unlock()
+			var prefix, extra []string
+			if engine == "weaker" {
+				prefix, extra = noUserns(t), []string{"AGENT_SANDBOX_WEAKER_SANDBOX=1"}
+			}
+			r := newBrokerRun(t)
+			folder := filepath.Join(filepath.Dir(r.home), "agents", "keyed")
+			write(t, filepath.Join(folder, "agent.toml"), credentialsFolder)
+			write(t, filepath.Join(folder, "sandbox", "nono.json"), "{}\n")
+			env := append([]string{"ANTHROPIC_API_KEY=" + real, "ANTHROPIC_BASE_URL=" + srv.URL + "/base", "SSL_CERT_FILE=" + ca}, extra...)
+			flags := []string{"--sandbox-backend", "landlock", "--allow-host", fmt.Sprintf("127.0.0.1:%d", port)}
+			args := append(append(append([]string{}, prefix...), r.bin), append(flags, folder, "-c", reflectionProbe)...)
+			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+			cmd.Dir = r.work
+			cmd.Env = withCover(append([]string{"HOME=" + r.home, "PATH=" + agentBinDir() + string(os.PathListSeparator) + pathFor(flags), "LANG=C.UTF-8", "TERM=dumb"}, env...))
+			b, err := cmd.CombinedOutput()
+			out := string(b)
+			if err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			if strings.Contains(out, "REALKEYMARK") {
+				t.Errorf("the real key reached the agent through the upstream's echo:\n%s", out)
+			}
+			for _, want := range []string{"=== GET /echo 200", "=== GET /gzip 200", "=== GET /stream 200", "=== TRACE /echo 405", "=== TRACK /echo 405", "data: sk-agent-sandbox-phantom-", "H X-Debug-Key: sk-agent-sandbox-phantom-", "X-Api-Key: sk-agent-sandbox-phantom-"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("the answers do not hold %q:\n%s", want, out)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seen) != 4 {
+				t.Errorf("the stand-in saw %q, want the four GETs", seen)
+			}
+			for _, s := range seen {
+				if !strings.HasPrefix(s, "GET /base/") || !strings.HasSuffix(s, "accept-encoding=identity") {
+					t.Errorf("the stand-in saw %q: a TRACE forwarded, a path out of the base, or a compressed answer asked for", s)
+				}
+			}
+		})
 	}
 }
