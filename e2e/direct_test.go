@@ -66,3 +66,30 @@ print("outside", s.connect_ex(("192.0.2.7", 443)))'`, fwd, unfwd)
 		})
 	}
 }
+
+// TestDirectAttemptsCounted (issue 38, item 6): the view's init reports
+// the first thousand distinct destinations the agent tried past the
+// broker; the attempts past them were dropped without a word. An agent
+// that tries 1,100 loopback ports gets 1,000 recorded and the other 100
+// counted: the end-of-run line and the audit log say how many were not
+// recorded.
+func TestDirectAttemptsCounted(t *testing.T) {
+	skipWithoutLandlock(t)
+	needs(t, "python3")
+	probe := `python3 -c '
+import socket
+for port in range(30000, 31100):
+    s = socket.socket(); s.settimeout(2); s.connect_ex(("127.0.0.1", port)); s.close()
+print("tried")'`
+	r := newBrokerRun(t)
+	_, out := r.run(120*time.Second, nil, "--offline", "run", "--", "sh", "-c", probe)
+	if !strings.Contains(out, "tried") {
+		t.Fatalf("the probe did not run:\n%s", out)
+	}
+	if !strings.Contains(out, "(100 of them attempts past the proxy not recorded one by one") {
+		t.Errorf("the end-of-run line does not say that 100 attempts were not recorded:\n%s", out)
+	}
+	if log := r.audit("run"); !strings.Contains(log, "100 further connection attempts past the proxy not recorded") {
+		t.Errorf("the audit log does not say that 100 attempts were not recorded:\n%.2000s", log[max(0, len(log)-2000):])
+	}
+}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,10 +47,10 @@ func TestNestedUsernsOptIn(t *testing.T) {
 	}
 }
 
-// TestTmpSize (issue 24 item 3): the private /tmp, /var/tmp and /dev/shm
-// are bounded (agent.toml tmp_size; by default a quarter of the memory
-// each, which --dry-run says), so that an agent cannot fill the machine's
-// memory through them. Neighbour: writing under the bound works. Control:
+// TestTmpSize (issue 24 item 3, issue 38 item 7): the private /tmp,
+// /var/tmp and /dev/shm are one tmpfs, bounded (agent.toml tmp_size; by
+// default a quarter of the memory for the three together, which --dry-run
+// says), so that an agent cannot fill the machine's memory through them. Neighbour: writing under the bound works. Control:
 // the same write outside the sandbox works.
 func TestTmpSize(t *testing.T) {
 	skipWithoutLandlock(t)
@@ -67,8 +68,21 @@ func TestTmpSize(t *testing.T) {
 			t.Errorf("%s: 8M under tmp_size = 16M failed (exit %d): %s", dir, code, out)
 		}
 	}
+	// Issue 38 item 7: the three are one tmpfs, so tmp_size bounds what
+	// they hold together (three of their own took three times as much
+	// where no memory scope bounds the run); what /var/tmp holds is the
+	// run's own, never the host's.
+	marker := fmt.Sprintf("agent-sandbox-var-tmp-%d", time.Now().UnixNano())
+	together := `for d in /tmp /var/tmp /dev/shm; do dd if=/dev/zero of=$d/part bs=1M count=6 2>/dev/null && echo WROTE-$d; done; echo x > /var/tmp/` + marker + `; true`
+	if code, out := r.run(60*time.Second, nil, folder, "-c", together); code != 0 || !strings.Contains(out, "WROTE-/tmp") || !strings.Contains(out, "WROTE-/var/tmp") || strings.Contains(out, "WROTE-/dev/shm") {
+		t.Errorf("6M in each of /tmp, /var/tmp and /dev/shm under tmp_size = 16M: want the first two written and the third refused (exit %d): %s", code, out)
+	}
+	if _, err := os.Lstat(filepath.Join("/var/tmp", marker)); err == nil {
+		os.Remove(filepath.Join("/var/tmp", marker))
+		t.Errorf("the agent wrote to the host's /var/tmp")
+	}
 	code, out := r.run(60*time.Second, nil, "--dry-run", r.folder())
-	if code != 0 || !strings.Contains(out, "private /tmp, /var/tmp and /dev/shm: up to ") || !strings.Contains(out, "a quarter of this machine's memory") {
+	if code != 0 || !strings.Contains(out, "private /tmp, /var/tmp and /dev/shm: one tmpfs, up to ") || !strings.Contains(out, "a quarter of this machine's memory") {
 		t.Errorf("--dry-run does not say the default bound (exit %d): %s", code, out)
 	}
 	write(t, filepath.Join(folder, "agent.toml"), "command = \"/bin/sh\"\ntmp_size = \"lots\"\n")
@@ -192,4 +206,33 @@ func TestMemoryBound(t *testing.T) {
 			t.Errorf("the agent is not in the run's scope (exit %d): %s", code, out)
 		}
 	})
+}
+
+// TestOpenNetworkUnixPaths (issue 38 item 7) pins what the README says an
+// open network shares: in the host's network namespace /proc/net/unix
+// lists the host's Unix socket paths (a socket this test listens on, in a
+// directory the agent is not granted), which the agent cannot connect to;
+// with a network namespace of its own (offline) the agent sees none of
+// them. The kernel shows /proc/net per network namespace, and the view's
+// proc cannot hide it per process.
+func TestOpenNetworkUnixPaths(t *testing.T) {
+	skipWithoutLandlock(t)
+	dir := t.TempDir()
+	sock := filepath.Join(dir, fmt.Sprintf("host-secret-%d.sock", time.Now().UnixNano()))
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	r := newBrokerRun(t)
+	probe := `grep -c ` + filepath.Base(sock) + ` /proc/net/unix | sed 's/^/LISTED=/'; (exec 3<>` + sock + `) 2>/dev/null && echo CONNECTED; true`
+	for _, tc := range []struct {
+		flags  []string
+		listed string
+	}{{[]string{"--network", "open"}, "LISTED=1"}, {[]string{"--offline"}, "LISTED=0"}} {
+		_, out := r.run(60*time.Second, nil, append(tc.flags, "run", "--", "sh", "-c", probe)...)
+		if !strings.Contains(out, tc.listed) || strings.Contains(out, "CONNECTED") {
+			t.Errorf("%s: want %s and no connection:\n%s", tc.flags, tc.listed, out)
+		}
+	}
 }

@@ -66,9 +66,9 @@ type Config struct {
 	// opens kernel code behind many local privilege escalations. Every
 	// run that allows them warns.
 	NestedUserns bool `toml:"nested_userns"`
-	// TmpSize bounds each of the built-in engine's private /tmp, /var/tmp
-	// and /dev/shm ("512M", "8G"; binary units K, M, G, T); "" is a
-	// quarter of the machine's memory each.
+	// TmpSize bounds the built-in engine's private /tmp, /var/tmp and
+	// /dev/shm together ("512M", "8G"; binary units K, M, G, T); "" is a
+	// quarter of the machine's memory.
 	TmpSize string `toml:"tmp_size"`
 	// MemoryMax bounds the memory of the built-in engine's run as a whole
 	// ("6G"; binary units K, M, G, T), through a systemd user scope:

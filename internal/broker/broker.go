@@ -374,6 +374,10 @@ func (p *Proxy) Close() error {
 	p.mu.Unlock()
 	p.wg.Wait()
 	if p.audit != nil {
+		if s := p.Summary(); s.DirectUnrecorded > 0 {
+			_ = p.audit.write(&Entry{Time: time.Now().UTC(), Agent: p.cfg.AgentID, Method: MethodDirect, Decision: DecisionRefused,
+				Reason: fmt.Sprintf("%d further connection attempts past the proxy not recorded one by one (past the first %d destinations the sandbox reports)", s.DirectUnrecorded, maxDirectReported)})
+		}
 		if s := p.Summary(); s.Unlogged > 0 {
 			// Past the run's budget: one line says what is missing.
 			_ = p.audit.write(&Entry{Time: time.Now().UTC(), Agent: p.cfg.AgentID, Decision: DecisionRefused,
@@ -415,7 +419,15 @@ type Summary struct {
 	// malformed and unauthenticated ones past the first
 	// maxUnauthenticatedLines, and any past Config.AuditRunBytes.
 	Unlogged int
+	// DirectUnrecorded counts connections attempted past the proxy that
+	// the sandbox did not report one by one (UnrecordedDirect); they are
+	// in Refused too, under no host.
+	DirectUnrecorded int64
 }
+
+// maxDirectReported is how many distinct destinations the namespace
+// view reports (its init's bound), for the messages.
+const maxDirectReported = 1000
 
 // Summary returns a copy of the counts so far.
 func (p *Proxy) Summary() Summary {
@@ -477,6 +489,9 @@ func (s Summary) Message() string {
 	}
 	if s.Unlogged > 0 {
 		fmt.Fprintf(&b, " (%d of them not in the audit log: past what one run may write there)", s.Unlogged)
+	}
+	if s.DirectUnrecorded > 0 {
+		fmt.Fprintf(&b, " (%d of them attempts past the proxy not recorded one by one: past the first %d destinations)", s.DirectUnrecorded, maxDirectReported)
 	}
 	b.WriteString("; to allow a host, add --allow-host HOST (or allow_domain in the agent's sandbox/nono.json)")
 	if s.Agent != "" {

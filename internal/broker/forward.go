@@ -101,6 +101,14 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, r *request, a *attempt) bo
 	req.Host = req.URL.Host
 	req.Close = true
 	req.RequestURI = ""
+	if r.scrub != nil {
+		// The answer is scanned for the real key: it must come in the
+		// clear, and whole (a byte range could cut the key in pieces
+		// that no scan recognises).
+		req.Header.Set("Accept-Encoding", "identity")
+		req.Header.Del("Range")
+		req.Header.Del("If-Range")
+	}
 	if expect && req.ContentLength != 0 {
 		if _, err := io.WriteString(client, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
 			return false
@@ -128,6 +136,7 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, r *request, a *attempt) bo
 		}
 		// 1xx informational responses (103 Early Hints) are passed on.
 		removeHopHeaders(resp.Header)
+		scrubHead(r.scrub, resp)
 		bw := bufio.NewWriter(client)
 		fmt.Fprintf(bw, "HTTP/1.1 %s\r\n", resp.Status)
 		resp.Header.Write(bw)
@@ -145,6 +154,12 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, r *request, a *attempt) bo
 
 	noBody := req.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified
 	removeHopHeaders(resp.Header)
+	body, err := routedBody(r.scrub, resp, noBody)
+	if err != nil {
+		a.reason = fmt.Sprintf("%s; %v", a.reason, err)
+		writeRefusal(client, http.StatusBadGateway, err.Error())
+		return false
+	}
 	resp.Header.Del("Content-Length")
 	chunked := false
 	switch {
@@ -173,25 +188,61 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, r *request, a *attempt) bo
 	if noBody {
 		return keep
 	}
-	if !chunked && resp.ContentLength > 0 {
+	if !chunked && resp.ContentLength > 0 && r.scrub == nil {
 		if ok, done := p.spliceBody(c, upConn, ubr, resp.ContentLength, up, client, a); ok {
 			return done && keep
 		}
 	}
+	return copyBody(bw, body, chunked, r.scrub, a) && keep
+}
+
+// routedBody is what of resp's body goes to the client: for a routed
+// request (s not nil) its status line and header scrubbed, its body
+// decoded (its length then unknown); for any other, the body as it is.
+func routedBody(s *scrubber, resp *http.Response, noBody bool) (io.Reader, error) {
+	if s == nil {
+		return resp.Body, nil
+	}
+	scrubHead(s, resp)
+	if noBody {
+		return resp.Body, nil
+	}
+	body, err := decodedBody(resp)
+	// The replacement may change the length.
+	resp.ContentLength = -1
+	return body, err
+}
+
+// copyBody copies body to bw as it arrives (chunked, or as it is),
+// flushed after each read, through the scrubber s of a routed request;
+// it reports whether the whole body went through.
+func copyBody(bw *bufio.Writer, body io.Reader, chunked bool, s *scrubber, a *attempt) bool {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf := *bp
+	var out []byte
+	send := func(b []byte) bool {
+		if len(b) == 0 {
+			return true
+		}
+		if chunked {
+			fmt.Fprintf(bw, "%x\r\n", len(b))
+		}
+		bw.Write(b)
+		if chunked {
+			bw.WriteString("\r\n")
+		}
+		return bw.Flush() == nil
+	}
 	for {
-		n, err := resp.Body.Read(buf)
+		n, err := body.Read(buf)
 		if n > 0 {
-			if chunked {
-				fmt.Fprintf(bw, "%x\r\n", n)
+			chunk := buf[:n]
+			if s != nil {
+				out = s.Write(out[:0], chunk)
+				chunk = out
 			}
-			bw.Write(buf[:n])
-			if chunked {
-				bw.WriteString("\r\n")
-			}
-			if bw.Flush() != nil {
+			if !send(chunk) {
 				return false
 			}
 		}
@@ -203,13 +254,26 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, r *request, a *attempt) bo
 			return false
 		}
 	}
+	if s != nil && !send(s.Flush(out[:0])) {
+		return false
+	}
 	if chunked {
 		bw.WriteString("0\r\n\r\n")
 		if bw.Flush() != nil {
 			return false
 		}
 	}
-	return keep
+	return true
+}
+
+// scrubHead replaces the real key by the phantom in a routed response's
+// status line and header (s nil: not routed).
+func scrubHead(s *scrubber, resp *http.Response) {
+	if s == nil {
+		return
+	}
+	resp.Status = s.String(resp.Status)
+	s.scrubHeader(resp.Header)
 }
 
 // bodyReader reads a request body from the client, with the client's

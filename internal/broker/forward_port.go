@@ -49,6 +49,20 @@ func (p *Proxy) RecordDirect(addr netip.AddrPort) {
 	p.record(a)
 }
 
+// UnrecordedDirect counts n connections the agent attempted past the proxy
+// that its sandbox saw but did not report one by one (past the first
+// thousand destinations): the end-of-run line and one audit line at Close
+// say how many.
+func (p *Proxy) UnrecordedDirect(n int64) {
+	if n <= 0 {
+		return
+	}
+	p.mu.Lock()
+	p.sum.DirectUnrecorded += n
+	p.sum.Refused += int(n)
+	p.mu.Unlock()
+}
+
 // Forward describes one forwarded port for [Proxy.ServeForward].
 type Forward struct {
 	// Method is MethodForward or MethodInbound (the audit line's method).

@@ -38,8 +38,15 @@ type CA struct {
 }
 
 // NewCA makes a fresh CA, valid from a minute ago for a day, named for
-// the agent.
-func NewCA(agentID string) (*CA, error) {
+// the agent, that may sign only for hosts (the intercepting routes' upstream
+// hosts, names or IP addresses): its name constraints, marked critical,
+// permit those names (and, as RFC 5280 has it, names below them) and those
+// addresses only, so that a client trusting it trusts it for nothing else
+// even if its key were taken. At least one host is needed.
+func NewCA(agentID string, hosts []string) (*CA, error) {
+	if len(hosts) == 0 {
+		return nil, fmt.Errorf("broker: a run CA needs the hosts it may sign for (the intercepting routes' hosts)")
+	}
 	key, serial, err := newKeySerial()
 	if err != nil {
 		return nil, err
@@ -55,6 +62,9 @@ func NewCA(agentID string) (*CA, error) {
 		IsCA:                  true,
 		MaxPathLenZero:        true,
 	}
+	if err := constrain(tmpl, hosts); err != nil {
+		return nil, err
+	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		return nil, err
@@ -64,6 +74,40 @@ func NewCA(agentID string) (*CA, error) {
 		return nil, err
 	}
 	return &CA{cert: cert, key: key, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), leafs: map[string]*tls.Certificate{}}, nil
+}
+
+// constrain sets tmpl's name constraints (critical) to permit hosts only:
+// DNS names for names, single addresses for IP literals; a name type
+// without a permitted host is excluded altogether (an empty permitted list
+// would leave it open). E-mail and URI names are left out: no TLS server
+// check uses them, and a verifier that knows no such constraint may refuse
+// a critical extension holding one.
+func constrain(tmpl *x509.Certificate, hosts []string) error {
+	tmpl.PermittedDNSDomainsCritical = true
+	for _, h := range hosts {
+		h = strings.TrimSuffix(strings.Trim(h, "[]"), ".")
+		if ip := net.ParseIP(h); ip != nil {
+			bits := 128
+			if ip4 := ip.To4(); ip4 != nil {
+				ip, bits = ip4, 32
+			}
+			tmpl.PermittedIPRanges = append(tmpl.PermittedIPRanges, &net.IPNet{IP: ip, Mask: net.CIDRMask(bits, bits)})
+			continue
+		}
+		if h == "" || strings.ContainsAny(h, "*/ ") {
+			return fmt.Errorf("broker: a run CA cannot be limited to host %q", h)
+		}
+		tmpl.PermittedDNSDomains = append(tmpl.PermittedDNSDomains, strings.ToLower(h))
+	}
+	if len(tmpl.PermittedIPRanges) == 0 {
+		tmpl.ExcludedIPRanges = []*net.IPNet{{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}, {IP: net.IPv6zero, Mask: net.CIDRMask(0, 128)}}
+	}
+	if len(tmpl.PermittedDNSDomains) == 0 {
+		// No name at all: "invalid" is reserved (RFC 2606) and never a
+		// route's host.
+		tmpl.PermittedDNSDomains = []string{"invalid"}
+	}
+	return nil
 }
 
 // leaf returns a certificate for host (a name or an IP address) signed by

@@ -36,7 +36,7 @@ func TestInterceptRoute(t *testing.T) {
 	pool := x509.NewCertPool()
 	pool.AddCert(up.Certificate())
 	port := up.Listener.Addr().(*net.TCPAddr).Port
-	ca, err := NewCA("test-agent")
+	ca, err := NewCA("test-agent", []string{"127.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestInterceptRoute(t *testing.T) {
 // TestCALeaf: the CA signs a certificate per host (a name or an IP
 // address) that verifies against the CA alone, for that host only.
 func TestCALeaf(t *testing.T) {
-	ca, err := NewCA("a")
+	ca, err := NewCA("a", []string{"api.github.com", "192.0.2.7"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,6 +114,60 @@ func TestCALeaf(t *testing.T) {
 		}
 		if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: "other.example"}); err == nil {
 			t.Errorf("%s's certificate verifies for another host", host)
+		}
+	}
+}
+
+// TestCANameConstraints: the run's CA carries critical name constraints
+// permitting only the intercepting routes' hosts: a certificate it signs
+// for any other name or address (as a stolen key would) does not verify;
+// a CA limited to names admits no address and one limited to addresses no
+// name; a CA for no host is refused.
+func TestCANameConstraints(t *testing.T) {
+	if _, err := NewCA("a", nil); err == nil {
+		t.Error("a CA for no host was made")
+	}
+	for _, tc := range []struct {
+		hosts     []string
+		ok, notOK []string
+	}{
+		{[]string{"api.github.com"}, []string{"api.github.com"}, []string{"github.com", "evil.example", "127.0.0.1", "::1"}},
+		{[]string{"127.0.0.1"}, []string{"127.0.0.1"}, []string{"127.0.0.2", "localhost", "api.github.com", "::1"}},
+		{[]string{"[::1]", "ghe.example.test"}, []string{"::1", "ghe.example.test"}, []string{"::2", "127.0.0.1", "example.test"}},
+	} {
+		ca, err := NewCA("a", tc.hosts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		crit := false
+		for _, e := range ca.cert.Extensions {
+			if e.Id.Equal([]int{2, 5, 29, 30}) {
+				crit = e.Critical
+			}
+		}
+		if !crit {
+			t.Errorf("%v: the CA has no critical name constraints extension", tc.hosts)
+		}
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM(ca.PEM)
+		verify := func(host string) error {
+			c, err := ca.leaf(host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			leaf, _ := x509.ParseCertificate(c.Certificate[0])
+			_, err = leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: host})
+			return err
+		}
+		for _, h := range tc.ok {
+			if err := verify(h); err != nil {
+				t.Errorf("CA for %v: %s does not verify: %v", tc.hosts, h, err)
+			}
+		}
+		for _, h := range tc.notOK {
+			if err := verify(h); err == nil {
+				t.Errorf("CA for %v: a certificate it signed for %s verifies", tc.hosts, h)
+			}
 		}
 	}
 }

@@ -38,6 +38,9 @@ type request struct {
 	// route: an origin-form request (/ROUTE/...) for a credential route;
 	// tls: its upstream speaks TLS.
 	route, tls bool
+	// scrub, on a routed request, replaces the real key in the response
+	// by the phantom.
+	scrub *scrubber
 }
 
 // readRequest reads one request head from br and parses its target. A

@@ -977,11 +977,8 @@ func TestCredentialRoute(t *testing.T) {
 	})
 	get := func(key string) (int, string) {
 		t.Helper()
-		resp, _, br := f.raw(t, "POST /anthropic/v1/messages?beta=true HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-key: "+key+"\r\nContent-Length: 2\r\n\r\n{}")
-		body := make([]byte, resp.ContentLength)
-		if resp.ContentLength > 0 {
-			io.ReadFull(br, body)
-		}
+		resp, _, _ := f.raw(t, "POST /anthropic/v1/messages?beta=true HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-key: "+key+"\r\nContent-Length: 2\r\n\r\n{}")
+		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body)
 	}
 	if code, body := get(phantom); code != 200 || body != "upstream-ok" {

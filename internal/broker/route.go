@@ -160,6 +160,13 @@ func (p *Proxy) route(c net.Conn, br *bufio.Reader, r *request, a *attempt) bool
 	}
 	u, _ := url.Parse(rt.Upstream)
 	a.method, a.host = "ROUTE "+r.req.Method, u.Hostname()
+	if m := strings.ToUpper(r.req.Method); m == "TRACE" || m == "TRACK" {
+		// The upstream would echo the request, the real key with it.
+		a.decision, a.reason, a.refusedAs = DecisionRefused, fmt.Sprintf("%s on route %s: refused (the upstream would echo the request with the real value of %s)", r.req.Method, rt.Name, rt.Env), rt.Env+" (TRACE)"
+		p.record(a)
+		writeRefusal(c, http.StatusMethodNotAllowed, "refused: "+a.reason)
+		return false
+	}
 	got := rt.credential(r.req.Header)
 	if got == "" && rt.basic() {
 		// git asks its credential helper only after a 401.
@@ -180,12 +187,11 @@ func (p *Proxy) route(c net.Conn, br *bufio.Reader, r *request, a *attempt) bool
 		writeRefusal(c, http.StatusForbidden, fmt.Sprintf("refused: the request does not carry this run's %s", rt.Env))
 		return false
 	}
+	agentHeader := r.req.Header.Get("Authorization")
 	rt.set(r.req.Header)
+	r.scrub = routeScrubber(rt, agentHeader, r.req.Header)
 	target := *u
-	target.Path = path.Join("/", u.Path, rest)
-	if strings.HasSuffix(rest, "/") && !strings.HasSuffix(target.Path, "/") {
-		target.Path += "/"
-	}
+	target.Path = routePath(u.Path, rest)
 	target.RawQuery = r.req.URL.RawQuery
 	port := target.Port()
 	if port == "" {
@@ -210,6 +216,17 @@ func (p *Proxy) route(c net.Conn, br *bufio.Reader, r *request, a *attempt) bool
 	r.tls = target.Scheme == "https"
 	a.injected = rt.Env
 	return p.forward(c, br, r, a)
+}
+
+// routePath is the upstream path of a request to a route: rest (the path
+// after /ROUTE) cleaned as a rooted path, so that no ".." climbs out of the
+// upstream's base path, below base; a trailing slash is kept.
+func routePath(base, rest string) string {
+	p := path.Join("/", base, path.Join("/", rest))
+	if strings.HasSuffix(rest, "/") && !strings.HasSuffix(p, "/") {
+		p += "/"
+	}
+	return p
 }
 
 // wrapTLS is the upstream connection of a route to an https upstream.

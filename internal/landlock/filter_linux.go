@@ -13,7 +13,8 @@ import (
 
 // StartFiltered starts cmd from a thread that has no_new_privs and the
 // seccomp filter sc selects (the parts every filter has included:
-// terminal injection, foreign ABIs, AF_VSOCK, netlink but NETLINK_ROUTE,
+// terminal injection, foreign ABIs, socket families outside the allow
+// list (AF_INET, AF_INET6, AF_UNIX, netlink with NETLINK_ROUTE only),
 // io_uring, fscrypt's keys), and no Landlock ruleset of its own: the
 // child inherits the filter, which no process can remove, and everything
 // it starts inherits it too. It is the layer agent-sandbox puts under

@@ -26,15 +26,19 @@ import (
 // of the workdir would no longer be what is there (a .envrc that appears
 // once the key is in).
 //
-// It always refuses kernel surface no agent needs: AF_VSOCK sockets (vsock
-// ignores the network namespace: on a VM they reach the hypervisor's
-// services past every network rule), netlink sockets other than
-// NETLINK_ROUTE (which glibc's getifaddrs and `ip` use; the others are
-// kernel interfaces: audit, uevents, socket diagnostics, generic netlink,
-// netfilter), and io_uring (ENOSYS, as on a kernel without it: programs
-// fall back to ordinary system calls; its operations create sockets and
-// open files without the system calls this filter and Landlock's socket
-// scoping see).
+// It always refuses kernel surface no agent needs. Sockets are an allow
+// list: socket(2) admits AF_INET, AF_INET6, AF_UNIX (unless refused, see
+// below) and AF_NETLINK with NETLINK_ROUTE only (which glibc's getifaddrs
+// and `ip` use; the other netlink protocols are kernel interfaces: audit,
+// uevents, socket diagnostics, generic netlink, netfilter; EPERM), and
+// socketpair(2) AF_UNIX only; every other family fails with EAFNOSUPPORT,
+// as on a kernel built without it: AF_VSOCK (which ignores the network
+// namespace: on a VM it reaches the hypervisor's services past every
+// network rule), AF_PACKET, AF_ALG, AF_BLUETOOTH, AF_CAN, AF_TIPC,
+// AF_RDS and whatever family a later kernel adds. io_uring is refused
+// (ENOSYS, as on a kernel without it: programs fall back to ordinary
+// system calls; its operations create sockets and open files without the
+// system calls this filter and Landlock's socket scoping see).
 //
 // Optionally (see [Seccomp]) it also refuses the kernel keyring calls
 // (add_key, request_key, keyctl: the user's session, user and persistent
@@ -89,7 +93,7 @@ const (
 )
 
 // bpf assembles a filter whose conditional jumps name their targets:
-// "deny", "nosys", "notify", "allow", a label set with [bpf.label], or "" (the next
+// "deny", "nosys", "nofamily", "notify", "allow", a label set with [bpf.label], or "" (the next
 // instruction). Targets lie ahead, as classic BPF requires.
 type bpf struct {
 	ins     []unix.SockFilter
@@ -112,16 +116,18 @@ func (b *bpf) jmp(code uint16, k uint32, jt, jf string) {
 	b.targets = append(b.targets, [2]string{jt, jf})
 }
 
-// program appends "ret deny", "ret nosys", "ret notify" and "ret allow"
-// and resolves the jumps.
-func (b *bpf) program(deny, nosys, notify, allow uint32) []unix.SockFilter {
+// program appends "ret deny" (EPERM), "ret nosys" (ENOSYS), "ret
+// nofamily" (EAFNOSUPPORT), "ret notify" (user notification) and "ret
+// allow", and resolves the jumps.
+func (b *bpf) program() []unix.SockFilter {
 	ret := uint16(unix.BPF_RET | unix.BPF_K)
 	end := len(b.ins)
-	b.op(ret, deny)
-	b.op(ret, nosys)
-	b.op(ret, notify)
-	b.op(ret, allow)
-	at := map[string]int{"deny": end, "nosys": end + 1, "notify": end + 2, "allow": end + 3}
+	b.op(ret, unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM))
+	b.op(ret, unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS))
+	b.op(ret, unix.SECCOMP_RET_ERRNO|uint32(unix.EAFNOSUPPORT))
+	b.op(ret, unix.SECCOMP_RET_USER_NOTIF)
+	b.op(ret, unix.SECCOMP_RET_ALLOW)
+	at := map[string]int{"deny": end, "nosys": end + 1, "nofamily": end + 2, "notify": end + 3, "allow": end + 4}
 	for name, i := range b.labels {
 		at[name] = i
 	}
@@ -179,20 +185,24 @@ func seccompFilter(a seccompArch, o Seccomp) []unix.SockFilter {
 		for _, nr := range a.sysvIPC {
 			b.jmp(jeq, nr, "deny", "")
 		}
-		// socketpair(AF_UNIX, type | flags, ...): only SOCK_STREAM and
-		// SOCK_SEQPACKET, whose sendto ignores an address. Every other
-		// type is refused: the kernel makes a SOCK_RAW Unix socket a
-		// datagram one (unix_create), and an unknown type is an error
-		// anyway.
-		b.jmp(jeq, a.socketpair, "", "not-socketpair")
-		b.op(ld, 16)
-		b.jmp(jeq, unix.AF_UNIX, "", "allow")
+	}
+	// socketpair(domain, type | flags, ...): AF_UNIX only (AF_TIPC has
+	// pairs too). Under DenyHostIPC only SOCK_STREAM and SOCK_SEQPACKET,
+	// whose sendto ignores an address. Every other type is refused then:
+	// the kernel makes a SOCK_RAW Unix socket a datagram one
+	// (unix_create), and an unknown type is an error anyway.
+	b.jmp(jeq, a.socketpair, "", "not-socketpair")
+	b.op(ld, 16)
+	if o.DenyHostIPC {
+		b.jmp(jeq, unix.AF_UNIX, "", "nofamily")
 		b.op(ld, 24)
 		b.op(unix.BPF_ALU|unix.BPF_AND|unix.BPF_K, 0xf)
 		b.jmp(jeq, unix.SOCK_STREAM, "allow", "")
 		b.jmp(jeq, unix.SOCK_SEQPACKET, "allow", "deny")
-		b.label("not-socketpair")
+	} else {
+		b.jmp(jeq, unix.AF_UNIX, "allow", "nofamily")
 	}
+	b.label("not-socketpair")
 	if o.DenyUserns {
 		b.jmp(jeq, nrClone3, "nosys", "")
 		b.jmp(jeq, a.clone, "clone-flags", "")
@@ -205,14 +215,17 @@ func seccompFilter(a seccompArch, o Seccomp) []unix.SockFilter {
 	if o.NotifyConnect {
 		b.jmp(jeq, a.connect, "notify", "")
 	}
-	// socket(domain, type, protocol)
+	// socket(domain, type, protocol): an allow list of families.
 	b.jmp(jeq, a.socket, "", "not-socket")
 	b.op(ld, 16)
+	b.jmp(jeq, unix.AF_INET, "allow", "")
+	b.jmp(jeq, unix.AF_INET6, "allow", "")
 	if o.DenyUnixSockets {
 		b.jmp(jeq, unix.AF_UNIX, "deny", "")
+	} else {
+		b.jmp(jeq, unix.AF_UNIX, "allow", "")
 	}
-	b.jmp(jeq, unix.AF_VSOCK, "deny", "")
-	b.jmp(jeq, unix.AF_NETLINK, "", "allow")
+	b.jmp(jeq, unix.AF_NETLINK, "", "nofamily")
 	b.op(ld, 32)
 	b.jmp(jeq, unix.NETLINK_ROUTE, "allow", "deny")
 	b.label("not-socket")
@@ -222,7 +235,7 @@ func seccompFilter(a seccompArch, o Seccomp) []unix.SockFilter {
 	b.jmp(jeq, ioctlTIOCLINUX, "deny", "")
 	b.jmp(jeq, ioctlFSSetEncryptionPolicy, "deny", "")
 	b.jmp(jeq, ioctlFSAddEncryptionKey, "deny", "allow")
-	return b.program(unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM), unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS), unix.SECCOMP_RET_USER_NOTIF, unix.SECCOMP_RET_ALLOW)
+	return b.program()
 }
 
 // terminalFilter is the filter with no optional part.

@@ -28,9 +28,9 @@ type Spec struct {
 	// (agent.toml nested_userns, --allow-userns); the built-in engine
 	// refuses them otherwise.
 	NestedUserns bool
-	// TmpSize bounds each private /tmp, /var/tmp and /dev/shm of the
-	// built-in engine in bytes (agent.toml tmp_size); 0: a quarter of the
-	// machine's memory each.
+	// TmpSize bounds the private /tmp, /var/tmp and /dev/shm of the
+	// built-in engine together (one tmpfs) in bytes (agent.toml
+	// tmp_size); 0: a quarter of the machine's memory.
 	TmpSize int64
 	// MemoryMax bounds the built-in engine's run as a whole in bytes
 	// (agent.toml memory_max), through a systemd user scope: 0 is the

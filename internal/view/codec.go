@@ -18,7 +18,7 @@ import (
 // be added here.
 
 // codecMagic starts an encoded Config (and versions the layout).
-const codecMagic = "asv4"
+const codecMagic = "asv5"
 
 // maxCodecLen bounds one string or list length when decoding.
 const maxCodecLen = 1 << 24
@@ -71,6 +71,11 @@ func (c Config) Encode() []byte {
 		e.str(l.Name)
 		e.uint(l.Soft)
 		e.uint(l.Hard)
+	}
+	e.uint(uint64(len(c.UserLimits)))
+	for _, l := range c.UserLimits {
+		e.str(l.Name)
+		e.int(l.Value)
 	}
 	e.bool(c.TerminalSignals)
 	e.int(int64(c.Umask))
@@ -126,6 +131,10 @@ func DecodeConfig(b []byte) (Config, error) {
 	n = d.len()
 	for i := 0; i < n && d.err == nil; i++ {
 		c.Rlimits = append(c.Rlimits, Rlimit{Resource: int(d.int()), Name: d.str(), Soft: d.uint(), Hard: d.uint()})
+	}
+	n = d.len()
+	for i := 0; i < n && d.err == nil; i++ {
+		c.UserLimits = append(c.UserLimits, UserLimit{Name: d.str(), Value: d.int()})
 	}
 	c.TerminalSignals = d.bool()
 	c.Umask = int(d.int())

@@ -23,7 +23,10 @@ const (
 	ReadOnly Kind = "ro"
 	// ReadWrite binds the source read-write (recursively, with nosuid).
 	ReadWrite Kind = "rw"
-	// Tmpfs mounts an empty, writable tmpfs (mode 1777).
+	// Tmpfs mounts an empty, writable tmpfs (mode 1777). With a Source
+	// (a name), the Tmpfs mounts of that Source share one tmpfs, sized
+	// by the first: each is an empty directory of it (mode 1777), and
+	// the size bounds what they hold together.
 	Tmpfs Kind = "tmpfs"
 	// Proc mounts a proc filesystem of the sandbox's PID namespace.
 	Proc Kind = "proc"
@@ -147,6 +150,11 @@ type Config struct {
 	Inbound bool `json:"inbound,omitempty"`
 	// Rlimits are applied to the agent (never raising a hard limit).
 	Rlimits []Rlimit `json:"rlimits,omitempty"`
+	// UserLimits are written to /proc/sys/user/ in the sandbox's own
+	// user namespace before the agent starts: the kernel's per-user
+	// counts (inotify instances and watches) that a process there
+	// charges to the caller's user on the host are bounded there too.
+	UserLimits []UserLimit `json:"user_limits,omitempty"`
 	// Umask, with SetUmask, is the agent's umask (the caller's);
 	// without, the agent gets init's own. Init builds the view with
 	// umask 0, whatever the caller's is (a umask that clears the owner's
@@ -159,37 +167,66 @@ type Config struct {
 	TerminalSignals bool `json:"terminal_signals,omitempty"`
 }
 
+// UserLimit is one per-user-namespace limit of /proc/sys/user/ (see
+// [Config.UserLimits]).
+type UserLimit struct {
+	// Name is the file's name: one of userLimitNames.
+	Name string `json:"name"`
+	// Value is what is written to it (at least 1).
+	Value int64 `json:"value"`
+}
+
+// userLimitNames are the /proc/sys/user/ files a Config may set.
+var userLimitNames = map[string]bool{"max_inotify_instances": true, "max_inotify_watches": true}
+
+// check validates one mount of a Config.
+func (m Mount) check() error {
+	if !clean(m.Path) || m.Path == "/" {
+		return fmt.Errorf("view: mount path %q is not an absolute clean path below /", m.Path)
+	}
+	switch m.Kind {
+	case ReadOnly, ReadWrite, Terminal:
+		if m.Source != "" && !clean(m.Source) {
+			return fmt.Errorf("view: mount source %q is not an absolute clean path", m.Source)
+		}
+	case Symlink, Link:
+		if m.Target == "" {
+			return fmt.Errorf("view: %s %s has no target", m.Kind, m.Path)
+		}
+	case Overlay:
+		if !clean(m.Upper) || !clean(m.Work) || (m.Source != "" && !clean(m.Source)) {
+			return fmt.Errorf("view: overlay %s needs absolute clean upper and work directories", m.Path)
+		}
+	case Tmpfs:
+		if strings.Trim(m.Source, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
+			return fmt.Errorf("view: tmpfs %s: shared instance name %q: want lower-case letters, digits and '-'", m.Path, m.Source)
+		}
+	case Proc, Devpts, Mask, Dir:
+	default:
+		return fmt.Errorf("view: mount %s has unknown kind %q", m.Path, m.Kind)
+	}
+	if m.Guarded && m.Kind != ReadOnly && m.Kind != Mask && (m.Kind != ReadWrite || !m.Pin) {
+		return fmt.Errorf("view: mount %s of kind %q cannot be guarded", m.Path, m.Kind)
+	}
+	return nil
+}
+
 // Validate checks that c is complete and its paths are absolute and clean.
 func (c Config) Validate() error {
 	if len(c.Argv) == 0 || !filepath.IsAbs(c.Argv[0]) {
 		return fmt.Errorf("view: the command must be an absolute path, not %q", strings.Join(c.Argv, " "))
 	}
+	for _, l := range c.UserLimits {
+		if !userLimitNames[l.Name] || l.Value < 1 {
+			return fmt.Errorf("view: user namespace limit %s = %d: want one of max_inotify_instances, max_inotify_watches and a value of at least 1", l.Name, l.Value)
+		}
+	}
 	if !clean(c.Workdir) {
 		return fmt.Errorf("view: working directory %q is not an absolute clean path", c.Workdir)
 	}
 	for _, m := range c.Mounts {
-		if !clean(m.Path) || m.Path == "/" {
-			return fmt.Errorf("view: mount path %q is not an absolute clean path below /", m.Path)
-		}
-		switch m.Kind {
-		case ReadOnly, ReadWrite, Terminal:
-			if m.Source != "" && !clean(m.Source) {
-				return fmt.Errorf("view: mount source %q is not an absolute clean path", m.Source)
-			}
-		case Symlink, Link:
-			if m.Target == "" {
-				return fmt.Errorf("view: %s %s has no target", m.Kind, m.Path)
-			}
-		case Overlay:
-			if !clean(m.Upper) || !clean(m.Work) || (m.Source != "" && !clean(m.Source)) {
-				return fmt.Errorf("view: overlay %s needs absolute clean upper and work directories", m.Path)
-			}
-		case Tmpfs, Proc, Devpts, Mask, Dir:
-		default:
-			return fmt.Errorf("view: mount %s has unknown kind %q", m.Path, m.Kind)
-		}
-		if m.Guarded && m.Kind != ReadOnly && m.Kind != Mask && (m.Kind != ReadWrite || !m.Pin) {
-			return fmt.Errorf("view: mount %s of kind %q cannot be guarded", m.Path, m.Kind)
+		if err := m.check(); err != nil {
+			return err
 		}
 	}
 	switch c.Network {

@@ -123,3 +123,33 @@ func TestInodeRules(t *testing.T) {
 		t.Fatalf("enclosingBinds = %v, want %v", enc, want)
 	}
 }
+
+// TestValidateSharedTmpfsAndUserLimits: a Tmpfs may name the instance it
+// shares (lower-case letters, digits, '-'), never a path; a user
+// namespace limit must be one of the inotify ones and at least 1.
+func TestValidateSharedTmpfsAndUserLimits(t *testing.T) {
+	base := func() Config { return Config{Workdir: "/w", Argv: []string{"/bin/sh"}, Network: NetHost} }
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		ok   bool
+	}{
+		{"shared tmpfs", func(c *Config) {
+			c.Mounts = []Mount{{Kind: Tmpfs, Path: "/tmp", Source: "tmp"}, {Kind: Tmpfs, Path: "/dev/shm", Source: "tmp"}}
+		}, true},
+		{"tmpfs named by a path", func(c *Config) { c.Mounts = []Mount{{Kind: Tmpfs, Path: "/tmp", Source: "/etc"}} }, false},
+		{"tmpfs name with dots", func(c *Config) { c.Mounts = []Mount{{Kind: Tmpfs, Path: "/tmp", Source: "../x"}} }, false},
+		{"inotify limits", func(c *Config) {
+			c.UserLimits = []UserLimit{{Name: "max_inotify_instances", Value: 32}, {Name: "max_inotify_watches", Value: 1}}
+		}, true},
+		{"another limit", func(c *Config) { c.UserLimits = []UserLimit{{Name: "max_user_namespaces", Value: 0}} }, false},
+		{"a path", func(c *Config) { c.UserLimits = []UserLimit{{Name: "../../fs/inotify/max_user_instances", Value: 1}} }, false},
+		{"zero", func(c *Config) { c.UserLimits = []UserLimit{{Name: "max_inotify_instances", Value: 0}} }, false},
+	} {
+		c := base()
+		tc.edit(&c)
+		if err := c.Validate(); (err == nil) != tc.ok {
+			t.Errorf("%s: Validate() = %v, want ok %v", tc.name, err, tc.ok)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -58,6 +59,9 @@ type report struct {
 	// loopback port nothing is forwarded to, an address past the
 	// broker), each reported once; more reports follow.
 	Connect string `json:"connect,omitempty"`
+	// Unrecorded, with the agent's status, counts the connect attempts
+	// past maxConnects distinct destinations, which were not reported.
+	Unrecorded int64 `json:"unrecorded,omitempty"`
 }
 
 // Init is the sandbox init: it reads the Config from its parent, builds the
@@ -148,6 +152,9 @@ func Init() int {
 	stopped = func(sig unix.Signal) { say(report{Stopped: int(sig)}) }
 	attempted = func(addr string) { say(report{Connect: addr}) }
 	r := runAgent(c, rules, agent, sigs)
+	if r.Status != nil {
+		r.Unrecorded = unrecorded.Load()
+	}
 	code := say(r)
 	if r.Status != nil {
 		// The agent ran: init ends once the parent is done with it (it
@@ -188,6 +195,9 @@ func setUp(c Config) (*landlock.Ruleset, error) {
 	if err := rules.AddDescriptors(0, 1, 2); err != nil {
 		return nil, fmt.Errorf("confining the agent: %w", err)
 	}
+	if err := setUserLimits(c.UserLimits); err != nil {
+		return nil, err
+	}
 	if c.Network != NetHost {
 		if err := loopbackUp(); err != nil {
 			return nil, fmt.Errorf("bringing up loopback in the sandbox's network namespace: %w", err)
@@ -223,6 +233,21 @@ func setUp(c Config) (*landlock.Ruleset, error) {
 	}
 	ok = true
 	return rules, nil
+}
+
+// setUserLimits writes each limit to /proc/sys/user/ (the view's own
+// proc) in the sandbox's user namespace, where init holds
+// CAP_SYS_RESOURCE and the agent, without capabilities, can only read
+// it. The kernel checks a count against the limit of every user
+// namespace up to the host's, so what the agent takes stays below these.
+func setUserLimits(ls []UserLimit) error {
+	for _, l := range ls {
+		p := "/proc/sys/user/" + l.Name
+		if err := os.WriteFile(p, []byte(strconv.FormatInt(l.Value, 10)+"\n"), 0); err != nil {
+			return fmt.Errorf("bounding %s in the sandbox's user namespace (%s = %d): %w", l.Name, p, l.Value, err)
+		}
+	}
+	return nil
 }
 
 // started is how the agent's start went: its pid, or why it did not start,
@@ -348,7 +373,12 @@ func watchConnects(c Config, listener int) {
 		// Port 0 (glibc's address sorting connects UDP sockets so) and
 		// DNS (refused in the namespace by design) are not attempts to
 		// report.
-		if port == 0 || port == 53 || (ip.IsLoopback() || ip.IsUnspecified()) && open[port] || seen[a.Addr] || len(seen) > 1000 {
+		if port == 0 || port == 53 || (ip.IsLoopback() || ip.IsUnspecified()) && open[port] || seen[a.Addr] {
+			return
+		}
+		if len(seen) >= maxConnects {
+			// Counted, and the count reported with the agent's status.
+			unrecorded.Add(1)
 			return
 		}
 		seen[a.Addr] = true
@@ -356,6 +386,13 @@ func watchConnects(c Config, listener int) {
 	})
 	unix.Close(listener)
 }
+
+// maxConnects bounds the distinct destinations watchConnects reports
+// (and remembers); the attempts past it are counted in unrecorded.
+const maxConnects = 1000
+
+// unrecorded counts the connect attempts past maxConnects.
+var unrecorded atomic.Int64
 
 // reap collects exited children. When the agent is among them it kills
 // every process left in the namespace, waits for all of them and returns
@@ -481,16 +518,12 @@ func buildRoot(mounts []Mount, rules *landlock.Ruleset) (err error) {
 	}
 	dirs := &stagedDirs{}
 	defer dirs.release()
+	shared := &sharedTmpfs{stage: stage}
+	defer func() { _ = shared.release() }()
 	for i, m := range ms {
 		dirs.at(m.Path)
-		if m.Kind == Overlay {
-			if err := placeOverlay(stage, m, overlays[i], dirs); err != nil {
-				return fmt.Errorf("%s %s: %w", m.Kind, m.Path, err)
-			}
-			continue
-		}
 		if m.Kind != ReadOnly && m.Kind != ReadWrite && m.Kind != Terminal {
-			if err := place(stage, m, 0, devNull, dirs); err != nil {
+			if err := placeOther(m, overlays[i], shared, devNull, dirs); err != nil {
 				return fmt.Errorf("%s %s: %w", m.Kind, m.Path, err)
 			}
 			continue
@@ -527,6 +560,9 @@ func buildRoot(mounts []Mount, rules *landlock.Ruleset) (err error) {
 		}
 	}
 	dirs.release()
+	if err := shared.release(); err != nil {
+		return err
+	}
 	// Directories init created on a writable tmpfs only to hold the mount
 	// points below them (a workdir or home under /tmp) are read-only, as
 	// the root's skeleton is: writes there would vanish with the run.
@@ -553,6 +589,19 @@ func buildRoot(mounts []Mount, rules *landlock.Ruleset) (err error) {
 		return fmt.Errorf("making the new root read-only: %w", err)
 	}
 	return nil
+}
+
+// placeOther places a mount that is not a bind of the host's in the
+// staged root: an overlay (its layers open in o), a tmpfs shared with
+// others (shared), or any other kind (place).
+func placeOther(m Mount, o *overlayFds, shared *sharedTmpfs, devNull int, dirs *stagedDirs) error {
+	switch {
+	case m.Kind == Overlay:
+		return placeOverlay(stage, m, o, dirs)
+	case m.Kind == Tmpfs && m.Source != "":
+		return shared.place(m, dirs)
+	}
+	return place(stage, m, 0, devNull, dirs)
 }
 
 // stage is where the new root is assembled: a tmpfs over /tmp, in init's

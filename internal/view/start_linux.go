@@ -30,7 +30,11 @@ type Process struct {
 	// (IP:PORT) the agent tried to connect to that leads nowhere in its
 	// network namespace (Config.Seccomp.NotifyConnect), once each.
 	Attempted func(addr string)
-	cmd       *exec.Cmd
+	// Unrecorded, when set (before Wait), is told how many connect
+	// attempts past the first thousand distinct destinations were not
+	// reported to Attempted, when there were any, once the agent ended.
+	Unrecorded func(n int64)
+	cmd        *exec.Cmd
 
 	status   *os.File
 	dec      *json.Decoder
@@ -203,7 +207,9 @@ func Spawn(cmd *exec.Cmd, network Network) (*Pending, error) {
 	// of mode 0 that overlayfs needs its mounter to enter (the caches'
 	// layers); in the namespace it reaches only files of the caller's
 	// own ids, which the caller can read and change anyway.
-	a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_BIND_SERVICE, unix.CAP_DAC_OVERRIDE}
+	// CAP_SYS_RESOURCE: the namespace's own /proc/sys/user/ limits
+	// (Config.UserLimits), which the kernel checks below the host's.
+	a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_BIND_SERVICE, unix.CAP_DAC_OVERRIDE, unix.CAP_SYS_RESOURCE}
 	a.Pdeathsig = syscall.SIGKILL
 
 	cmd.Path = "/proc/self/exe"
@@ -543,6 +549,9 @@ func (p *Process) Ended() error {
 		}
 		r = report{}
 		derr = p.dec.Decode(&r)
+	}
+	if derr == nil && r.Unrecorded > 0 && p.Unrecorded != nil {
+		p.Unrecorded(r.Unrecorded)
 	}
 	p.result = p.finish(r, derr)
 	return p.result

@@ -459,7 +459,7 @@ func testInitIdentity(t *testing.T, n Network) {
 		t.Errorf("setgroups %q, want deny", got)
 	}
 	var want uint64
-	for _, c := range []uint{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_BIND_SERVICE, unix.CAP_DAC_OVERRIDE} {
+	for _, c := range []uint{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_BIND_SERVICE, unix.CAP_DAC_OVERRIDE, unix.CAP_SYS_RESOURCE} {
 		want |= 1 << c
 	}
 	// Init is past its exec once Spawn returns; its capabilities are
@@ -474,7 +474,7 @@ func testInitIdentity(t *testing.T, n Network) {
 			t.Fatal(err)
 		}
 		if got != want {
-			t.Errorf("init's %s is %#x, want %#x (CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_SETPCAP, CAP_NET_BIND_SERVICE, CAP_DAC_OVERRIDE)", name, got, want)
+			t.Errorf("init's %s is %#x, want %#x (CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_SETPCAP, CAP_NET_BIND_SERVICE, CAP_DAC_OVERRIDE, CAP_SYS_RESOURCE)", name, got, want)
 		}
 	}
 }

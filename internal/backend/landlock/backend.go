@@ -268,15 +268,15 @@ func (p *Prepared) Describe() backend.Description {
 		if p.Spec.TmpSize > 0 {
 			from = "tmp_size"
 		}
-		comments = append(comments, fmt.Sprintf("private /tmp, /var/tmp and /dev/shm: up to %s each (%s); every bind outside /dev is nodev", spec.FormatSize(size), from))
+		comments = append(comments, fmt.Sprintf("private /tmp, /var/tmp and /dev/shm: one tmpfs, up to %s for the three together (%s); every bind outside /dev is nodev", spec.FormatSize(size), from))
 	}
 	if os.Geteuid() == 0 {
 		comments = append(comments, "root caller: the agent is uid 0 inside (no capabilities); every file of /etc only root may read is hidden, not only the secrets every run hides")
 	}
 	if p.Spec.NestedUserns {
-		comments = append(comments, "kernel surface: nested user namespaces ALLOWED (nested_userns / --allow-userns); AF_VSOCK, netlink other than NETLINK_ROUTE and io_uring refused")
+		comments = append(comments, "kernel surface: nested user namespaces ALLOWED (nested_userns / --allow-userns); socket families but INET, INET6, UNIX and NETLINK_ROUTE (AF_VSOCK, AF_PACKET, AF_ALG...), netlink other than NETLINK_ROUTE and io_uring refused")
 	} else {
-		comments = append(comments, "kernel surface refused: nested user namespaces (nested_userns = true or --allow-userns allows them), AF_VSOCK, netlink other than NETLINK_ROUTE, io_uring")
+		comments = append(comments, "kernel surface refused: nested user namespaces (nested_userns = true or --allow-userns allows them), socket families but INET, INET6, UNIX and NETLINK_ROUTE (AF_VSOCK, AF_PACKET, AF_ALG...), netlink other than NETLINK_ROUTE, io_uring")
 	}
 	toolchains := p.Spec.Toolchains
 	if toolchains == nil {

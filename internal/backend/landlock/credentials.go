@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -258,7 +259,13 @@ func runCA(s spec.Spec, routes []broker.Route, lookup func(string) (string, bool
 	if !slices.ContainsFunc(routes, func(r broker.Route) bool { return r.Intercept }) {
 		return nil, "", "", nil
 	}
-	if ca, err = broker.NewCA(s.AgentID); err != nil {
+	var hosts []string
+	for _, r := range routes {
+		if u, perr := url.Parse(r.Upstream); perr == nil && r.Intercept {
+			hosts = append(hosts, u.Hostname())
+		}
+	}
+	if ca, err = broker.NewCA(s.AgentID, hosts); err != nil {
 		return nil, "", "", err
 	}
 	var system []byte

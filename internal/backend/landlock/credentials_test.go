@@ -130,7 +130,7 @@ func TestRunCA(t *testing.T) {
 	if ca, file, _, err := runCA(s, []broker.Route{{Name: "x"}}, lookup); ca != nil || file != "" || err != nil {
 		t.Errorf("no route intercepts, yet: %v %q %v", ca, file, err)
 	}
-	ca, file, warning, err := runCA(s, []broker.Route{{Name: "gh_token", Intercept: true}}, lookup)
+	ca, file, warning, err := runCA(s, []broker.Route{{Name: "gh_token", Upstream: "https://api.github.com", Intercept: true}}, lookup)
 	if err != nil || ca == nil || warning != "" || filepath.Dir(file) != filepath.Join(dir, "ca") {
 		t.Fatalf("runCA = %v %q %q %v", ca, file, warning, err)
 	}

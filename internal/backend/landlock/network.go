@@ -387,6 +387,16 @@ func (s *netSession) recordDirect(addr string) {
 	}
 }
 
+// unrecordedDirect counts the attempts the view saw lead nowhere but did
+// not report, past the first thousand destinations
+// (view.Process.Unrecorded).
+func (s *netSession) unrecordedDirect(n int64) {
+	if s == nil {
+		return
+	}
+	s.proxy.UnrecordedDirect(n)
+}
+
 // dialLoopback connects to the host's 127.0.0.1:port, or [::1]:port
 // when nothing answers on IPv4.
 func dialLoopback(ctx context.Context, port int) (net.Conn, error) {

@@ -10,10 +10,11 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
 
-// TmpSize is the bound of each private /tmp, /var/tmp and /dev/shm of a
-// run in bytes: agent.toml tmp_size, else a quarter of the machine's
-// memory (each would otherwise take up to half of it, the kernel's
-// default), else 0 (the kernel's default) when the memory cannot be read.
+// TmpSize is the bound of the private /tmp, /var/tmp and /dev/shm of a
+// run together (one tmpfs) in bytes: agent.toml tmp_size, else a quarter
+// of the machine's memory (a tmpfs would otherwise take up to half of it,
+// the kernel's default), else 0 (the kernel's default) when the memory
+// cannot be read.
 func TmpSize(s spec.Spec) int64 {
 	if s.TmpSize > 0 {
 		return s.TmpSize

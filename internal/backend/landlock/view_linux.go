@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -36,7 +37,7 @@ import (
 // agent's state (cacheLayer).
 func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string, layers map[string]string) view.Config {
 	home := s.Home
-	c := view.Config{Workdir: workdir, Argv: argv, Env: env, Network: view.NetHost, Rlimits: defaultRlimits()}
+	c := view.Config{Workdir: workdir, Argv: argv, Env: env, Network: view.NetHost, Rlimits: defaultRlimits(), UserLimits: inotifyLimits()}
 	if p.Network == ll.NetBlocked {
 		c.Network = view.NetLoopback
 	}
@@ -162,14 +163,19 @@ func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string, la
 			Upper: filepath.Join(layer, "upper"), Work: filepath.Join(layer, "work")})
 		caches = append(caches, cache.Path)
 	}
+	// The private /tmp, /var/tmp and /dev/shm are directories of one
+	// tmpfs: its size bounds what they hold together (three of their own
+	// could take three times as much where no memory scope bounds the
+	// run).
 	size := TmpSize(s)
 	c.Mounts = append(c.Mounts,
-		view.Mount{Kind: view.Tmpfs, Path: "/tmp", Size: size},
-		view.Mount{Kind: view.Tmpfs, Path: "/var/tmp", Size: size},
+		view.Mount{Kind: view.Tmpfs, Path: "/tmp", Source: "tmp", Size: size},
+		view.Mount{Kind: view.Tmpfs, Path: "/var/tmp", Source: "tmp", Size: size},
 		// Where tools that lock a device or a resource put their lock
-		// files (firejail's sandboxes have it too): private, small.
+		// files (firejail's sandboxes have it too): private, small, a
+		// tmpfs of its own.
 		view.Mount{Kind: view.Tmpfs, Path: "/var/lock", Size: varLockSize},
-		view.Mount{Kind: view.Tmpfs, Path: "/dev/shm", Size: size},
+		view.Mount{Kind: view.Tmpfs, Path: "/dev/shm", Source: "tmp", Size: size},
 		view.Mount{Kind: view.Dir, Path: "/dev"},
 		view.Mount{Kind: view.Devpts, Path: "/dev/pts"},
 		// What bubblewrap's --dev gives besides the nodes: the
@@ -302,6 +308,46 @@ var etcSecrets = []string{
 	"/etc/docker/key.json", "/etc/machine-id.secret", "/etc/cups/ssl",
 }
 
+// inotifyShare is the part of the user's inotify limits (instances and
+// watches, fs.inotify.max_user_*) an agent in the view may take: the
+// counts are the host user's, shared with the user's editors, the guard
+// of every run and other runs.
+const inotifyShare = 4
+
+// inotifyLimits bounds the agent's inotify instances and watches in the
+// view's own user namespace to a quarter of what the user may have (the
+// lower of the host's limit and the caller's own namespace's); none when
+// the kernel has no inotify.
+func inotifyLimits() []view.UserLimit {
+	var out []view.UserLimit
+	for _, l := range [...]struct{ host, own string }{
+		{"fs/inotify/max_user_instances", "max_inotify_instances"},
+		{"fs/inotify/max_user_watches", "max_inotify_watches"},
+	} {
+		n := readSysctl(l.host)
+		if own := readSysctl("user/" + l.own); own > 0 && (n <= 0 || own < n) {
+			n = own
+		}
+		if n > 0 {
+			out = append(out, view.UserLimit{Name: l.own, Value: max(1, n/inotifyShare)})
+		}
+	}
+	return out
+}
+
+// readSysctl reads a number under /proc/sys, or -1.
+func readSysctl(name string) int64 {
+	b, err := os.ReadFile("/proc/sys/" + name)
+	if err != nil {
+		return -1
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
 func defaultRlimits() []view.Rlimit {
 	return []view.Rlimit{
 		{Resource: unix.RLIMIT_NPROC, Name: "process count", Soft: defaultMaxProcesses, Hard: defaultMaxProcesses},
@@ -411,6 +457,7 @@ func (v *viewRun) startView(cmd *exec.Cmd, argv, env []string, pol ll.Policy) (l
 		return launch.Started{}, &launch.SetupError{Err: err}
 	}
 	proc.Attempted = v.sess.recordDirect
+	proc.Unrecorded = v.sess.unrecordedDirect
 	serveView(proc, v.n, v.sess)
 	for _, n := range proc.Notes() {
 		diag.Notef(v.stderr, "%s", n)

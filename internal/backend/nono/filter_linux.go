@@ -30,8 +30,10 @@ import (
 //     (no IPC namespace: the host's shared memory; a datagram socket's
 //     sendto by path reaches host sockets such as journald's);
 //   - and what every filter of agent-sandbox refuses: TIOCSTI and
-//     TIOCLINUX (keystrokes pushed into the user's terminal), AF_VSOCK,
-//     netlink other than NETLINK_ROUTE, io_uring, fscrypt's keys, foreign
+//     TIOCLINUX (keystrokes pushed into the user's terminal), socket
+//     families outside the allow list (AF_INET, AF_INET6, AF_UNIX,
+//     AF_NETLINK with NETLINK_ROUTE only: AF_VSOCK, AF_PACKET, AF_ALG and
+//     any family a later kernel adds), io_uring, fscrypt's keys, foreign
 //     system call ABIs.
 func Filter(p Prepared, s spec.Spec) landlock.Seccomp {
 	return landlock.Seccomp{
@@ -66,6 +68,6 @@ func describeFilter(p Prepared) (string, any) {
 	if sc.DenyHostIPC {
 		denied = append(denied, "System V IPC, Unix socketpairs but stream and seqpacket")
 	}
-	denied = append(denied, "TIOCSTI/TIOCLINUX, AF_VSOCK, netlink but NETLINK_ROUTE, io_uring, fscrypt keys")
+	denied = append(denied, "TIOCSTI/TIOCLINUX, socket families but INET/INET6/UNIX/NETLINK_ROUTE (AF_VSOCK, AF_PACKET...), io_uring, fscrypt keys")
 	return "seccomp: agent-sandbox starts nono with no_new_privs and its own filter, which nono and the agent inherit; it refuses " + strings.Join(denied, ", "), sc
 }
