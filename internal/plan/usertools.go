@@ -108,6 +108,14 @@ func userTools(h grant.Home, path string, c grant.Checker, writable []string, sy
 			return
 		}
 	}
+	agentWrites := func(p string) bool {
+		for _, w := range writable {
+			if grant.Within(p, w) {
+				return true
+			}
+		}
+		return false
+	}
 	for _, entry := range filepath.SplitList(path) {
 		if !filepath.IsAbs(entry) {
 			continue
@@ -117,6 +125,18 @@ func userTools(h grant.Home, path string, c grant.Checker, writable []string, sy
 			continue
 		}
 		dir := grant.Canonical(entry)
+		// A PATH directory the agent can write, or one reached through a
+		// symlink it can replace, holds what the agent chose: its links
+		// lead wherever the agent points them, so nothing is granted from
+		// it (it could widen its next run). What lies inside a writable
+		// grant is visible anyway.
+		if agentWrites(dir) {
+			continue
+		}
+		if l := linkInWritable(entry, agentWrites); l != "" {
+			notes = append(notes, fmt.Sprintf("PATH entry %s is reached through the symlink %s, which the agent can write: nothing is granted from it", entry, l))
+			continue
+		}
 		if !covered(dir) {
 			addTree(dir, "on PATH as "+entry)
 		}
@@ -135,8 +155,13 @@ func userTools(h grant.Home, path string, c grant.Checker, writable []string, sy
 			if e.Type()&os.ModeSymlink == 0 {
 				continue
 			}
-			target, err := filepath.EvalSymlinks(filepath.Join(dir, e.Name()))
+			link := filepath.Join(dir, e.Name())
+			target, err := filepath.EvalSymlinks(link)
 			if err != nil || covered(target) {
+				continue
+			}
+			if l := linkInWritable(link, agentWrites); l != "" {
+				notes = append(notes, fmt.Sprintf("%s leads through the symlink %s, which the agent can write: nothing is granted from it", link, l))
 				continue
 			}
 			addTree(filepath.Dir(target), fmt.Sprintf("%s links to it", filepath.Join(dir, e.Name())))
@@ -145,6 +170,50 @@ func userTools(h grant.Home, path string, c grant.Checker, writable []string, sy
 	config, links, gitNotes := gitConfig(h, c)
 	notes = append(notes, gitNotes...)
 	return tools, config, links, notes
+}
+
+// linkInWritable resolves p one name at a time and returns the first
+// symlink on the way that lies where the agent can write (agentWrites of
+// its real location), or "" when there is none: such a link leads
+// wherever the agent points it by its next run.
+func linkInWritable(p string, agentWrites func(string) bool) string {
+	todo := strings.Split(strings.Trim(filepath.Clean(p), "/"), "/")
+	cur := "/"
+	for hops := 0; len(todo) > 0; {
+		part := todo[0]
+		todo = todo[1:]
+		switch part {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, part)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return ""
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if agentWrites(next) {
+			return next
+		}
+		if hops++; hops > 40 {
+			return ""
+		}
+		t, err := os.Readlink(next)
+		if err != nil {
+			return ""
+		}
+		if filepath.IsAbs(t) {
+			cur = "/"
+		}
+		todo = append(strings.Split(strings.Trim(t, "/"), "/"), todo...)
+	}
+	return ""
 }
 
 // gitConfig finds git's own configuration files in the user's home

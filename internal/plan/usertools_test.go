@@ -89,3 +89,38 @@ func TestUserTools(t *testing.T) {
 		t.Errorf("links %+v", links)
 	}
 }
+
+// TestUserToolsAgentLinks: a PATH directory the agent can write, or one
+// reached through a symlink it can write, grants nothing: the agent could
+// repoint a link there at any tree of the user's and widen its next run.
+func TestUserToolsAgentLinks(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	home := filepath.Join(root, "home")
+	work := filepath.Join(root, "work")
+	for _, d := range []string{filepath.Join(home, "other/tool"), filepath.Join(home, "secret/bin"), filepath.Join(work, "bin"), filepath.Join(home, "links")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, l := range [][2]string{
+		{filepath.Join(home, "other/tool"), filepath.Join(work, "bin/tool")}, // a link inside the workdir
+		{filepath.Join(home, "secret/bin"), filepath.Join(work, "pathdir")},  // a PATH entry through a workdir link
+		{filepath.Join(home, "other/tool"), filepath.Join(work, "hop")},      // ...and a hop through one
+		{filepath.Join(work, "hop"), filepath.Join(home, "links/tool")},      // from a directory the agent cannot write
+	} {
+		if err := os.Symlink(l[0], l[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := grant.Home{Dir: home, XDGConfig: filepath.Join(home, ".config"), XDGStateHome: filepath.Join(home, ".local/state"), GOOS: "linux"}
+	path := strings.Join([]string{filepath.Join(work, "bin"), filepath.Join(work, "pathdir"), filepath.Join(home, "links")}, ":")
+	tools, _, _, notes := userTools(h, path, grant.Checker{Home: h}, []string{work}, func(string) bool { return false })
+	for _, tc := range tools {
+		if grant.Within(tc.Path, filepath.Join(home, "other")) || grant.Within(tc.Path, filepath.Join(home, "secret")) {
+			t.Errorf("%s granted (%s): the agent chose it", tc.Path, tc.Why)
+		}
+	}
+	if n := strings.Join(notes, "\n"); !strings.Contains(n, "pathdir") || !strings.Contains(n, filepath.Join(work, "hop")) {
+		t.Errorf("the agent's links are not named: %q", notes)
+	}
+}
