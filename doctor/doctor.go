@@ -51,7 +51,7 @@
 //   - nono's version is checked against 0.74-0.78, the range the generated
 //     profiles are written for ([NonoVersionRange]); outside it is a warning.
 //     Its schema (`nono profile schema`) must declare every key of the
-//     profiles agent-sandbox writes (nono.SchemaMissing); a key it lacks
+//     profiles agent-sandbox writes (backends.NonoSchemaMissing); a key it lacks
 //     fails, since nono would refuse every such profile.
 //   - A stale /nix/store path in agent.toml, a folder file or the generated
 //     profile fails; in a profile left in the state directory by an earlier

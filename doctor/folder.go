@@ -8,10 +8,8 @@ import (
 	"strings"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/agent"
-	landlockbackend "github.com/agent-sandbox/agent-sandbox/internal/backend/landlock"
-	"github.com/agent-sandbox/agent-sandbox/internal/backend/nono"
+	"github.com/agent-sandbox/agent-sandbox/internal/backends"
 	"github.com/agent-sandbox/agent-sandbox/internal/engine"
-	"github.com/agent-sandbox/agent-sandbox/internal/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/plan"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/sandboxfile"
@@ -110,7 +108,7 @@ func (r *run) folder(t target) {
 
 	var onDisk string
 	if !r.o.FoldersOnly {
-		onDisk = filepath.Join(r.home.AgentStateDir(f.ID), nono.ProfileName)
+		onDisk = filepath.Join(r.home.AgentStateDir(f.ID), backends.NonoProfileName)
 	}
 	r.storePaths(check("store paths"), files, profile, onDisk)
 }
@@ -127,7 +125,7 @@ func (r *run) build(f *agent.Folder, pst posture.Posture) (*plan.Plan, error) {
 // grants checks the grants once per folder file, under the backend the file
 // is for (nono taken as installed). It returns the generated nono profile
 // (nil when there is none) and the errors it reported.
-func (r *run) grants(check func(string) string, f *agent.Folder) (*nono.Profile, map[string]bool) {
+func (r *run) grants(check func(string) string, f *agent.Folder) ([]byte, map[string]bool) {
 	type under struct {
 		backend posture.Backend
 		label   string
@@ -142,7 +140,7 @@ func (r *run) grants(check func(string) string, f *agent.Folder) (*nono.Profile,
 	if len(list) == 0 {
 		list = append(list, under{posture.Nono, "agent.toml"})
 	}
-	var profile *nono.Profile
+	var profile []byte
 	errs := map[string]bool{}
 	saidCreate := false
 	for _, u := range list {
@@ -165,8 +163,8 @@ func (r *run) grants(check func(string) string, f *agent.Folder) (*nono.Profile,
 		fsys := p.Filesystem
 		r.add(name, OK, fmt.Sprintf("legal under %s: %d read-only, %d write-only and %d read-write paths (working directory and state included), %d program closure paths",
 			u.backend, len(fsys.Read), len(fsys.Write), len(fsys.Allow), len(fsys.ExecClosure)), "")
-		if prof, ok := p.Profile.(*nono.Profile); ok {
-			profile = prof // nono alone or inside the view
+		if b, ok := backends.GeneratedProfile(p.Prepared); ok {
+			profile = b // nono alone or inside the view
 		}
 		// Runs under an installed nono or sbx leave the files the user's
 		// tools run code from writable: say so.
@@ -257,11 +255,9 @@ func (r *run) posture(check string, f *agent.Folder, installed bool, reported ma
 		refused(*p.Refusal, fix)
 		return ""
 	}
-	if lp, ok := p.Prepared.(*landlockbackend.Prepared); ok {
-		if _, err := landlock.Plan(lp.Policy); err != nil {
-			refused("the kernel cannot enforce its policy: "+err.Error(), "see the landlock and user namespaces checks")
-			return ""
-		}
+	if err := backends.KernelRefuses(p.Prepared); err != nil {
+		refused("the kernel cannot enforce its policy: "+err.Error(), "see the landlock and user namespaces checks")
+		return ""
 	}
 	r.looks = append(r.looks, agentLook{id: f.ID, facts: p.Facts()})
 	detail := fmt.Sprintf("%s (%s), network %s", pst.Backend, pst.Reason, pst.Network.Mode)
@@ -400,7 +396,7 @@ func (r *run) execPaths(check string, f *agent.Folder, tomlPath string) {
 // storePaths checks that every /nix/store path in the folder files and the
 // generated profile exists (fail otherwise), and, when onDisk is set, in the
 // profile an earlier run left there (warn: the next run rewrites it).
-func (r *run) storePaths(check string, files []folderFile, profile *nono.Profile, onDisk string) {
+func (r *run) storePaths(check string, files []folderFile, profile []byte, onDisk string) {
 	// A path named in several places (agent.toml and the generated profile
 	// it turns into) is counted once.
 	seen := map[string]bool{}
@@ -424,9 +420,7 @@ func (r *run) storePaths(check string, files []folderFile, profile *nono.Profile
 		scan(ff.display, ff.raw, values, Fail, storeFix)
 	}
 	if profile != nil {
-		if b, err := nono.Marshal(*profile); err == nil {
-			scan("generated nono profile", nil, jsonStrings(b, false), Fail, storeFix)
-		}
+		scan("generated nono profile", nil, jsonStrings(profile, false), Fail, storeFix)
 	}
 	if onDisk != "" {
 		if b, err := os.ReadFile(onDisk); err == nil {
@@ -536,5 +530,5 @@ func nonoAloneFix(goos string) string {
 	if goos != "linux" {
 		return "log in inside the agent (a subscription login needs no key)"
 	}
-	return "log in inside the agent (a subscription login needs no key), or set " + landlockbackend.WeakerSandboxEnv + "=1 for the weaker sandbox, whose broker injects the key (the agent holds a phantom)"
+	return "log in inside the agent (a subscription login needs no key), or set " + backends.WeakerSandboxEnv + "=1 for the weaker sandbox, whose broker injects the key (the agent holds a phantom)"
 }

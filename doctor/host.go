@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/agent-sandbox/agent-sandbox/internal/backend/nono"
+	"github.com/agent-sandbox/agent-sandbox/internal/backends"
 	"github.com/agent-sandbox/agent-sandbox/internal/engine"
 	"github.com/agent-sandbox/agent-sandbox/internal/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/scope"
@@ -328,7 +328,7 @@ func (r *run) nonoResults() []Result {
 
 // nonoSchemaResult judges the output of `nono profile schema`: the schema
 // of the installed nono must declare every key of the profiles
-// agent-sandbox writes (nono.SchemaMissing), or nono refuses every run
+// agent-sandbox writes (backends.NonoSchemaMissing), or nono refuses every run
 // with a load error.
 func nonoSchemaResult(path string, p probeResult) Result {
 	res := Result{Check: "nono schema"}
@@ -338,7 +338,7 @@ func nonoSchemaResult(path string, p probeResult) Result {
 		res.Fix = "install nono " + NonoVersionRange + ", or check a generated profile with `nono profile validate`"
 		return res
 	}
-	missing, err := nono.SchemaMissing([]byte(p.out))
+	missing, err := backends.NonoSchemaMissing([]byte(p.out))
 	switch {
 	case err != nil:
 		res.Status = Warn

@@ -17,7 +17,7 @@ import (
 // listAgents is `agent-sandbox agents`: every agent visible by name, where it
 // came from, and the posture a plain run would get; then, when sbx is on
 // PATH, the agent-sandbox-* sandboxes with their status (current, stale or
-// unknown; see sbx.Classify). It exits 1 when a folder cannot be loaded.
+// unknown; see backends.ClassifyKept). It exits 1 when a folder cannot be loaded.
 func listAgents(e env) int {
 	_, nonoErr := e.lookPath("nono")
 	host := posture.Host{GOOS: runtime.GOOS, NonoFound: nonoErr == nil}

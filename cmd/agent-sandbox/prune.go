@@ -8,7 +8,7 @@ import (
 
 	"github.com/agent-sandbox/agent-sandbox/doctor"
 	"github.com/agent-sandbox/agent-sandbox/internal/agent"
-	"github.com/agent-sandbox/agent-sandbox/internal/backend/sbx"
+	"github.com/agent-sandbox/agent-sandbox/internal/backends"
 	"github.com/agent-sandbox/agent-sandbox/internal/cli"
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/plan"
@@ -22,7 +22,7 @@ func plantedSbx(e env, path string) string {
 }
 
 // pruneSandboxes is `agent-sandbox prune [--yes]`: it lists the stale
-// agent-sandbox-* sandboxes (see sbx.Classify) and, with --yes, removes them
+// agent-sandbox-* sandboxes (see backends.ClassifyKept) and, with --yes, removes them
 // with `sbx rm -f NAME` and forgets the records of sandboxes that no longer
 // exist. Unknown sandboxes (no record) are listed and never removed. Exit
 // status: 0 (also when sbx is not installed: nothing to prune), 1 when a
@@ -39,19 +39,19 @@ func pruneSandboxes(e env, p cli.Prune) int {
 	if why := plantedSbx(e, sbxPath); why != "" {
 		return fail(e.stdio.Err, fmt.Errorf("%s; not executed: install sbx outside every path a sandboxed agent can write", why))
 	}
-	names, err := sbx.List(sbxPath)
+	names, err := backends.ListKept(sbxPath)
 	if err != nil {
 		return fail(e.stdio.Err, fmt.Errorf("cannot list sbx sandboxes: %v", err))
 	}
 	root := e.home.StateRoot()
-	listed := sbx.Classify(names, root, currentSbxName(e))
-	var stale []sbx.Listed
+	listed := backends.ClassifyKept(names, root, currentSbxName(e))
+	var stale []backends.Kept
 	tw := tabwriter.NewWriter(e.stdio.Out, 0, 4, 2, ' ', 0)
 	for _, l := range listed {
-		if l.Status == sbx.Current {
+		if l.Status == backends.KeptCurrent {
 			continue
 		}
-		if l.Status == sbx.Stale {
+		if l.Status == backends.KeptStale {
 			stale = append(stale, l)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", l.Status, l.Name, l.Reason)
@@ -62,7 +62,7 @@ func pruneSandboxes(e env, p cli.Prune) int {
 		live[n] = true
 	}
 	var forgotten []string
-	for _, n := range sbx.Records(root) {
+	for _, n := range backends.KeptRecords(root) {
 		if !live[n] {
 			forgotten = append(forgotten, n)
 		}
@@ -78,7 +78,7 @@ func pruneSandboxes(e env, p cli.Prune) int {
 	}
 	status := 0
 	for _, l := range stale {
-		if err := sbx.Remove(sbxPath, root, l.Name); err != nil {
+		if err := backends.RemoveKept(sbxPath, root, l.Name); err != nil {
 			diag.Errorf(e.stdio.Err, "removing %s: %v", l.Name, err)
 			status = 1
 			continue
@@ -86,7 +86,7 @@ func pruneSandboxes(e env, p cli.Prune) int {
 		fmt.Fprintf(e.stdio.Out, "removed %s\n", l.Name)
 	}
 	for _, n := range forgotten {
-		if err := sbx.DeleteRecord(root, n); err == nil {
+		if err := backends.ForgetKept(root, n); err == nil {
 			fmt.Fprintf(e.stdio.Out, "forgot %s (no longer listed by sbx)\n", n)
 		}
 	}
@@ -101,8 +101,8 @@ func pruneSandboxes(e env, p cli.Prune) int {
 // by name would (or, when that finds another folder, at the recorded folder
 // path, for agents run by path), with the sbx backend forced, and planned
 // like a real run (without starting or writing anything).
-func currentSbxName(e env) sbx.CurrentName {
-	return func(rec sbx.Record) (string, error) {
+func currentSbxName(e env) func(backends.KeptRecord) (string, error) {
+	return func(rec backends.KeptRecord) (string, error) {
 		lookup := e.lookup(rec.Workdir)
 		f, _, err := agent.Find(rec.Agent, lookup)
 		same := err == nil && ((rec.AgentDir == "" && f.Builtin()) || (rec.AgentDir != "" && f.Dir == rec.AgentDir))
@@ -132,11 +132,11 @@ func currentSbxName(e env) sbx.CurrentName {
 		if err != nil {
 			return "", err
 		}
-		sp, ok := p.Prepared.(*sbx.Prepared)
+		name, ok := backends.KeptName(p.Prepared)
 		if !ok {
 			return "", fmt.Errorf("no sbx plan")
 		}
-		return sp.Name, nil
+		return name, nil
 	}
 }
 
@@ -155,7 +155,7 @@ func listSbxSandboxes(e env) {
 		diag.Warnf(e.stdio.Err, "sbx sandboxes not listed: %s; not executed: install sbx outside every path a sandboxed agent can write", why)
 		return
 	}
-	names, err := sbx.List(sbxPath)
+	names, err := backends.ListKept(sbxPath)
 	if err != nil {
 		diag.Warnf(e.stdio.Err, "cannot list sbx sandboxes: %v", err)
 		return
@@ -163,13 +163,13 @@ func listSbxSandboxes(e env) {
 	if len(names) == 0 {
 		return
 	}
-	listed := sbx.Classify(names, e.home.StateRoot(), currentSbxName(e))
+	listed := backends.ClassifyKept(names, e.home.StateRoot(), currentSbxName(e))
 	fmt.Fprintln(e.stdio.Out)
 	tw := tabwriter.NewWriter(e.stdio.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SBX SANDBOX\tSTATUS\tDETAIL")
 	stale := 0
 	for _, l := range listed {
-		if l.Status == sbx.Stale {
+		if l.Status == backends.KeptStale {
 			stale++
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", l.Name, l.Status, l.Reason)

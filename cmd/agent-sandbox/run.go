@@ -31,21 +31,11 @@ func runAgent(e env, r cli.Run) int {
 	if err != nil {
 		return refuseRun(e, r, workdir, folder, pst, err)
 	}
-	if pst.Sandboxed && !r.DryRun {
-		// A descriptor the caller left open (`agent-sandbox ... 7<~/.ssh/id_ed25519`)
-		// must not reach a sandboxed agent, whatever the backend.
-		launch.CloseInherited()
-	}
-	if !r.DryRun && !(pst.Sandboxed && pst.Backend == posture.Sbx) {
-		// The sbx backend registers signals of its own for its setup
-		// commands; every other run registers the agent's now.
-		launch.RegisterSignals()
-	}
 	var early backend.Early
 	if !r.DryRun {
 		// What the backend can start before its run is planned (the
 		// built-in engine's init) starts now; it waits for the plan.
-		if early = plan.Prestart(*pst, e.stdio); early != nil {
+		if early = startRun(e, *pst); early != nil {
 			defer early.Abort()
 		}
 	}
@@ -71,18 +61,7 @@ func runAgent(e env, r cli.Run) int {
 		fmt.Fprintln(e.stdio.Err, w)
 	}
 	if r.DryRun {
-		write := p.WriteText
-		if r.JSON {
-			write = p.WriteJSON
-		}
-		if err := write(e.stdio.Out); err != nil {
-			return fail(e.stdio.Err, err)
-		}
-		if p.Refusal != nil {
-			// The plan is printed; the status says the real run would not start.
-			return fail(e.stdio.Err, fmt.Errorf("a real run would refuse: %s", *p.Refusal))
-		}
-		return 0
+		return dryRun(e, r, p)
 	}
 	if r.Verbose {
 		describe(e, p)
@@ -95,6 +74,40 @@ func runAgent(e env, r cli.Run) int {
 		diag.Notef(e.stdio.Err, "%s", hint)
 	}
 	return code
+}
+
+// startRun prepares the process of a real run with posture pst and
+// returns what its backend starts before the run is planned (nil when
+// nothing).
+func startRun(e env, pst posture.Posture) backend.Early {
+	if pst.Sandboxed {
+		// A descriptor the caller left open (`agent-sandbox ... 7<~/.ssh/id_ed25519`)
+		// must not reach a sandboxed agent, whatever the backend.
+		launch.CloseInherited()
+	}
+	if !(pst.Sandboxed && pst.Backend == posture.Sbx) {
+		// The sbx backend registers signals of its own for its setup
+		// commands; every other run registers the agent's now.
+		launch.RegisterSignals()
+	}
+	return plan.Prestart(pst, e.stdio)
+}
+
+// dryRun prints the plan p (text, or JSON with --json) and returns the
+// status: 125 when a real run would refuse.
+func dryRun(e env, r cli.Run, p *plan.Plan) int {
+	write := p.WriteText
+	if r.JSON {
+		write = p.WriteJSON
+	}
+	if err := write(e.stdio.Out); err != nil {
+		return fail(e.stdio.Err, err)
+	}
+	if p.Refusal != nil {
+		// The plan is printed; the status says the real run would not start.
+		return fail(e.stdio.Err, fmt.Errorf("a real run would refuse: %s", *p.Refusal))
+	}
+	return 0
 }
 
 // resolveRun finds the run's working directory, agent folder and posture;

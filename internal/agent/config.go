@@ -236,22 +236,69 @@ func ParseConfig(path string, b []byte) (*Config, error) {
 	return &c, nil
 }
 
+// configRule is one row of agent.toml's validation: the key it checks and
+// the check. validate runs the rows in order and returns the first error,
+// so the order of the table is the order errors are reported in.
+type configRule struct {
+	key   string
+	check func(*Config) error
+}
+
+// configRules is agent.toml's validation as a table of field rules.
+var configRules = []configRule{
+	{"command", (*Config).checkCommand},
+	{"config_paths, read_paths, code_paths", (*Config).checkPathLists},
+	{"code_keys", (*Config).checkCodeKeys},
+	{"exec_paths", (*Config).checkExecPaths},
+	{"env, loopback_env", (*Config).checkEnvNames},
+	{"set_env", (*Config).checkSetEnv},
+	{"expected_refusals", (*Config).checkExpectedRefusals},
+	{"allow_edit", func(c *Config) error { return protect.CheckNames("allow_edit", c.AllowEdit) }},
+	{"tmp_size, memory_max", (*Config).checkSizes},
+	{"credentials", (*Config).checkCredentials},
+	{"sbx", (*Config).checkSbx},
+}
+
 func (c *Config) validate() error {
+	for _, r := range configRules {
+		if err := r.check(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkCommand checks command: present, no control character, and either
+// "$SHELL", a name looked up on PATH or an absolute path.
+func (c *Config) checkCommand() error {
 	switch {
 	case c.Command == "":
 		return errors.New("command: missing; name the program to run, e.g. command = \"claude\"")
 	case strings.ContainsAny(c.Command, "\x00\n"):
 		return fmt.Errorf("command: %q contains a control character", c.Command)
-	case c.Command != "$SHELL" && strings.HasPrefix(c.Command, "~"):
+	case c.Command == "$SHELL":
+		return nil
+	case strings.HasPrefix(c.Command, "~"):
 		return fmt.Errorf("command: %q: ~ is not expanded in command (it is looked up on PATH or taken as an absolute path); write the absolute path", c.Command)
-	case c.Command != "$SHELL" && strings.Contains(c.Command, "$"):
+	case strings.Contains(c.Command, "$"):
 		return fmt.Errorf("command: %q: variables are not expanded in command (only \"$SHELL\" alone means your shell); write the absolute path", c.Command)
-	case c.Command != "$SHELL" && strings.Contains(c.Command, "/") && !filepath.IsAbs(c.Command):
+	case strings.Contains(c.Command, "/") && !filepath.IsAbs(c.Command):
 		return fmt.Errorf("command: %q is a relative path; use a name looked up on PATH or an absolute path", c.Command)
 	}
+	return nil
+}
+
+// homeOrAbs reports whether p is ~, starts with ~/ or is absolute.
+func homeOrAbs(p string) bool {
+	return p == "~" || strings.HasPrefix(p, "~/") || filepath.IsAbs(p)
+}
+
+// checkPathLists checks config_paths, read_paths and code_paths: each
+// entry ~/-relative or absolute, without glob characters.
+func (c *Config) checkPathLists() error {
 	for key, list := range map[string][]string{"config_paths": c.ConfigPaths, "read_paths": c.ReadPaths, "code_paths": c.CodePaths} {
 		for i, p := range list {
-			if p != "~" && !strings.HasPrefix(p, "~/") && !filepath.IsAbs(p) {
+			if !homeOrAbs(p) {
 				return fmt.Errorf("%s[%d]: %s", key, i, notAbsolute(p))
 			}
 			if err := grant.CheckNoGlob(p); err != nil {
@@ -259,36 +306,53 @@ func (c *Config) validate() error {
 			}
 		}
 	}
+	return nil
+}
+
+// checkCodeKeys checks every [[code_keys]] table.
+func (c *Config) checkCodeKeys() error {
 	for i, k := range c.CodeKeys {
-		where := fmt.Sprintf("code_keys[%d]", i)
-		switch {
-		case k.File == "":
-			return fmt.Errorf("%s.file: missing; name the settings file, e.g. file = \"~/.claude/settings.json\"", where)
-		case k.File != "~" && !strings.HasPrefix(k.File, "~/") && !filepath.IsAbs(k.File):
-			return fmt.Errorf("%s.file: %s", where, notAbsolute(k.File))
-		}
-		if err := grant.CheckNoGlob(k.File); err != nil {
-			return fmt.Errorf("%s.file: %v", where, err)
-		}
-		switch filepath.Ext(k.File) {
-		case ".json", ".jsonc", ".toml":
-		default:
-			return fmt.Errorf("%s.file: %q: only JSON (.json, .jsonc) and TOML (.toml) files can be read by key; name the file in code_paths to keep it read-only instead", where, k.File)
-		}
-		if len(k.Keys) == 0 {
-			return fmt.Errorf("%s.keys: missing; name the keys that run code, e.g. keys = [\"hooks\"]", where)
-		}
-		for j, key := range k.Keys {
-			for _, seg := range strings.Split(key, ".") {
-				if seg == "" {
-					return fmt.Errorf("%s.keys[%d]: %q: a dotted key path with no empty part (\"*\" matches any key)", where, j, key)
-				}
-			}
-		}
-		if strings.ContainsAny(k.Commands, "\x00\n") {
-			return fmt.Errorf("%s.commands: %q contains a control character", where, k.Commands)
+		if err := k.check(fmt.Sprintf("code_keys[%d]", i)); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// check checks one [[code_keys]] table; where names it in messages.
+func (k CodeKeys) check(where string) error {
+	switch {
+	case k.File == "":
+		return fmt.Errorf("%s.file: missing; name the settings file, e.g. file = \"~/.claude/settings.json\"", where)
+	case !homeOrAbs(k.File):
+		return fmt.Errorf("%s.file: %s", where, notAbsolute(k.File))
+	}
+	if err := grant.CheckNoGlob(k.File); err != nil {
+		return fmt.Errorf("%s.file: %v", where, err)
+	}
+	switch filepath.Ext(k.File) {
+	case ".json", ".jsonc", ".toml":
+	default:
+		return fmt.Errorf("%s.file: %q: only JSON (.json, .jsonc) and TOML (.toml) files can be read by key; name the file in code_paths to keep it read-only instead", where, k.File)
+	}
+	if len(k.Keys) == 0 {
+		return fmt.Errorf("%s.keys: missing; name the keys that run code, e.g. keys = [\"hooks\"]", where)
+	}
+	for j, key := range k.Keys {
+		for _, seg := range strings.Split(key, ".") {
+			if seg == "" {
+				return fmt.Errorf("%s.keys[%d]: %q: a dotted key path with no empty part (\"*\" matches any key)", where, j, key)
+			}
+		}
+	}
+	if strings.ContainsAny(k.Commands, "\x00\n") {
+		return fmt.Errorf("%s.commands: %q contains a control character", where, k.Commands)
+	}
+	return nil
+}
+
+// checkExecPaths checks exec_paths: absolute, without glob characters.
+func (c *Config) checkExecPaths() error {
 	for i, p := range c.ExecPaths {
 		if !filepath.IsAbs(p) {
 			return fmt.Errorf("exec_paths[%d]: %q must be an absolute path", i, p)
@@ -297,6 +361,11 @@ func (c *Config) validate() error {
 			return fmt.Errorf("exec_paths[%d]: %v", i, err)
 		}
 	}
+	return nil
+}
+
+// checkEnvNames checks env and loopback_env: each a variable name.
+func (c *Config) checkEnvNames() error {
 	for key, list := range map[string][]string{"env": c.Env, "loopback_env": c.LoopbackEnv} {
 		for i, n := range list {
 			if !envName().MatchString(n) {
@@ -304,6 +373,11 @@ func (c *Config) validate() error {
 			}
 		}
 	}
+	return nil
+}
+
+// checkSetEnv checks set_env: variable names, values without NUL.
+func (c *Config) checkSetEnv() error {
 	for k, v := range c.SetEnv {
 		if !envName().MatchString(k) {
 			return fmt.Errorf("set_env.%s: not a variable name", k)
@@ -312,14 +386,21 @@ func (c *Config) validate() error {
 			return fmt.Errorf("set_env.%s: value contains a NUL byte", k)
 		}
 	}
+	return nil
+}
+
+// checkExpectedRefusals checks expected_refusals: each a host name.
+func (c *Config) checkExpectedRefusals() error {
 	for i, h := range c.ExpectedRefusals {
 		if err := sandboxfile.CheckHost(h); err != nil {
 			return fmt.Errorf("expected_refusals[%d]: %v", i, err)
 		}
 	}
-	if err := protect.CheckNames("allow_edit", c.AllowEdit); err != nil {
-		return err
-	}
+	return nil
+}
+
+// checkSizes checks tmp_size and memory_max (a size, or "none").
+func (c *Config) checkSizes() error {
 	if _, err := ParseSize(c.TmpSize); err != nil {
 		return fmt.Errorf("tmp_size: %v", err)
 	}
@@ -328,36 +409,57 @@ func (c *Config) validate() error {
 			return fmt.Errorf("memory_max: %v, or \"none\"", err)
 		}
 	}
-	seenCred := map[string]bool{}
+	return nil
+}
+
+// checkCredentials checks every [[credentials]] table and that no
+// variable is named twice.
+func (c *Config) checkCredentials() error {
+	seen := map[string]bool{}
 	for i, cr := range c.Credentials {
 		where := fmt.Sprintf("credentials[%d]", i)
-		switch {
-		case !envName().MatchString(cr.Env):
-			return fmt.Errorf("%s.env: %q is not a variable name", where, cr.Env)
-		case seenCred[cr.Env]:
+		if seen[cr.Env] && envName().MatchString(cr.Env) {
 			return fmt.Errorf("%s.env: %q is named twice", where, cr.Env)
-		case !((cr.Git || cr.Intercept || len(cr.BaseURLArgs) > 0) && cr.BaseURLEnv == "") && !envName().MatchString(cr.BaseURLEnv):
-			return fmt.Errorf("%s.base_url_env: %q is not a variable name (the variable that points the agent at its API, e.g. ANTHROPIC_BASE_URL)", where, cr.BaseURLEnv)
-		case !strings.HasPrefix(cr.Upstream, "https://") && !strings.HasPrefix(cr.Upstream, "http://"):
-			return fmt.Errorf("%s.upstream: %q: want the API's base URL, e.g. \"https://api.anthropic.com\"", where, cr.Upstream)
-		case cr.Header == "" || strings.ContainsAny(cr.Header, " :\r\n"):
-			return fmt.Errorf("%s.header: %q: want \"authorization\" (Bearer), \"basic\" (the key as a Basic password, for git) or the header that holds the key, e.g. \"x-api-key\"", where, cr.Header)
 		}
-		if u, err := url.Parse(cr.Upstream); cr.Intercept && (err != nil || u.Scheme != "https" || strings.Trim(u.Path, "/") != "") {
-			return fmt.Errorf("%s.upstream: %q: with intercept = true, want an https origin without a path, e.g. \"https://api.github.com\"", where, cr.Upstream)
+		if err := cr.check(where); err != nil {
+			return err
 		}
-		if len(cr.BaseURLArgs) > 0 && !strings.Contains(strings.Join(cr.BaseURLArgs, "\x00"), "{base_url}") {
-			return fmt.Errorf("%s.base_url_args: %q: no argument holds {base_url}, which is replaced by the route's URL", where, cr.BaseURLArgs)
-		}
-		if s := cr.Source; s != "" && !strings.HasPrefix(s, "env:") && !strings.HasPrefix(s, "file:") && !strings.HasPrefix(s, "command:") {
-			return fmt.Errorf("%s.source: %q: want env:NAME, file:PATH or command:CMD", where, s)
-		}
-		seenCred[cr.Env] = true
+		seen[cr.Env] = true
 	}
+	return nil
+}
+
+// check checks one [[credentials]] table; where names it in messages.
+func (cr Credential) check(where string) error {
+	switch {
+	case !envName().MatchString(cr.Env):
+		return fmt.Errorf("%s.env: %q is not a variable name", where, cr.Env)
+	case !((cr.Git || cr.Intercept || len(cr.BaseURLArgs) > 0) && cr.BaseURLEnv == "") && !envName().MatchString(cr.BaseURLEnv):
+		return fmt.Errorf("%s.base_url_env: %q is not a variable name (the variable that points the agent at its API, e.g. ANTHROPIC_BASE_URL)", where, cr.BaseURLEnv)
+	case !strings.HasPrefix(cr.Upstream, "https://") && !strings.HasPrefix(cr.Upstream, "http://"):
+		return fmt.Errorf("%s.upstream: %q: want the API's base URL, e.g. \"https://api.anthropic.com\"", where, cr.Upstream)
+	case cr.Header == "" || strings.ContainsAny(cr.Header, " :\r\n"):
+		return fmt.Errorf("%s.header: %q: want \"authorization\" (Bearer), \"basic\" (the key as a Basic password, for git) or the header that holds the key, e.g. \"x-api-key\"", where, cr.Header)
+	}
+	if u, err := url.Parse(cr.Upstream); cr.Intercept && (err != nil || u.Scheme != "https" || strings.Trim(u.Path, "/") != "") {
+		return fmt.Errorf("%s.upstream: %q: with intercept = true, want an https origin without a path, e.g. \"https://api.github.com\"", where, cr.Upstream)
+	}
+	if len(cr.BaseURLArgs) > 0 && !strings.Contains(strings.Join(cr.BaseURLArgs, "\x00"), "{base_url}") {
+		return fmt.Errorf("%s.base_url_args: %q: no argument holds {base_url}, which is replaced by the route's URL", where, cr.BaseURLArgs)
+	}
+	if s := cr.Source; s != "" && !strings.HasPrefix(s, "env:") && !strings.HasPrefix(s, "file:") && !strings.HasPrefix(s, "command:") {
+		return fmt.Errorf("%s.source: %q: want env:NAME, file:PATH or command:CMD", where, s)
+	}
+	return nil
+}
+
+// checkSbx checks the [sbx] table: install is npm:<package>, home is
+// absolute or ~/-relative.
+func (c *Config) checkSbx() error {
 	if c.Sbx.Install != "" && !installR().MatchString(c.Sbx.Install) {
 		return fmt.Errorf("sbx.install: %q: want npm:<package>, e.g. npm:@anthropic-ai/claude-code", c.Sbx.Install)
 	}
-	if h := c.Sbx.Home; h != "" && h != "~" && !strings.HasPrefix(h, "~/") && !filepath.IsAbs(h) {
+	if h := c.Sbx.Home; h != "" && !homeOrAbs(h) {
 		return fmt.Errorf("sbx.home: %q must be absolute or start with ~/", h)
 	}
 	return nil

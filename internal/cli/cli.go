@@ -194,32 +194,43 @@ func Parse(args []string) (Invocation, error) {
 	return parseRun(args, false)
 }
 
-// parseRun parses the run flags and then AGENT [ARGS...], or, for
-// `agent-sandbox run [flags] -- CMD [ARGS...]` (program), CMD [ARGS...].
-func parseRun(args []string, program bool) (Invocation, error) {
+// runFlagValues holds the run flags that are checked before they are
+// stored in Run.
+type runFlagValues struct {
+	backend, network string
+	help             bool
+}
+
+// runFlagSet defines the run flags, storing them in r and v.
+func runFlagSet(r *Run, v *runFlagValues) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("agent-sandbox", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SetInterspersed(false)
-	var r Run
-	var backend string
-	var help bool
 	fs.BoolVar(&r.Posture.Sandbox, "sandbox", false, "")
 	fs.BoolVar(&r.Posture.NoSandbox, "no-sandbox", false, "")
-	fs.StringVar(&backend, "sandbox-backend", "", "")
+	fs.StringVar(&v.backend, "sandbox-backend", "", "")
 	fs.BoolVar(&r.Posture.Offline, "offline", false, "")
 	fs.StringArrayVar(&r.Posture.AllowHosts, "allow-host", nil, "")
 	fs.StringVar(&r.Workdir, "workdir", "", "")
-	var network string
 	fs.StringArrayVar(&r.Read, "read", nil, "")
 	fs.StringArrayVar(&r.Write, "write", nil, "")
-	fs.StringVar(&network, "network", "", "")
+	fs.StringVar(&v.network, "network", "", "")
 	fs.BoolVar(&r.DryRun, "dry-run", false, "")
 	fs.BoolVar(&r.JSON, "json", false, "")
 	fs.BoolVarP(&r.Verbose, "verbose", "v", false, "")
 	fs.BoolVarP(&r.Quiet, "quiet", "q", false, "")
-	fs.BoolVarP(&help, "help", "h", false, "")
+	fs.BoolVarP(&v.help, "help", "h", false, "")
 	fs.StringArrayVar(&r.AllowEdit, "allow-edit", nil, "")
 	fs.BoolVar(&r.AllowUserns, "allow-userns", false, "")
+	return fs
+}
+
+// parseRun parses the run flags and then AGENT [ARGS...], or, for
+// `agent-sandbox run [flags] -- CMD [ARGS...]` (program), CMD [ARGS...].
+func parseRun(args []string, program bool) (Invocation, error) {
+	var r Run
+	var v runFlagValues
+	fs := runFlagSet(&r, &v)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return Invocation{Command: CmdHelp}, nil
@@ -229,63 +240,89 @@ func parseRun(args []string, program bool) (Invocation, error) {
 		}
 		return Invocation{}, fmt.Errorf("%v%s (see agent-sandbox --help)", err, flagSuggestion(fs, err))
 	}
-	if rest := fs.Args(); !program && !help && len(rest) > 0 && fs.ArgsLenAtDash() != 0 && isSubcommand(rest[0]) {
+	if rest := fs.Args(); !program && !v.help && len(rest) > 0 && fs.ArgsLenAtDash() != 0 && isSubcommand(rest[0]) {
 		return leadingFlags(fs, args[:len(args)-len(rest)], rest)
 	}
 	if err := protect.CheckNames("--allow-edit", r.AllowEdit); err != nil {
 		return Invocation{}, err
 	}
-	if help {
+	if v.help {
 		return Invocation{Command: CmdHelp}, nil
 	}
-	switch backend {
+	if err := checkRunNetwork(fs, &r, v); err != nil {
+		return Invocation{}, err
+	}
+	if err := checkRunPaths(fs, &r); err != nil {
+		return Invocation{}, err
+	}
+	if err := runTarget(&r, fs.Args(), program); err != nil {
+		return Invocation{}, err
+	}
+	return Invocation{Command: CmdRun, Run: r}, nil
+}
+
+// checkRunNetwork checks --sandbox-backend, --allow-host and --network and
+// stores the backend and --network open in r.Posture.
+func checkRunNetwork(fs *pflag.FlagSet, r *Run, v runFlagValues) error {
+	switch v.backend {
 	case "", "nono", "sbx", "landlock":
-		r.Posture.Backend = posture.Backend(backend)
+		r.Posture.Backend = posture.Backend(v.backend)
 	default:
-		return Invocation{}, fmt.Errorf("--sandbox-backend %q: want nono, sbx or landlock", backend)
+		return fmt.Errorf("--sandbox-backend %q: want nono, sbx or landlock", v.backend)
 	}
 	for _, h := range r.Posture.AllowHosts {
 		if strings.TrimSpace(h) == "" {
-			return Invocation{}, fmt.Errorf("--allow-host %q: an empty host name is not a host and never means \"no restriction\": name a host such as api.example.com, or pass --offline to block every host", h)
+			return fmt.Errorf("--allow-host %q: an empty host name is not a host and never means \"no restriction\": name a host such as api.example.com, or pass --offline to block every host", h)
 		}
 		if err := sandboxfile.CheckHost(h); err != nil {
-			return Invocation{}, fmt.Errorf("--allow-host: %v", err)
+			return fmt.Errorf("--allow-host: %v", err)
 		}
 	}
 	switch {
 	case !fs.Changed("network"):
-	case network == "open":
+	case v.network == "open":
 		r.Posture.NetworkOpen = true
 	default:
-		return Invocation{}, fmt.Errorf("--network %q: the only value is open (an unrestricted network); --offline blocks the network, --allow-host HOST allows only HOST", network)
+		return fmt.Errorf("--network %q: the only value is open (an unrestricted network); --offline blocks the network, --allow-host HOST allows only HOST", v.network)
 	}
 	if r.Posture.NetworkOpen && (r.Posture.Offline || len(r.Posture.AllowHosts) > 0) {
-		return Invocation{}, errors.New("--network open contradicts --offline and --allow-host: give one of them")
+		return errors.New("--network open contradicts --offline and --allow-host: give one of them")
 	}
+	return nil
+}
+
+// checkRunPaths refuses an empty --read, --write or --workdir, and --json
+// without --dry-run.
+func checkRunPaths(fs *pflag.FlagSet, r *Run) error {
 	for _, l := range []struct {
 		flag  string
 		paths []string
 	}{{"--read", r.Read}, {"--write", r.Write}} {
 		for _, p := range l.paths {
 			if strings.TrimSpace(p) == "" {
-				return Invocation{}, fmt.Errorf("%s: empty path", l.flag)
+				return fmt.Errorf("%s: empty path", l.flag)
 			}
 		}
 	}
 	if fs.Changed("workdir") && strings.TrimSpace(r.Workdir) == "" {
-		return Invocation{}, errors.New("--workdir: empty directory name")
+		return errors.New("--workdir: empty directory name")
 	}
 	if r.JSON && !r.DryRun {
-		return Invocation{}, errors.New("--json goes with --dry-run (the plan as JSON); a real run prints the agent's own output")
+		return errors.New("--json goes with --dry-run (the plan as JSON); a real run prints the agent's own output")
 	}
-	rest := fs.Args()
+	return nil
+}
+
+// runTarget stores what follows the flags: the agent (or, for program,
+// the command) and its arguments, never nil.
+func runTarget(r *Run, rest []string, program bool) error {
 	switch {
 	case len(rest) == 0 && program:
-		return Invocation{}, errors.New("run: no command given: agent-sandbox run [run flags] -- CMD [ARGS...]")
+		return errors.New("run: no command given: agent-sandbox run [run flags] -- CMD [ARGS...]")
 	case len(rest) == 0:
-		return Invocation{}, errors.New("no agent given: agent-sandbox [run flags] AGENT [AGENT ARGS...]; `agent-sandbox agents` lists the agents")
+		return errors.New("no agent given: agent-sandbox [run flags] AGENT [AGENT ARGS...]; `agent-sandbox agents` lists the agents")
 	case program && strings.TrimSpace(rest[0]) == "":
-		return Invocation{}, errors.New("run: empty command name")
+		return errors.New("run: empty command name")
 	case program:
 		r.Program, r.Args = rest[0], rest[1:]
 	default:
@@ -294,7 +331,7 @@ func parseRun(args []string, program bool) (Invocation, error) {
 	if r.Args == nil {
 		r.Args = []string{}
 	}
-	return Invocation{Command: CmdRun, Run: r}, nil
+	return nil
 }
 
 // subcommand parses the flags of subcommand name (declared by define) and

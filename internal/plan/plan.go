@@ -442,25 +442,80 @@ func (g *grantSet) add(dst *[]string, p string) {
 	}
 }
 
+// specBuilder is the state buildSpec's steps share: the run's input, the
+// spec being filled, its grants and warnings, and the backend's options.
+type specBuilder struct {
+	in     Input
+	argv   []string
+	found  bool
+	run    *RunGrants
+	f      *agent.Folder
+	pst    posture.Posture
+	h      grant.Home
+	warns  []string
+	opts   backend.Options
+	s      spec.Spec
+	g      *grantSet
+	wd     string
+	linked *gitdir.Linked
+	// repoTop is the top of the repository the workdir is a
+	// subdirectory of, when its git dir is granted.
+	repoTop string
+	b       backend.Backend
+}
+
 // buildSpec expands and checks every grant of a sandboxed run, computes
-// its ledger, and builds its backend.
+// its ledger, and builds its backend, as named steps run in order; the
+// first that refuses ends it.
 func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, []string, backend.Backend, error) {
+	sb := newSpecBuilder(in, argv, found, run)
+	for _, step := range []func(*specBuilder) error{
+		(*specBuilder).stateDirs,
+		(*specBuilder).workdir,
+		(*specBuilder).repository,
+		(*specBuilder).linkedGitDirs,
+		(*specBuilder).folderGrants,
+		(*specBuilder).runGrants,
+		(*specBuilder).nonoOnlyKeys,
+		(*specBuilder).execAndLimits,
+		(*specBuilder).userConfiguration,
+		(*specBuilder).ledgerAndMissing,
+		(*specBuilder).environment,
+		(*specBuilder).openPorts,
+	} {
+		if err := step(sb); err != nil {
+			return sb.s, nil, nil, err
+		}
+	}
+	return sb.s, sb.warns, sb.b, nil
+}
+
+// newSpecBuilder starts the spec of a run: its fixed fields and empty
+// grant lists.
+func newSpecBuilder(in Input, argv []string, found bool, run *RunGrants) *specBuilder {
 	f, pst, h := in.Folder, in.Posture, in.Home
-	var warns []string
-	opts := options(in, pst)
-	s := spec.Spec{
+	sb := &specBuilder{in: in, argv: argv, found: found, run: run, f: f, pst: pst, h: h}
+	sb.opts = options(in, pst)
+	sb.s = spec.Spec{
 		AgentID: f.ID, Workdir: in.Workdir, StateDir: h.AgentStateDir(f.ID), Home: h.Dir,
 		Argv: argv, CommandFound: found, Network: pst.Network, GOOS: h.GOOS,
 		Read: []string{}, Write: []string{}, Allow: []string{}, Exec: []string{},
 		ConfigPaths: []string{}, GitDirs: []string{},
 	}
+	return sb
+}
+
+// stateDirs refuses a state dir that is not a directory and sets up the
+// grant checker (the agent folder is protected unless built in).
+func (sb *specBuilder) stateDirs() error {
+	s, f, h, in := &sb.s, sb.f, sb.h, sb.in
 	// The state dir and its parts the agent gets are created when missing;
 	// a name there that exists but is not a directory (a dangling symlink, a
 	// file) is refused here, by name, rather than failing later or being
 	// taken for absent.
 	for _, d := range append([]string{h.StateRoot(), s.StateDir}, s.AgentStateDirs()...) {
 		if _, err := optfile.Dir(d); err != nil {
-			return s, nil, nil, fmt.Errorf("agent-sandbox's state: %v", err)
+			return fmt.Errorf("agent-sandbox's state: %v", err)
 		}
 	}
 	protected := h.Protected(in.Protected...)
@@ -468,9 +523,17 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 		s.AgentDir = f.Dir
 		protected = append(protected, f.Dir)
 	}
-	g := &grantSet{checker: grant.Checker{Home: h, Protected: protected}.Memoize(), seen: map[string]bool{}}
+	sb.g = &grantSet{checker: grant.Checker{Home: h, Protected: protected}.Memoize(), seen: map[string]bool{}}
+	return nil
+}
 
-	wd := grant.Canonical(in.Workdir)
+// workdir grants the workdir and the agent's state dirs writable and the
+// agent folder readable, refusing a folder inside the workdir or around
+// it.
+func (sb *specBuilder) workdir() error {
+	s, f, h, g := &sb.s, sb.f, sb.h, sb.g
+	wd := grant.Canonical(sb.in.Workdir)
+	sb.wd = wd
 	if s.AgentDir != "" {
 		// The workdir is granted read-write: an agent folder inside it (or
 		// holding it) would let the agent rewrite its own policy for the
@@ -479,13 +542,13 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 		ad := grant.Canonical(s.AgentDir)
 		switch {
 		case grant.Within(ad, wd):
-			return s, nil, nil, fmt.Errorf("agent folder %s lies inside the working directory %s, which the sandboxed agent can write: it could rewrite its own policy for the next run; move the folder out of the working directory (e.g. to %s) or run from another directory (--workdir)", ad, wd, filepath.Join(h.ConfigRoot(), "agents", f.ID))
+			return fmt.Errorf("agent folder %s lies inside the working directory %s, which the sandboxed agent can write: it could rewrite its own policy for the next run; move the folder out of the working directory (e.g. to %s) or run from another directory (--workdir)", ad, wd, filepath.Join(h.ConfigRoot(), "agents", f.ID))
 		case grant.Within(wd, ad):
-			return s, nil, nil, fmt.Errorf("the working directory %s lies inside the agent folder %s, which the sandboxed agent would then write: it could rewrite its own policy for the next run; run from a project directory outside the folder (--workdir)", wd, ad)
+			return fmt.Errorf("the working directory %s lies inside the agent folder %s, which the sandboxed agent would then write: it could rewrite its own policy for the next run; run from a project directory outside the folder (--workdir)", wd, ad)
 		}
 	}
 	if err := g.checker.Check(wd, true); err != nil {
-		return s, nil, nil, fmt.Errorf("working directory %s %s; run agent-sandbox from a project directory or pass --workdir", wd, err)
+		return fmt.Errorf("working directory %s %s; run agent-sandbox from a project directory or pass --workdir", wd, err)
 	}
 	s.Workdir = wd
 	g.add(&s.Allow, wd)
@@ -494,56 +557,76 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 	}
 	if s.AgentDir != "" {
 		if err := g.checker.Check(grant.Canonical(s.AgentDir), false); err != nil {
-			return s, nil, nil, fmt.Errorf("agent folder %s %v; keep agent folders in a directory of their own", s.AgentDir, err)
+			return fmt.Errorf("agent folder %s %v; keep agent folders in a directory of their own", s.AgentDir, err)
 		}
 		g.add(&s.Read, s.AgentDir)
 	}
+	return nil
+}
 
+// repository finds the workdir's linked git dirs and, for a workdir
+// inside a repository (a subdirectory of its working tree), grants what
+// git inside needs: the working tree (read-only: writes stay in the
+// workdir) and its git dir (read-write, under the ledger's protection
+// like a workdir's own .git).
+func (sb *specBuilder) repository() error {
+	s, h, g, wd := &sb.s, sb.h, sb.g, sb.wd
 	linked, err := gitdir.Find(wd)
 	if err != nil {
-		warns = append(warns, err.Error())
+		sb.warns = append(sb.warns, err.Error())
 	}
-	// A workdir inside a repository (a subdirectory of its working tree):
-	// git inside needs the working tree (read-only: writes stay in the
-	// workdir) and its git dir (read-write, under the ledger's
-	// protection like a workdir's own .git).
-	repoTop := ""
-	if top := gitdir.Top(wd, grant.Canonical(h.Dir)); top != "" {
-		dotgit := filepath.Join(top, ".git")
-		st, _ := os.Lstat(dotgit)
-		switch err := g.checker.Check(top, false); {
-		case err != nil:
-			warns = append(warns, fmt.Sprintf("the working directory lies in the repository %s, which %s; git inside will not find the repository", top, err))
-		case st != nil && st.IsDir():
-			if err := g.checker.Check(dotgit, true); err != nil {
-				warns = append(warns, fmt.Sprintf("the repository's git dir %s %s; git inside will not find the repository", dotgit, err))
-				break
-			}
-			repoTop = top
-			g.add(&s.Read, top)
-			s.GitDirs = append(s.GitDirs, dotgit)
-			g.add(&s.Allow, dotgit)
-		default:
-			l, err := gitdir.Find(top)
-			if err != nil || l == nil {
-				if err != nil {
-					warns = append(warns, err.Error())
-				}
-				break
-			}
-			repoTop, linked = top, l
-			g.add(&s.Read, top)
+	sb.linked = linked
+	top := gitdir.Top(wd, grant.Canonical(h.Dir))
+	if top == "" {
+		return nil
+	}
+	dotgit := filepath.Join(top, ".git")
+	st, _ := os.Lstat(dotgit)
+	switch err := g.checker.Check(top, false); {
+	case err != nil:
+		sb.warns = append(sb.warns, fmt.Sprintf("the working directory lies in the repository %s, which %s; git inside will not find the repository", top, err))
+	case st != nil && st.IsDir():
+		if err := g.checker.Check(dotgit, true); err != nil {
+			sb.warns = append(sb.warns, fmt.Sprintf("the repository's git dir %s %s; git inside will not find the repository", dotgit, err))
+			break
 		}
+		sb.repoTop = top
+		g.add(&s.Read, top)
+		s.GitDirs = append(s.GitDirs, dotgit)
+		g.add(&s.Allow, dotgit)
+	default:
+		l, err := gitdir.Find(top)
+		if err != nil || l == nil {
+			if err != nil {
+				sb.warns = append(sb.warns, err.Error())
+			}
+			break
+		}
+		sb.repoTop, sb.linked = top, l
+		g.add(&s.Read, top)
 	}
-	for _, d := range linked.Dirs() {
+	return nil
+}
+
+// linkedGitDirs grants the linked git dirs writable, each that passes the
+// checker.
+func (sb *specBuilder) linkedGitDirs() error {
+	s, g := &sb.s, sb.g
+	for _, d := range sb.linked.Dirs() {
 		if err := g.checker.Check(d, true); err != nil {
-			warns = append(warns, fmt.Sprintf("linked git dir %s %s; not granting it (git commands in the sandbox will fail)", d, err))
+			sb.warns = append(sb.warns, fmt.Sprintf("linked git dir %s %s; not granting it (git commands in the sandbox will fail)", d, err))
 			continue
 		}
 		s.GitDirs = append(s.GitDirs, d)
 		g.add(&s.Allow, d)
 	}
+	return nil
+}
 
+// folderGrants resolves and checks the folder's grants: agent.toml's
+// config_paths and read_paths, the policy file's filesystem lists.
+func (sb *specBuilder) folderGrants() error {
+	s, f, pst, g := &sb.s, sb.f, sb.pst, sb.g
 	tomlPath := filepath.Join(f.Dir, "agent.toml")
 	type list struct {
 		file, key string
@@ -566,7 +649,7 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 		for i, raw := range l.paths {
 			p, err := g.checker.Resolve(raw, l.writable)
 			if err != nil {
-				return s, nil, nil, fmt.Errorf("%s: %s[%d]: %v", l.file, l.key, i, err)
+				return fmt.Errorf("%s: %s[%d]: %v", l.file, l.key, i, err)
 			}
 			if l.key == "config_paths" {
 				s.ConfigPaths = append(s.ConfigPaths, p)
@@ -574,6 +657,14 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 			g.add(l.dst, p)
 		}
 	}
+	return nil
+}
+
+// runGrants resolves and checks the per-run --read and --write grants:
+// each must exist, and --write makes a path the folder grants read-only
+// read-write.
+func (sb *specBuilder) runGrants() error {
+	s, in, run := &sb.s, sb.in, sb.run
 	for _, l := range []struct {
 		flag     string
 		paths    []string
@@ -581,61 +672,87 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 		writable bool
 	}{{"--read", in.RunRead, &s.Read, &run.Read, false}, {"--write", in.RunWrite, &s.Allow, &run.Write, true}} {
 		for _, raw := range l.paths {
-			p, err := g.checker.Resolve(raw, l.writable)
-			if err != nil {
-				return s, nil, nil, fmt.Errorf("%s %v", l.flag, err)
+			if err := sb.runGrant(l.flag, raw, l.dst, l.run, l.writable); err != nil {
+				return err
 			}
-			exists, socket := g.checker.Lstat(p)
-			if !exists {
-				return s, nil, nil, fmt.Errorf("%s %q: %s does not exist (a per-run grant names an existing file or directory)", l.flag, raw, p)
-			}
-			if socket && !slices.Contains(g.sockets, p) {
-				g.sockets = append(g.sockets, p)
-			}
-			if !slices.Contains(*l.run, p) {
-				*l.run = append(*l.run, p)
-			}
-			// Not g.add: a path the folder grants read-only must still
-			// become read-write under --write.
-			if !slices.Contains(*l.dst, p) {
-				*l.dst = append(*l.dst, p)
-			}
-			g.seen[p] = true
 		}
 	}
-	if pf := pst.Policy; pf != nil {
-		nonoOnly := pst.Backend == posture.Sbx && pf.Kind == sandboxfile.Nono
-		drop := func(key string) {
-			warns = append(warns, fmt.Sprintf("%s: %s is nono-only: the sbx microVM has no equivalent, so it is dropped (it applies only under --sandbox-backend nono)", pf.Path, key))
-		}
-		for i, raw := range pf.Filesystem.UnixSocketDirBind {
-			if nonoOnly {
-				drop("filesystem.unix_socket_dir_bind")
-				break
-			}
-			p, err := g.checker.Resolve(raw, true)
-			if err != nil {
-				return s, nil, nil, fmt.Errorf("%s: filesystem.unix_socket_dir_bind[%d]: %v", pf.Path, i, err)
-			}
-			opts.UnixSocketDirBind = append(opts.UnixSocketDirBind, p)
-		}
+	return nil
+}
+
+// runGrant adds one per-run grant raw of flag to dst and run.
+func (sb *specBuilder) runGrant(flag, raw string, dst, run *[]string, writable bool) error {
+	g := sb.g
+	p, err := g.checker.Resolve(raw, writable)
+	if err != nil {
+		return fmt.Errorf("%s %v", flag, err)
+	}
+	exists, socket := g.checker.Lstat(p)
+	if !exists {
+		return fmt.Errorf("%s %q: %s does not exist (a per-run grant names an existing file or directory)", flag, raw, p)
+	}
+	if socket && !slices.Contains(g.sockets, p) {
+		g.sockets = append(g.sockets, p)
+	}
+	if !slices.Contains(*run, p) {
+		*run = append(*run, p)
+	}
+	// Not g.add: a path the folder grants read-only must still
+	// become read-write under --write.
+	if !slices.Contains(*dst, p) {
+		*dst = append(*dst, p)
+	}
+	g.seen[p] = true
+	return nil
+}
+
+// nonoOnlyKeys applies the policy file's nono-only keys: into the
+// backend's options, or, when a nono.json is forced under sbx, dropped
+// with a warning (they change the printed network).
+func (sb *specBuilder) nonoOnlyKeys() error {
+	s, pst, g := &sb.s, sb.pst, sb.g
+	pf := pst.Policy
+	if pf == nil {
+		return nil
+	}
+	nonoOnly := pst.Backend == posture.Sbx && pf.Kind == sandboxfile.Nono
+	drop := func(key string) {
+		sb.warns = append(sb.warns, fmt.Sprintf("%s: %s is nono-only: the sbx microVM has no equivalent, so it is dropped (it applies only under --sandbox-backend nono)", pf.Path, key))
+	}
+	for i, raw := range pf.Filesystem.UnixSocketDirBind {
 		if nonoOnly {
-			if len(s.Network.OpenPorts) > 0 {
-				drop("network.open_port")
-			}
-			if len(s.Network.ListenPorts) > 0 {
-				drop("network.listen_port")
-			}
-			if len(pf.SeatbeltRules) > 0 {
-				drop("unsafe_macos_seatbelt_rules")
-			}
-			s.Network.OpenPorts, s.Network.ListenPorts = []int{}, []int{}
-		} else {
-			opts.SeatbeltRules = pf.SeatbeltRules
+			drop("filesystem.unix_socket_dir_bind")
+			break
 		}
+		p, err := g.checker.Resolve(raw, true)
+		if err != nil {
+			return fmt.Errorf("%s: filesystem.unix_socket_dir_bind[%d]: %v", pf.Path, i, err)
+		}
+		sb.opts.UnixSocketDirBind = append(sb.opts.UnixSocketDirBind, p)
 	}
-	if found {
-		s.Exec = append(s.Exec, argv[0])
+	if !nonoOnly {
+		sb.opts.SeatbeltRules = pf.SeatbeltRules
+		return nil
+	}
+	if len(s.Network.OpenPorts) > 0 {
+		drop("network.open_port")
+	}
+	if len(s.Network.ListenPorts) > 0 {
+		drop("network.listen_port")
+	}
+	if len(pf.SeatbeltRules) > 0 {
+		drop("unsafe_macos_seatbelt_rules")
+	}
+	s.Network.OpenPorts, s.Network.ListenPorts = []int{}, []int{}
+	return nil
+}
+
+// execAndLimits sets the programs, the size limits, the credentials and
+// nested user namespaces, refusing memory_max under sbx.
+func (sb *specBuilder) execAndLimits() error {
+	s, f, pst, h, in := &sb.s, sb.f, sb.pst, sb.h, sb.in
+	if sb.found {
+		s.Exec = append(s.Exec, sb.argv[0])
 	}
 	s.Exec = append(s.Exec, f.Config.ExecPaths...)
 	s.TmpSize = f.Config.TmpSizeBytes()
@@ -643,7 +760,7 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 		// sbx sizes a microVM when it creates it (sbx create --memory)
 		// and agent-sandbox reuses a sandbox: a bound the folder asks
 		// for is refused rather than dropped.
-		return s, nil, nil, fmt.Errorf("%s: memory_max = %q: the sbx backend does not apply it (a microVM's memory is fixed when sbx creates it, and agent-sandbox reuses an existing sandbox); remove the key or use --sandbox-backend landlock or nono", filepath.Join(f.Dir, "agent.toml"), f.Config.MemoryMax)
+		return fmt.Errorf("%s: memory_max = %q: the sbx backend does not apply it (a microVM's memory is fixed when sbx creates it, and agent-sandbox reuses an existing sandbox); remove the key or use --sandbox-backend landlock or nono", filepath.Join(f.Dir, "agent.toml"), f.Config.MemoryMax)
 	}
 	s.ExpectedRefusals = f.Config.ExpectedRefusals
 	for _, c := range f.Config.Credentials {
@@ -661,17 +778,26 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 		if f.Config.NestedUserns {
 			from = filepath.Join(f.Dir, "agent.toml") + ": nested_userns"
 		}
-		warns = append(warns, fmt.Sprintf("nested user namespaces are allowed (%s): inside one the agent holds every capability, which opens kernel code (nf_tables and other CAP_NET_ADMIN paths) behind many local privilege escalations", from))
+		sb.warns = append(sb.warns, fmt.Sprintf("nested user namespaces are allowed (%s): inside one the agent holds every capability, which opens kernel code (nf_tables and other CAP_NET_ADMIN paths) behind many local privilege escalations", from))
 	}
+	return nil
+}
+
+// userConfiguration resolves the programs' closure, builds the backend
+// and grants what the user's tools need: the toolchains and caches where
+// the backend takes them (backend.Toolchains), git's configuration under
+// nono.
+func (sb *specBuilder) userConfiguration() error {
+	s, pst, h, in, g := &sb.s, sb.pst, sb.h, sb.in, sb.g
 	closure, cwarns := execClosure(s.Exec, in.Getenv("PATH"), g.checker, s.Writable())
 	s.ExecClosure = closure
-	warns = append(warns, cwarns...)
-	b := backends.New(pst.Backend, opts)
-	if tc, ok := b.(backend.Toolchains); ok {
+	sb.warns = append(sb.warns, cwarns...)
+	sb.b = backends.New(pst.Backend, sb.opts)
+	if tc, ok := sb.b.(backend.Toolchains); ok {
 		var notes []string
 		s.Toolchains, s.UserConfig, s.Links, notes = userTools(h, in.Getenv("PATH"), g.checker, s.Writable(), tc.SystemCovers)
 		s.Caches = userCaches(h, in.Getenv, in.Getenv("PATH"), g.checker, s.Writable())
-		warns = append(warns, notes...)
+		sb.warns = append(sb.warns, notes...)
 	}
 	if pst.Backend == posture.Nono {
 		// git reads its configuration files on every command and stops
@@ -679,9 +805,16 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 		// could not run git at all.
 		var notes []string
 		s.UserConfig, notes = nonoGitConfig(h, g.checker)
-		warns = append(warns, notes...)
+		sb.warns = append(sb.warns, notes...)
 	}
-	s.Ledger = ledger(in, s, linked, repoTop)
+	return nil
+}
+
+// ledgerAndMissing computes the ledger and lists the grants that do not
+// exist (but for the state dirs the backend creates) and the sockets.
+func (sb *specBuilder) ledgerAndMissing() error {
+	s, g := &sb.s, sb.g
+	s.Ledger = ledger(sb.in, *s, sb.linked, sb.repoTop)
 	s.Missing = []string{}
 	created := map[string]bool{} // the backend creates these
 	for _, d := range s.AgentStateDirs() {
@@ -693,20 +826,31 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 		}
 	}
 	s.Sockets = g.sockets
+	return nil
+}
 
+// environment sets the variables passed and set.
+func (sb *specBuilder) environment() error {
+	s, f := &sb.s, sb.f
 	s.EnvPass = envPass(f.Config.Env)
 	s.EnvSet = map[string]string{}
 	for k, v := range f.Config.SetEnv {
 		s.EnvSet[k] = v
 	}
+	return nil
+}
+
+// openPorts refuses open_port 0 (any localhost port) outside macOS.
+func (sb *specBuilder) openPorts() error {
+	s, h := &sb.s, sb.h
 	if s.Network.Mode == posture.NetBlocked || s.Network.Mode == posture.NetAllowlist {
 		for _, p := range s.Network.OpenPorts {
 			if p == 0 && h.GOOS != "darwin" {
-				return s, nil, nil, fmt.Errorf("%s: network.open_port: 0 (any localhost port) is macOS-only; Linux needs explicit ports", pst.Policy.Path)
+				return fmt.Errorf("%s: network.open_port: 0 (any localhost port) is macOS-only; Linux needs explicit ports", sb.pst.Policy.Path)
 			}
 		}
 	}
-	return s, warns, b, nil
+	return nil
 }
 
 // ledger computes the run's ledger (internal/protect) once every writable

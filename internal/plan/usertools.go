@@ -45,131 +45,166 @@ var companions = map[string][]string{".cargo": {".rustup"}}
 // are examined for symlinks into other trees (pipx, uv tool).
 const maxLinkScan = 512
 
+// toolFinder collects the toolchain trees of userTools.
+type toolFinder struct {
+	home     string
+	c        grant.Checker
+	writable []string
+	system   func(string) bool
+	seen     map[string]bool
+	tools    []spec.Toolchain
+	notes    []string
+}
+
 // userTools finds what the user's everyday tools need beyond the system
 // paths: the trees of the programs on PATH (toolchains) and git's own
 // configuration files, each checked like a read grant. A tree that holds
 // a credential path, or lies inside one, is refused; what lies inside a
 // path the agent can write is skipped (it is granted already, writable).
 func userTools(h grant.Home, path string, c grant.Checker, writable []string, system func(string) bool) (tools []spec.Toolchain, config []string, links []spec.Link, notes []string) {
-	home := grant.Canonical(h.Dir)
-	seen := map[string]bool{}
-	covered := func(p string) bool {
-		if system(p) {
-			return true
-		}
-		for _, w := range writable {
-			if grant.Within(p, w) {
-				return true
-			}
-		}
-		for _, t := range tools {
-			if grant.Within(p, t.Path) {
-				return true
-			}
-		}
-		return false
-	}
-	addTree := func(dir, why string) {
-		cand := treeOf(dir, home)
-		for _, p := range []string{cand, dir} {
-			if seen[p] {
-				return
-			}
-			if err := c.Check(p, false); err != nil {
-				notes = append(notes, fmt.Sprintf("toolchain %s (%s) %v; not granted", p, why, err))
-				continue
-			}
-			seen[p] = true
-			if parts, ok := allowParts[relHome(home, p)]; ok {
-				// Only the parts it needs (allowParts).
-				for _, part := range parts {
-					pp := filepath.Join(p, part)
-					if _, err := os.Lstat(pp); err != nil || c.Check(pp, false) != nil {
-						continue
-					}
-					tools = append(tools, spec.Toolchain{Path: pp, Dir: dir, Why: why + " (the parts of " + p + " it needs; the rest may hold credentials)"})
-				}
-				if !covered(dir) {
-					// The PATH directory itself, when it is none of them.
-					tools = append(tools, spec.Toolchain{Path: dir, Dir: dir, Why: why})
-				}
-			} else {
-				tools = append(tools, spec.Toolchain{Path: p, Dir: dir, Why: why})
-			}
-			if rel, err := filepath.Rel(home, p); err == nil {
-				for _, comp := range companions[rel] {
-					cp := filepath.Join(home, comp)
-					if _, err := os.Stat(cp); err == nil && !seen[cp] && c.Check(cp, false) == nil {
-						seen[cp] = true
-						tools = append(tools, spec.Toolchain{Path: cp, Dir: dir, Why: "needed by " + p})
-					}
-				}
-			}
-			return
-		}
-	}
-	agentWrites := func(p string) bool {
-		for _, w := range writable {
-			if grant.Within(p, w) {
-				return true
-			}
-		}
-		return false
-	}
+	f := &toolFinder{home: grant.Canonical(h.Dir), c: c, writable: writable, system: system, seen: map[string]bool{}}
 	for _, entry := range filepath.SplitList(path) {
-		if !filepath.IsAbs(entry) {
-			continue
-		}
-		fi, err := os.Stat(entry)
-		if err != nil || !fi.IsDir() {
-			continue
-		}
-		dir := grant.Canonical(entry)
-		// A PATH directory the agent can write, or one reached through a
-		// symlink it can replace, holds what the agent chose: its links
-		// lead wherever the agent points them, so nothing is granted from
-		// it (it could widen its next run). What lies inside a writable
-		// grant is visible anyway.
-		if agentWrites(dir) {
-			continue
-		}
-		if l := linkInWritable(entry, agentWrites); l != "" {
-			notes = append(notes, fmt.Sprintf("PATH entry %s is reached through the symlink %s, which the agent can write: nothing is granted from it", entry, l))
-			continue
-		}
-		if !covered(dir) {
-			addTree(dir, "on PATH as "+entry)
-		}
-		if system(dir) {
-			continue
-		}
-		// Programs linked in from elsewhere (pipx, uv tool install).
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			continue
-		}
-		for i, e := range ents {
-			if i == maxLinkScan {
-				break
-			}
-			if e.Type()&os.ModeSymlink == 0 {
-				continue
-			}
-			link := filepath.Join(dir, e.Name())
-			target, err := filepath.EvalSymlinks(link)
-			if err != nil || covered(target) {
-				continue
-			}
-			if l := linkInWritable(link, agentWrites); l != "" {
-				notes = append(notes, fmt.Sprintf("%s leads through the symlink %s, which the agent can write: nothing is granted from it", link, l))
-				continue
-			}
-			addTree(filepath.Dir(target), fmt.Sprintf("%s links to it", filepath.Join(dir, e.Name())))
-		}
+		f.pathEntry(entry)
 	}
 	config, links, gitNotes := gitConfig(h, c)
-	notes = append(notes, gitNotes...)
-	return tools, config, links, notes
+	return f.tools, config, links, append(f.notes, gitNotes...)
+}
+
+// agentWrites says whether p lies in a path the agent can write.
+func (f *toolFinder) agentWrites(p string) bool {
+	for _, w := range f.writable {
+		if grant.Within(p, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// covered says whether p is granted already: a system path, inside a
+// writable path or inside a toolchain found so far.
+func (f *toolFinder) covered(p string) bool {
+	if f.system(p) || f.agentWrites(p) {
+		return true
+	}
+	for _, t := range f.tools {
+		if grant.Within(p, t.Path) {
+			return true
+		}
+	}
+	return false
+}
+
+// pathEntry adds the tree of one PATH entry (absolute, a directory) and
+// the trees of the programs linked into it from elsewhere.
+func (f *toolFinder) pathEntry(entry string) {
+	if !filepath.IsAbs(entry) {
+		return
+	}
+	fi, err := os.Stat(entry)
+	if err != nil || !fi.IsDir() {
+		return
+	}
+	dir := grant.Canonical(entry)
+	// A PATH directory the agent can write, or one reached through a
+	// symlink it can replace, holds what the agent chose: its links lead
+	// wherever the agent points them, so nothing is granted from it (it
+	// could widen its next run). What lies inside a writable grant is
+	// visible anyway.
+	if f.agentWrites(dir) {
+		return
+	}
+	if l := linkInWritable(entry, f.agentWrites); l != "" {
+		f.notes = append(f.notes, fmt.Sprintf("PATH entry %s is reached through the symlink %s, which the agent can write: nothing is granted from it", entry, l))
+		return
+	}
+	if !f.covered(dir) {
+		f.addTree(dir, "on PATH as "+entry)
+	}
+	if !f.system(dir) {
+		f.linkedIn(dir)
+	}
+}
+
+// linkedIn adds the trees of programs linked into dir from elsewhere
+// (pipx, uv tool install), looking at maxLinkScan entries at most.
+func (f *toolFinder) linkedIn(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for i, e := range ents {
+		if i == maxLinkScan {
+			break
+		}
+		if e.Type()&os.ModeSymlink == 0 {
+			continue
+		}
+		link := filepath.Join(dir, e.Name())
+		target, err := filepath.EvalSymlinks(link)
+		if err != nil || f.covered(target) {
+			continue
+		}
+		if l := linkInWritable(link, f.agentWrites); l != "" {
+			f.notes = append(f.notes, fmt.Sprintf("%s leads through the symlink %s, which the agent can write: nothing is granted from it", link, l))
+			continue
+		}
+		f.addTree(filepath.Dir(target), fmt.Sprintf("%s links to it", link))
+	}
+}
+
+// addTree grants the toolchain tree dir lies in (treeOf), else dir
+// itself, whichever passes the checker first, with its companions.
+func (f *toolFinder) addTree(dir, why string) {
+	cand := treeOf(dir, f.home)
+	for _, p := range []string{cand, dir} {
+		if f.seen[p] {
+			return
+		}
+		if err := f.c.Check(p, false); err != nil {
+			f.notes = append(f.notes, fmt.Sprintf("toolchain %s (%s) %v; not granted", p, why, err))
+			continue
+		}
+		f.seen[p] = true
+		if parts, ok := allowParts[relHome(f.home, p)]; ok {
+			f.addParts(p, parts, dir, why)
+		} else {
+			f.tools = append(f.tools, spec.Toolchain{Path: p, Dir: dir, Why: why})
+		}
+		f.addCompanions(p, dir)
+		return
+	}
+}
+
+// addParts grants only the parts of tree p that its toolchain needs
+// (allowParts), and the PATH directory dir itself when it is none of
+// them.
+func (f *toolFinder) addParts(p string, parts []string, dir, why string) {
+	for _, part := range parts {
+		pp := filepath.Join(p, part)
+		if _, err := os.Lstat(pp); err != nil || f.c.Check(pp, false) != nil {
+			continue
+		}
+		f.tools = append(f.tools, spec.Toolchain{Path: pp, Dir: dir, Why: why + " (the parts of " + p + " it needs; the rest may hold credentials)"})
+	}
+	if !f.covered(dir) {
+		f.tools = append(f.tools, spec.Toolchain{Path: dir, Dir: dir, Why: why})
+	}
+}
+
+// addCompanions grants the trees tree p's programs need besides their
+// own (companions).
+func (f *toolFinder) addCompanions(p, dir string) {
+	rel, err := filepath.Rel(f.home, p)
+	if err != nil {
+		return
+	}
+	for _, comp := range companions[rel] {
+		cp := filepath.Join(f.home, comp)
+		if _, err := os.Stat(cp); err == nil && !f.seen[cp] && f.c.Check(cp, false) == nil {
+			f.seen[cp] = true
+			f.tools = append(f.tools, spec.Toolchain{Path: cp, Dir: dir, Why: "needed by " + p})
+		}
+	}
 }
 
 // linkInWritable resolves p one name at a time and returns the first

@@ -124,31 +124,52 @@ type Error struct{ Msg string }
 
 func (e *Error) Error() string { return e.Msg }
 
-// Resolve applies the precedence rules.
+// Resolve applies the precedence rules, in named steps: the flags are
+// checked, the backend chosen (a run that stays unsandboxed ends there),
+// a missing nono falls back to the built-in engine, and the network is
+// resolved from the policy file.
 func Resolve(in Input) (Posture, error) {
-	var p Posture
-	f := in.Flags
-	netFlags := f.Offline || len(f.AllowHosts) > 0 || f.NetworkOpen
+	if err := checkFlags(in.Flags); err != nil {
+		return Posture{}, err
+	}
+	p, sandboxed := chooseBackend(in)
+	if !sandboxed {
+		return p, nil
+	}
+	p.Sandboxed = true
+	if err := hostBackend(in, &p); err != nil {
+		return p, err
+	}
+	resolveNetwork(in, &p)
+	return p, nil
+}
+
+// checkFlags refuses an unknown --sandbox-backend and --network open
+// together with --offline or --allow-host.
+func checkFlags(f Flags) error {
 	if f.Backend != None && f.Backend != Nono && f.Backend != Sbx && f.Backend != Landlock {
-		return p, &Error{fmt.Sprintf("--sandbox-backend %q: want nono, sbx or landlock", f.Backend)}
+		return &Error{fmt.Sprintf("--sandbox-backend %q: want nono, sbx or landlock", f.Backend)}
 	}
 	if f.NetworkOpen && (f.Offline || len(f.AllowHosts) > 0) {
-		return p, &Error{"--network open contradicts --offline and --allow-host: give one of them"}
+		return &Error{"--network open contradicts --offline and --allow-host: give one of them"}
 	}
+	return nil
+}
 
-	// Backend precedence: --no-sandbox > --sandbox-backend > --sandbox >
-	// folder posture > network flags > unsandboxed default.
+// netFlags reports whether any network flag was given.
+func netFlags(f Flags) bool {
+	return f.Offline || len(f.AllowHosts) > 0 || f.NetworkOpen
+}
+
+// chooseBackend applies the backend precedence: --no-sandbox >
+// --sandbox-backend > --sandbox > folder posture > network flags >
+// unsandboxed default. sandboxed is false for a run that stays bare (its
+// posture then is complete, warnings included).
+func chooseBackend(in Input) (p Posture, sandboxed bool) {
+	f := in.Flags
 	switch {
 	case f.NoSandbox:
-		p.Reason = ByNoSandboxFlag
-		if netFlags {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("network policy has no effect without the sandbox — %s runs with no network isolation (--sandbox to enforce it)", in.Agent))
-		}
-		if f.Sandbox || f.Backend != None {
-			p.Warnings = append(p.Warnings, "--no-sandbox overrides --sandbox and --sandbox-backend")
-		}
-		p.Warnings = append(p.Warnings, fmt.Sprintf("--no-sandbox: %s runs unsandboxed, with your full user rights", in.Agent))
-		return p, nil
+		return noSandbox(in), false
 	case f.Backend != None:
 		p.Backend, p.Reason = f.Backend, BySandboxBackendFlag
 	case f.Sandbox:
@@ -156,17 +177,11 @@ func Resolve(in Input) (Posture, error) {
 	case in.Nono.OptedOut() || in.Sbx.OptedOut():
 		// Either file opting out makes the folder run bare, unless the
 		// network flags force the sandbox on (they act as --sandbox).
-		if netFlags {
+		if netFlags(f) {
 			p.Backend, p.Reason = declared(in), ByNetworkFlags
 			break
 		}
-		p.Reason = ByFolderOptOut
-		for _, sf := range []*sandboxfile.File{in.Nono, in.Sbx} {
-			if sf.OptedOut() {
-				p.Warnings = append(p.Warnings, fmt.Sprintf("SANDBOX DISABLED: %s says {\"sandbox\": false}, so %s runs unsandboxed, with your full user rights (pass --sandbox to enforce the sandbox)", sf.Path, in.Agent))
-			}
-		}
-		return p, nil
+		return optedOut(in), false
 	case in.Nono != nil && in.Sbx != nil:
 		p.Backend, p.Reason = Nono, ByFolderBoth
 		p.Warnings = append(p.Warnings, fmt.Sprintf("%s declares both sandbox/nono.json and sandbox/sbx.json: using nono (pass --sandbox-backend sbx to use sbx)", in.Agent))
@@ -174,51 +189,81 @@ func Resolve(in Input) (Posture, error) {
 		p.Backend, p.Reason = Nono, ByFolderNono
 	case in.Sbx != nil:
 		p.Backend, p.Reason = Sbx, ByFolderSbx
-	case netFlags:
+	case netFlags(f):
 		p.Backend, p.Reason = Nono, ByNetworkFlags
 	default:
 		p.Reason = ByDefault
 		p.Warnings = append(p.Warnings, fmt.Sprintf("%s declares neither sandbox/nono.json nor sandbox/sbx.json: it runs unsandboxed, with your full user rights (pass --sandbox to enforce the sandbox)", in.Agent))
-		return p, nil
+		return p, false
 	}
-	p.Sandboxed = true
+	return p, true
+}
 
-	// nono is the default backend; without a nono binary the same policy
-	// runs under the built-in landlock engine on Linux, unless nono was
-	// named explicitly.
+// noSandbox is the posture of --no-sandbox, with its warnings.
+func noSandbox(in Input) Posture {
+	f := in.Flags
+	p := Posture{Reason: ByNoSandboxFlag}
+	if netFlags(f) {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("network policy has no effect without the sandbox — %s runs with no network isolation (--sandbox to enforce it)", in.Agent))
+	}
+	if f.Sandbox || f.Backend != None {
+		p.Warnings = append(p.Warnings, "--no-sandbox overrides --sandbox and --sandbox-backend")
+	}
+	p.Warnings = append(p.Warnings, fmt.Sprintf("--no-sandbox: %s runs unsandboxed, with your full user rights", in.Agent))
+	return p
+}
+
+// optedOut is the posture of a folder whose file says {"sandbox": false}.
+func optedOut(in Input) Posture {
+	p := Posture{Reason: ByFolderOptOut}
+	for _, sf := range []*sandboxfile.File{in.Nono, in.Sbx} {
+		if sf.OptedOut() {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("SANDBOX DISABLED: %s says {\"sandbox\": false}, so %s runs unsandboxed, with your full user rights (pass --sandbox to enforce the sandbox)", sf.Path, in.Agent))
+		}
+	}
+	return p
+}
+
+// hostBackend fits the chosen backend to the host: nono is the default
+// backend; without a nono binary the same policy runs under the built-in
+// landlock engine on Linux, unless nono was named explicitly. The
+// built-in engine needs Linux.
+func hostBackend(in Input, p *Posture) error {
 	if p.Backend == Nono && !in.Host.NonoFound {
 		switch {
 		case p.Reason == BySandboxBackendFlag:
-			return p, &Error{"--sandbox-backend nono: nono is not installed (not found on PATH); install nono (https://nono.sh, or `nix run .#agent-sandbox`, which brings it), or use --sandbox-backend landlock"}
+			return &Error{"--sandbox-backend nono: nono is not installed (not found on PATH); install nono (https://nono.sh, or `nix run .#agent-sandbox`, which brings it), or use --sandbox-backend landlock"}
 		case in.Host.GOOS != "linux":
-			return p, &Error{fmt.Sprintf("nono is not installed (not found on PATH) and the built-in landlock engine needs Linux (this is %s); install nono", in.Host.GOOS)}
+			return &Error{fmt.Sprintf("nono is not installed (not found on PATH) and the built-in landlock engine needs Linux (this is %s); install nono", in.Host.GOOS)}
 		}
 		p.Backend = Landlock
 		p.Fallback = "nono not found on PATH: enforcing the same policy with the built-in landlock engine"
 	}
 	if p.Backend == Landlock && in.Host.GOOS != "linux" {
-		return p, &Error{fmt.Sprintf("the landlock backend needs Linux (this is %s); use --sandbox-backend nono or sbx", in.Host.GOOS)}
+		return &Error{fmt.Sprintf("the landlock backend needs Linux (this is %s); use --sandbox-backend nono or sbx", in.Host.GOOS)}
 	}
+	return nil
+}
 
+// resolveNetwork sets the policy file and the network, with the empty
+// allow list's and --network open's warnings; lists are never nil.
+func resolveNetwork(in Input, p *Posture) {
 	p.Policy = policyFile(in, p.Backend)
-	p.Network = network(f, p.Policy)
+	p.Network = network(in.Flags, p.Policy)
 	if p.Network.NoHost() {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("%s: network.allow_domain: %s (allow-list mode with no host; list the hosts %s needs, or set network.block to true to say so)", p.Network.Source, NoHostNote, in.Agent))
 	}
-	if f.NetworkOpen {
+	if in.Flags.NetworkOpen {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("NETWORK OPEN: --network open gives %s an unrestricted network (every host and port, the services on this machine's loopback included), over any allow list of its folder; the filesystem stays sandboxed", in.Agent))
 	}
-	for _, s := range []*[]string{&p.Network.AllowDomains} {
-		if *s == nil {
-			*s = []string{}
-		}
+	if p.Network.AllowDomains == nil {
+		p.Network.AllowDomains = []string{}
 	}
 	for _, s := range []*[]int{&p.Network.OpenPorts, &p.Network.ListenPorts} {
 		if *s == nil {
 			*s = []int{}
 		}
 	}
-	return p, nil
 }
 
 // declared is the folder's own backend for a bare --sandbox: nono when it

@@ -249,17 +249,9 @@ func nesting(f Format, b []byte) int {
 		c := b[i]
 		switch {
 		case c == '"' || (c == '\'' && f == FormatTOML):
-			// A string: to its closing quote (a backslash escapes the
-			// next byte in a basic string).
-			for i++; i < len(b) && b[i] != c; i++ {
-				if b[i] == '\\' && c == '"' {
-					i++
-				}
-			}
-		case c == '#' && f == FormatTOML, c == '/' && f == FormatJSON && i+1 < len(b) && b[i+1] == '/':
-			for i < len(b) && b[i] != '\n' {
-				i++
-			}
+			i = skipString(b, i, c)
+		case lineComment(f, b, i):
+			i = skipLine(b, i)
 		case c == '/' && f == FormatJSON && i+1 < len(b) && b[i+1] == '*':
 			end := bytes.Index(b[i+2:], []byte("*/"))
 			if end < 0 {
@@ -278,6 +270,34 @@ func nesting(f Format, b []byte) int {
 		}
 	}
 	return max
+}
+
+// skipString returns the index of the quote that closes the string
+// opened by quote at b[i] (len(b) or more when none does); a backslash
+// escapes the next byte in a basic ("...") string.
+func skipString(b []byte, i int, quote byte) int {
+	for i++; i < len(b) && b[i] != quote; i++ {
+		if b[i] == '\\' && quote == '"' {
+			i++
+		}
+	}
+	return i
+}
+
+// lineComment says whether a comment to the end of the line starts at
+// b[i]: # in TOML, // in JSON with comments.
+func lineComment(f Format, b []byte, i int) bool {
+	c := b[i]
+	return (c == '#' && f == FormatTOML) || (c == '/' && f == FormatJSON && i+1 < len(b) && b[i+1] == '/')
+}
+
+// skipLine returns the index of the newline that ends the line at b[i],
+// or len(b).
+func skipLine(b []byte, i int) int {
+	for i < len(b) && b[i] != '\n' {
+		i++
+	}
+	return i
 }
 
 // empty says whether v is a value that runs nothing and says nothing: null,

@@ -144,74 +144,106 @@ type Input struct {
 	AgentKeys []KeyFile
 }
 
+// ledgerBuilder collects a run's entries: add keeps an entry once, only
+// where a writable path holds it and its name is not allowed.
+type ledgerBuilder struct {
+	in      Input
+	l       Ledger
+	allowed map[string]bool
+	seen    map[string]bool
+}
+
+// add adds e unless its name is in AllowEdit, its path is already in, or
+// nothing the agent can write holds it; it sets Root and Missing.
+func (b *ledgerBuilder) add(e Entry) {
+	e.Path = filepath.Clean(e.Path)
+	if b.allowed[e.Name] || b.seen[e.Path] {
+		return
+	}
+	e.Root = grantRoot(e.Path, b.in.Writable)
+	if e.Root == "" && e.Guard == Audited {
+		// An audited file is often granted writable by name
+		// (~/.claude.json): the agent writes it; its keys are
+		// audited all the same.
+		for _, w := range b.in.Writable {
+			if w == e.Path {
+				e.Root = w
+			}
+		}
+	}
+	if e.Root == "" {
+		return // nothing the agent can write holds it
+	}
+	if _, err := os.Lstat(e.Path); errors.Is(err, os.ErrNotExist) {
+		e.Missing = true
+	}
+	b.seen[e.Path] = true
+	b.l.Entries = append(b.l.Entries, e)
+}
+
 // Build computes the ledger of a run. It reads the workdir's .git, the
 // git configuration files (with git's grammar) and stats every entry; it
 // writes nothing. Entries no writable path holds are left out (the agent
 // cannot write them), and so are the names in AllowEdit.
 func Build(in Input) Ledger {
-	l := Ledger{AllowEdit: Normalize(in.AllowEdit)}
-	if l.AllowEdit == nil {
-		l.AllowEdit = []string{}
+	b := &ledgerBuilder{in: in, l: Ledger{AllowEdit: Normalize(in.AllowEdit)}, allowed: map[string]bool{}, seen: map[string]bool{}}
+	if b.l.AllowEdit == nil {
+		b.l.AllowEdit = []string{}
 	}
-	allowed := map[string]bool{}
-	for _, a := range l.AllowEdit {
-		allowed[a] = true
+	for _, a := range b.l.AllowEdit {
+		b.allowed[a] = true
 	}
-	seen := map[string]bool{}
-	add := func(e Entry) {
-		e.Path = filepath.Clean(e.Path)
-		if allowed[e.Name] || seen[e.Path] {
-			return
-		}
-		e.Root = grantRoot(e.Path, in.Writable)
-		if e.Root == "" && e.Guard == Audited {
-			// An audited file is often granted writable by name
-			// (~/.claude.json): the agent writes it; its keys are
-			// audited all the same.
-			for _, w := range in.Writable {
-				if w == e.Path {
-					e.Root = w
-				}
-			}
-		}
-		if e.Root == "" {
-			return // nothing the agent can write holds it
-		}
-		if _, err := os.Lstat(e.Path); errors.Is(err, os.ErrNotExist) {
-			e.Missing = true
-		}
-		seen[e.Path] = true
-		l.Entries = append(l.Entries, e)
-	}
-	g := gitLedger{in: in, add: add, top: in.Workdir}
+	g := gitLedger{in: in, add: b.add, top: in.Workdir}
 	if in.RepoTop != "" {
 		g.top = in.RepoTop
 	}
-	l.Top = g.top
+	b.l.Top = g.top
 	dotgit := filepath.Join(g.top, ".git")
+	b.topGit(&g, dotgit)
+	for _, p := range project {
+		b.add(Entry{Path: filepath.Join(in.Workdir, p.name), Name: p.name, Dir: p.dir, Why: p.why, Guard: ReadOnly, Format: p.fmt, Keys: p.keys})
+	}
+	b.linkedGit(&g)
+	b.otherRepos(&g, dotgit)
+	g.userConfig()
+	b.agentCode()
+	b.commands()
+	b.finish()
+	return b.l
+}
+
+// topGit adds the working tree's .git: a directory's metadata, or a
+// gitfile.
+func (b *ledgerBuilder) topGit(g *gitLedger, dotgit string) {
 	if st, err := os.Lstat(dotgit); err == nil {
 		if st.IsDir() {
 			g.gitDir(dotgit, true)
 		} else {
-			add(Entry{Path: dotgit, Name: GitFile, Why: "names the git directory your git commands use", Guard: ReadOnly})
+			b.add(Entry{Path: dotgit, Name: GitFile, Why: "names the git directory your git commands use", Guard: ReadOnly})
 		}
 	}
-	for _, p := range project {
-		add(Entry{Path: filepath.Join(in.Workdir, p.name), Name: p.name, Dir: p.dir, Why: p.why, Guard: ReadOnly, Format: p.fmt, Keys: p.keys})
-	}
+}
+
+// linkedGit adds the workdir's linked git directories.
+func (b *ledgerBuilder) linkedGit(g *gitLedger) {
 	switch {
-	case in.CommonDir != "":
+	case b.in.CommonDir != "":
 		// A worktree's own git dir holds config.worktree; hooks and
 		// config come from the common dir.
-		if in.GitDir != "" && in.GitDir != in.CommonDir {
-			g.worktreeDir(in.GitDir)
+		if b.in.GitDir != "" && b.in.GitDir != b.in.CommonDir {
+			g.worktreeDir(b.in.GitDir)
 		}
-		g.gitDir(in.CommonDir, true)
-	case in.GitDir != "":
-		g.gitDir(in.GitDir, true)
+		g.gitDir(b.in.CommonDir, true)
+	case b.in.GitDir != "":
+		g.gitDir(b.in.GitDir, true)
 	}
-	// A repository at the top of another writable grant (--write DIR)
-	// is the user's too: its git metadata is kept the same way.
+}
+
+// otherRepos adds a repository at the top of another writable grant
+// (--write DIR): it is the user's too, and its git metadata is kept the
+// same way.
+func (b *ledgerBuilder) otherRepos(g *gitLedger, dotgit string) {
+	in := b.in
 	for _, w := range in.Writable {
 		od := filepath.Join(w, ".git")
 		if w == in.Workdir || w == g.top || od == dotgit || od == in.GitDir || od == in.CommonDir {
@@ -221,37 +253,48 @@ func Build(in Input) Ledger {
 		switch {
 		case err != nil:
 		case st.IsDir():
-			other := gitLedger{in: in, add: add, top: w, read: g.read}
+			other := gitLedger{in: in, add: b.add, top: w, read: g.read}
 			other.gitDir(od, true)
 			g.read = other.read
 		case st.Mode().IsRegular():
-			add(Entry{Path: od, Name: GitFile, Why: "names the git directory your git commands in " + w + " use", Guard: ReadOnly})
+			b.add(Entry{Path: od, Name: GitFile, Why: "names the git directory your git commands in " + w + " use", Guard: ReadOnly})
 		}
 	}
-	g.userConfig()
-	for _, p := range in.AgentCode {
-		add(Entry{Path: p, Name: "agent config", Dir: !isFileName(p), Why: "the agent loads code from it at its next start, inside the sandbox or not", Guard: ReadOnly})
+}
+
+// agentCode adds the agent folder's code_paths and code_keys files.
+func (b *ledgerBuilder) agentCode() {
+	for _, p := range b.in.AgentCode {
+		b.add(Entry{Path: p, Name: "agent config", Dir: !isFileName(p), Why: "the agent loads code from it at its next start, inside the sandbox or not", Guard: ReadOnly})
 	}
-	for _, k := range in.AgentKeys {
-		add(Entry{Path: k.Path, Name: "agent config", Why: "the agent runs commands its code-running keys name at its next start", Guard: Audited, Format: formatOf(k.Path), Keys: k.Keys, Commands: k.Commands})
+	for _, k := range b.in.AgentKeys {
+		b.add(Entry{Path: k.Path, Name: "agent config", Why: "the agent runs commands its code-running keys name at its next start", Guard: Audited, Format: formatOf(k.Path), Keys: k.Keys, Commands: k.Commands})
 	}
-	// What the code-running settings found so far (and the user's git
-	// configuration) run by path is code too.
-	commandEntries(l.Entries, in.Workdir, in.Home, add)
+}
+
+// commands adds what the code-running settings found so far (and the
+// user's git configuration) run by path: that is code too.
+func (b *ledgerBuilder) commands() {
+	in := b.in
+	commandEntries(b.l.Entries, in.Workdir, in.Home, b.add)
 	var user []Entry
 	for _, p := range in.UserGitConfig {
 		user = append(user, Entry{Path: p, Name: GitConfig, Format: FormatGit})
 	}
-	commandEntries(user, in.Workdir, in.Home, add)
-	entries, err := followLinks(l.Entries, in.Writable)
+	commandEntries(user, in.Workdir, in.Home, b.add)
+}
+
+// finish follows the entries' links and checks the read-only entries;
+// what fails is the ledger's Problem.
+func (b *ledgerBuilder) finish() {
+	entries, err := followLinks(b.l.Entries, b.in.Writable)
 	if err == nil {
-		l.Entries = entries
-		err = check(l.Entries)
+		b.l.Entries = entries
+		err = check(b.l.Entries)
 	}
 	if err != nil {
-		l.Problem = err.Error()
+		b.l.Problem = err.Error()
 	}
-	return l
 }
 
 // isFileName says whether a code path that may not exist yet names a

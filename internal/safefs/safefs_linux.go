@@ -116,12 +116,18 @@ type Walker struct {
 // Open walks rel (a relative, clean path; "" is root itself) below the
 // directory open at root (named rootPath in messages), creating what is
 // missing, and returns an O_PATH descriptor of what is at its end, which
-// the caller closes.
+// the caller closes. A ".." component is refused (ErrEscape): the walk
+// never leaves root.
 func (w Walker) Open(root int, rootPath, rel string, end Kind) (int, error) {
 	if rel == "" {
 		return unix.Dup(root)
 	}
 	parts := strings.Split(rel, "/")
+	for _, name := range parts {
+		if name == ".." {
+			return -1, &os.PathError{Op: "open", Path: rootPath + "/" + rel, Err: ErrEscape}
+		}
+	}
 	cur, start := root, 0
 	if w.Cache != nil {
 		if fd, k := w.Cache.deepest(parts); fd >= 0 {
@@ -129,60 +135,23 @@ func (w Walker) Open(root int, rootPath, rel string, end Kind) (int, error) {
 		}
 	}
 	owned := false // whether cur is ours to close
-	closeCur := func() {
+	for i := start; i < len(parts); i++ {
+		last := i == len(parts)-1
+		path := rootPath + "/" + strings.Join(parts[:i+1], "/")
+		next, created, err := w.openOrCreate(cur, parts[i], path, !last || end == Dir, !last || !w.CreateFirst)
 		if owned {
 			unix.Close(cur)
 		}
-	}
-	for i := start; i < len(parts); i++ {
-		name := parts[i]
-		last := i == len(parts)-1
-		path := rootPath + "/" + strings.Join(parts[:i+1], "/")
-		dir := !last || end == Dir
-		var next int
-		var err error = unix.ENOENT
-		if !last || !w.CreateFirst {
-			next, err = unix.Openat(cur, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		}
-		created := false
-		if errors.Is(err, unix.ENOENT) {
-			err = w.create(cur, name, path, dir)
-			created = err == nil
-			if err != nil && !errors.Is(err, unix.EEXIST) {
-				closeCur()
-				return -1, fmt.Errorf("creating %s: %w", path, err)
-			}
-			next, err = unix.Openat(cur, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		}
-		closeCur()
 		if err != nil {
-			return -1, &os.PathError{Op: "open", Path: path, Err: err}
+			return -1, err
 		}
-		var st unix.Stat_t
-		if err := unix.Fstat(next, &st); err != nil {
+		isDir, err := checkKind(next, path, last, end)
+		if err != nil {
 			unix.Close(next)
 			return -1, err
 		}
-		switch st.Mode & unix.S_IFMT {
-		case unix.S_IFLNK:
-			unix.Close(next)
-			return -1, fmt.Errorf("%s %w", path, ErrSymlink)
-		case unix.S_IFDIR:
-			if last && end == File {
-				unix.Close(next)
-				return -1, fmt.Errorf("%s is a directory, not a file", path)
-			}
-		case unix.S_IFREG:
-			if !last || end == Dir {
-				unix.Close(next)
-				return -1, fmt.Errorf("%s is not a directory", path)
-			}
-		default:
-			unix.Close(next)
-			return -1, fmt.Errorf("%s is neither a file nor a directory", path)
-		}
 		if created && w.Made != nil {
-			if err := w.Made(next, path, st.Mode&unix.S_IFMT == unix.S_IFDIR); err != nil {
+			if err := w.Made(next, path, isDir); err != nil {
 				unix.Close(next)
 				return -1, err
 			}
@@ -194,6 +163,68 @@ func (w Walker) Open(root int, rootPath, rel string, end Kind) (int, error) {
 		}
 	}
 	return cur, nil
+}
+
+// The errors of a walk that found the wrong kind of file (errors.Is).
+var (
+	// ErrNotDir: a file on the way, or where a directory is expected.
+	ErrNotDir = errors.New("is not a directory")
+	// ErrIsDir: a directory where a file is expected.
+	ErrIsDir = errors.New("is a directory, not a file")
+	// ErrNotFileOrDir: a FIFO, socket or device.
+	ErrNotFileOrDir = errors.New("is neither a file nor a directory")
+)
+
+// ErrEscape is matched (errors.Is) by the error of a walk whose path has
+// a ".." component, which would leave the directory walked below.
+var ErrEscape = errors.New("has a \"..\" component (refusing to leave the directory walked below)")
+
+// openOrCreate opens name in the directory cur with O_PATH|O_NOFOLLOW,
+// first creating it (a directory when dir) when it is missing or, without
+// lookFirst, before looking; created says the walk made it.
+func (w Walker) openOrCreate(cur int, name, path string, dir, lookFirst bool) (next int, created bool, err error) {
+	err = unix.ENOENT
+	if lookFirst {
+		next, err = unix.Openat(cur, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
+	if errors.Is(err, unix.ENOENT) {
+		err = w.create(cur, name, path, dir)
+		created = err == nil
+		if err != nil && !errors.Is(err, unix.EEXIST) {
+			return -1, false, fmt.Errorf("creating %s: %w", path, err)
+		}
+		next, err = unix.Openat(cur, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		return -1, false, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	return next, created, nil
+}
+
+// checkKind refuses what the walk found at path (open at fd) unless it is
+// what the walk expects there: a directory on the way, end at the end
+// (never a symlink, nor anything but a file or directory). isDir says it
+// is a directory.
+func checkKind(fd int, path string, last bool, end Kind) (isDir bool, err error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return false, err
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFLNK:
+		return false, fmt.Errorf("%s %w", path, ErrSymlink)
+	case unix.S_IFDIR:
+		if last && end == File {
+			return false, fmt.Errorf("%s %w", path, ErrIsDir)
+		}
+		return true, nil
+	case unix.S_IFREG:
+		if !last || end == Dir {
+			return false, fmt.Errorf("%s %w", path, ErrNotDir)
+		}
+		return false, nil
+	}
+	return false, fmt.Errorf("%s %w", path, ErrNotFileOrDir)
 }
 
 func (w Walker) create(parent int, name, path string, dir bool) error {

@@ -19,7 +19,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/landlock"
-	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 )
 
 // Process is a sandbox started by [Start].
@@ -230,7 +229,7 @@ func Spawn(cmd *exec.Cmd, network Network) (*Pending, error) {
 	cmd.Dir = "/"
 	cmd.ExtraFiles = extra
 	cmd.SysProcAttr = a
-	devNull, err := launch.NullStdio(cmd)
+	devNull, err := nullStdio(cmd)
 	if err != nil {
 		closeAll()
 		return nil, err

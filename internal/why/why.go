@@ -91,6 +91,34 @@ func base(in Input) Answer {
 	return a
 }
 
+// reachOf is how the plan's run treats p: the backend's own answer where
+// it gives one (backend.Reacher: exact), else the spec's grants (only
+// Rights, Rule and List set).
+func reachOf(pl *plan.Plan, p string) (reach backend.Reach, exact bool) {
+	if reacher, ok := pl.Prepared.(backend.Reacher); ok {
+		return reacher.Reach(p), true
+	}
+	reach.Rights, reach.Rule, reach.List = specRights(pl, p)
+	return reach, false
+}
+
+// notGranted says that no grant covers p: hidden from the sandbox's view,
+// or, where the answer is not exact, among agent-sandbox's grants only.
+func notGranted(pl *plan.Plan, p string, hidden, exact bool) string {
+	reason := fmt.Sprintf("no grant of %s covers %s", pl.Agent, p)
+	if hidden {
+		reason += ": the sandbox's view does not show it at all"
+	}
+	if !exact {
+		reason += fmt.Sprintf(" (among agent-sandbox's grants; %s's own system paths may add more", *pl.Backend)
+		if pp, ok := pl.ProfilePath.(string); ok && pp != "" {
+			reason += fmt.Sprintf(": nono why --profile %s --path %s", pp, p)
+		}
+		reason += ")"
+	}
+	return reason
+}
+
 // Path answers a path question.
 func Path(in Input) (Answer, error) {
 	a := base(in)
@@ -116,17 +144,8 @@ func Path(in Input) (Answer, error) {
 	legal := checker.Check(p, in.Access == Write)
 	readable := checker.Check(p, false)
 
-	var rights backend.Rights
-	var rule, list string
-	var system bool
-	var reach backend.Reach
-	reacher, exact := pl.Prepared.(backend.Reacher)
-	if exact {
-		reach = reacher.Reach(p)
-		rights, rule, list, system = reach.Rights, reach.Rule, reach.List, reach.System
-	} else {
-		rights, rule, list = specRights(pl, p)
-	}
+	reach, exact := reachOf(pl, p)
+	rights, rule, list, system := reach.Rights, reach.Rule, reach.List, reach.System
 	granted := map[Access]bool{Read: rights.Read, Write: rights.Write, Exec: rights.Exec}[in.Access]
 	if reach.CacheCopy != "" {
 		a.Allowed, a.By, a.Rule = false, reach.Cache, "cache"
@@ -178,17 +197,7 @@ func Path(in Input) (Answer, error) {
 		a.Reason = fmt.Sprintf("%s, not %s: %s", have, verb(in.Access), by)
 	default:
 		a.Rule = "not granted"
-		a.Reason = fmt.Sprintf("no grant of %s covers %s", pl.Agent, p)
-		if reach.Hidden {
-			a.Reason += ": the sandbox's view does not show it at all"
-		}
-		if !exact {
-			a.Reason += fmt.Sprintf(" (among agent-sandbox's grants; %s's own system paths may add more", *pl.Backend)
-			if pp, ok := pl.ProfilePath.(string); ok && pp != "" {
-				a.Reason += fmt.Sprintf(": nono why --profile %s --path %s", pp, p)
-			}
-			a.Reason += ")"
-		}
+		a.Reason = notGranted(pl, p, reach.Hidden, exact)
 	}
 	if legal != nil {
 		a.Fix = fmt.Sprintf("none: a %s grant of %s is refused: it %v", map[bool]string{true: "writable", false: "read"}[in.Access == Write], p, legal)

@@ -42,78 +42,29 @@ const Banner = "\U0001F512 Sandbox Active (sbx)"
 // and `sbx exec`, with -t only when stdio.Out is a terminal.
 func Execute(p Prepared, s spec.Spec, stdio launch.Stdio) int {
 	r := runner{path: p.Path, stdio: stdio, verbose: p.Verbose}
-	fail := func(format string, a ...any) int {
-		diag.Errorf(stdio.Err, format, a...)
+	fail := func(err error) int {
+		diag.Errorf(stdio.Err, "%v", err)
 		return launch.ExitRefused
 	}
 	warn := func(msg string) { diag.Warnf(stdio.Err, "%s", msg) }
 	if p.Refusal != "" {
-		return fail("%s", p.Refusal)
+		return fail(errors.New(p.Refusal))
 	}
-
-	// Once-per-machine setup.
-	if res, err := r.capture(ProbeTimeout, "ls", "-q"); err != nil || res.code != 0 {
-		return fail("sbx cannot list sandboxes (`sbx ls -q` %s)%s; if you are not signed in, run `sbx login` (`sbx diagnose` checks the installation)", describe(res, err), quoteOutput(res))
+	if err := r.machineReady(); err != nil {
+		return fail(err)
 	}
-	if res, err := r.capture(ProbeTimeout, "policy", "ls"); err != nil || res.code != 0 || policyUninitialised(res) {
-		return fail("the global sbx network policy is not initialised or not readable (`sbx policy ls` %s)%s; run `sbx policy init deny-all` once on this machine (or allow-all / balanced)", describe(res, err), quoteOutput(res))
-	}
-
 	for _, d := range p.Create {
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			return fail("cannot create %s for the sandbox mount: %v", d, err)
+			return fail(fmt.Errorf("cannot create %s for the sandbox mount: %v", d, err))
 		}
 	}
-
-	// Create, or attach.
-	rec, err := LoadRecord(p.StateRoot, p.Name)
+	rec, err := r.createOrAttach(p, warn)
 	if err != nil {
-		return fail("%v", err)
+		return fail(err)
 	}
-	res, err := r.capture(0, p.CreateArgv()[1:]...)
-	if err != nil {
-		return fail("`sbx create` could not run: %v", err)
+	if err := r.networkRule(p, rec); err != nil {
+		return fail(err)
 	}
-	attached := false
-	if res.code != 0 {
-		if !alreadyExists(res) {
-			return fail("`sbx create` failed (%s)%s; check the mounts above exist and `sbx ls`, or run `sbx diagnose`", describe(res, nil), quoteOutput(res))
-		}
-		attached = true
-	}
-	refusal, w := checkHistory(rec, attached, p.Mode, p.Rule, p.Name)
-	if w != "" {
-		warn(w)
-	}
-	if refusal != "" {
-		return fail("%s", refusal)
-	}
-	now := time.Now().UTC().Truncate(time.Second)
-	if rec == nil || !attached {
-		rec = &Record{Created: now, UnknownRules: attached}
-	}
-	rec.Name, rec.Agent, rec.AgentDir, rec.Workdir, rec.Mounts, rec.LastUsed = p.Name, p.AgentID, p.AgentDir, p.Workdir, p.Mounts, now
-	if err := SaveRecord(p.StateRoot, *rec); err != nil {
-		return fail("cannot record sandbox %s: %v", p.Name, err)
-	}
-
-	// Per-sandbox network rule, recorded before it is applied so that the
-	// record never carries less than the sandbox.
-	if p.Rule != nil {
-		if p.Rule.Decision == "deny" {
-			rec.DenyAll = true
-		} else {
-			rec.Allowed = uniq.Sorted(append(rec.Allowed, strings.Split(p.Rule.Resources, ",")...))
-		}
-		if err := SaveRecord(p.StateRoot, *rec); err != nil {
-			return fail("cannot record sandbox %s: %v", p.Name, err)
-		}
-		res, err := r.capture(ProbeTimeout, p.Rule.Argv(p.Path, p.Name)[1:]...)
-		if err != nil || res.code != 0 {
-			return fail("`sbx policy %s network --sandbox %s` failed (%s)%s; this sbx may name the sandbox positionally (older releases): check `sbx policy %s network --help` and update sbx; the run does not start without its network rule", p.Rule.Decision, p.Name, describe(res, err), quoteOutput(res), p.Rule.Decision)
-		}
-	}
-
 	if p.Install != nil {
 		if code := r.provision(p, warn); code != 0 {
 			return code
@@ -121,7 +72,7 @@ func Execute(p Prepared, s spec.Spec, stdio launch.Stdio) int {
 	}
 	if p.PiExtension != "" {
 		if err := WritePiExtension(p.PiExtension); err != nil {
-			return fail("cannot write the pi extension: %v", err)
+			return fail(fmt.Errorf("cannot write the pi extension: %v", err))
 		}
 	}
 	if !p.Verbose && !p.Quiet {
@@ -132,6 +83,75 @@ func Execute(p Prepared, s spec.Spec, stdio launch.Stdio) int {
 	// The guest writes the host's files through its mounts: the ledger
 	// is watched and audited on the host.
 	return launch.Lifecycle{Argv: argv, Env: os.Environ(), Dir: p.Workdir, Stdio: stdio, Guard: backend.Guard(p.Spec)}.Execute()
+}
+
+// machineReady checks the once-per-machine setup: sbx is signed in and
+// the global network policy is initialised.
+func (r runner) machineReady() error {
+	if res, err := r.capture(ProbeTimeout, "ls", "-q"); err != nil || res.code != 0 {
+		return fmt.Errorf("sbx cannot list sandboxes (`sbx ls -q` %s)%s; if you are not signed in, run `sbx login` (`sbx diagnose` checks the installation)", describe(res, err), quoteOutput(res))
+	}
+	if res, err := r.capture(ProbeTimeout, "policy", "ls"); err != nil || res.code != 0 || policyUninitialised(res) {
+		return fmt.Errorf("the global sbx network policy is not initialised or not readable (`sbx policy ls` %s)%s; run `sbx policy init deny-all` once on this machine (or allow-all / balanced)", describe(res, err), quoteOutput(res))
+	}
+	return nil
+}
+
+// createOrAttach creates the sandbox, or attaches to the one that exists,
+// checks the rules carried from earlier runs and records the sandbox.
+func (r runner) createOrAttach(p Prepared, warn func(string)) (*Record, error) {
+	rec, err := LoadRecord(p.StateRoot, p.Name)
+	if err != nil {
+		return nil, err
+	}
+	res, err := r.capture(0, p.CreateArgv()[1:]...)
+	if err != nil {
+		return nil, fmt.Errorf("`sbx create` could not run: %v", err)
+	}
+	attached := false
+	if res.code != 0 {
+		if !alreadyExists(res) {
+			return nil, fmt.Errorf("`sbx create` failed (%s)%s; check the mounts above exist and `sbx ls`, or run `sbx diagnose`", describe(res, nil), quoteOutput(res))
+		}
+		attached = true
+	}
+	refusal, w := checkHistory(rec, attached, p.Mode, p.Rule, p.Name)
+	if w != "" {
+		warn(w)
+	}
+	if refusal != "" {
+		return nil, errors.New(refusal)
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	if rec == nil || !attached {
+		rec = &Record{Created: now, UnknownRules: attached}
+	}
+	rec.Name, rec.Agent, rec.AgentDir, rec.Workdir, rec.Mounts, rec.LastUsed = p.Name, p.AgentID, p.AgentDir, p.Workdir, p.Mounts, now
+	if err := SaveRecord(p.StateRoot, *rec); err != nil {
+		return nil, fmt.Errorf("cannot record sandbox %s: %v", p.Name, err)
+	}
+	return rec, nil
+}
+
+// networkRule applies the per-sandbox network rule, recorded before it is
+// applied so that the record never carries less than the sandbox.
+func (r runner) networkRule(p Prepared, rec *Record) error {
+	if p.Rule == nil {
+		return nil
+	}
+	if p.Rule.Decision == "deny" {
+		rec.DenyAll = true
+	} else {
+		rec.Allowed = uniq.Sorted(append(rec.Allowed, strings.Split(p.Rule.Resources, ",")...))
+	}
+	if err := SaveRecord(p.StateRoot, *rec); err != nil {
+		return fmt.Errorf("cannot record sandbox %s: %v", p.Name, err)
+	}
+	res, err := r.capture(ProbeTimeout, p.Rule.Argv(p.Path, p.Name)[1:]...)
+	if err != nil || res.code != 0 {
+		return fmt.Errorf("`sbx policy %s network --sandbox %s` failed (%s)%s; this sbx may name the sandbox positionally (older releases): check `sbx policy %s network --help` and update sbx; the run does not start without its network rule", p.Rule.Decision, p.Name, describe(res, err), quoteOutput(res), p.Rule.Decision)
+	}
+	return nil
 }
 
 // provision installs the agent in the guest when its version differs from
