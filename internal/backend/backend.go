@@ -247,7 +247,7 @@ func (u Unsandboxed) Describe() Description {
 // s (see launch.Lifecycle): every backend's run has its ledger watched and
 // audited.
 func Guard(s spec.Spec) *guard.Options {
-	return &guard.Options{Ledger: s.Ledger, Workdir: s.Workdir, QuarantineDir: s.QuarantineDir(), Agent: s.AgentID, TreeFile: s.TreeFile()}
+	return &guard.Options{Ledger: s.Ledger, Workdir: s.Workdir, QuarantineDir: s.QuarantineDir(), Agent: s.AgentID, TreeFile: s.TreeFile(), RunDir: s.RunDir()}
 }
 
 // Execute runs the command with the host environment.

@@ -38,6 +38,7 @@ import (
 
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/protect"
+	"github.com/agent-sandbox/agent-sandbox/internal/quiesce"
 )
 
 // noFollow opens a path that was a regular file when statted: not through
@@ -66,6 +67,11 @@ type Options struct {
 	// TreeFile keeps the workdir's tree between runs, for the scan
 	// (outside every grant); "" for none.
 	TreeFile string
+	// RunDir holds the markers of the runs going on in the workdir
+	// (outside every grant; marker.go): a marker left by an
+	// agent-sandbox that no longer runs is a run the next start audits
+	// (Recover). "" for none.
+	RunDir string
 }
 
 // Reprotect binds the read-only entry, or the pinned directory, at path
@@ -155,8 +161,12 @@ func Begin(o Options) (*Guard, error) {
 		g.byPath[e.Path] = st
 	}
 	g.before = recentBefore(o.Workdir, g.started)
+	if err := g.writeMarker(); err != nil {
+		return nil, errMarker(err)
+	}
 	w, err := newWatcher(g)
 	if err != nil {
+		g.removeMarker()
 		return nil, err
 	}
 	g.w = w
@@ -198,12 +208,24 @@ func (g *Guard) Watch(r Reprotect, masks ...string) {
 // placeholders, which returns those still as made: never reported; nil
 // for none), and scans the workdir (the scan stops early when interrupted
 // is closed). It prints every finding to stderr and returns them.
-func (g *Guard) End(stderr io.Writer, interrupted <-chan struct{}, release func() []string) []Finding {
+//
+// gone is the quiesce step's proof that nothing of the run runs any more
+// (only internal/quiesce makes one): the audit is final only then. Without
+// it, End still audits and restores, but says loudly that a process of the
+// run may undo what it restored, and keeps the run's marker so that the
+// next start in the workdir audits again.
+func (g *Guard) End(stderr io.Writer, gone quiesce.Gone, interrupted <-chan struct{}, release func() []string) []Finding {
 	if g == nil {
 		if release != nil {
 			release()
 		}
 		return nil
+	}
+	if !gone.Proven() {
+		g.note(g.opts.Workdir, fmt.Sprintf("DANGER: the audit after this run is not final: %s. What it restored may be undone by a process of the run that still runs: stop it, then start agent-sandbox in %s again, whose start audits this run once more", gone.Problem(), g.opts.Workdir))
+	}
+	if r := gone.Remote(); r != "" {
+		diag.Warnf(stderr, "the agent ran in %s, which is kept between runs and is not stopped by agent-sandbox: a process the agent left there can still change the workdir after this audit (stop it to be sure)", r)
 	}
 	// The watch's last events are read (the tree's watch among them:
 	// no watch the reading of the tree places after that counts).
@@ -247,6 +269,10 @@ func (g *Guard) End(stderr io.Writer, interrupted <-chan struct{}, release func(
 			text += fmt.Sprintf(" (found %d times during the run)", f.Count)
 		}
 		diag.Warnf(stderr, "%s", text)
+	}
+	if gone.Proven() {
+		// The audit is final: nothing of the run can undo it.
+		g.removeMarker()
 	}
 	return out
 }

@@ -75,7 +75,7 @@ func TestWatch(t *testing.T) {
 		t.Errorf("the restore during the run replaced the file (a new directory entry) instead of rewriting it")
 	}
 	var out bytes.Buffer
-	g.End(&out, nil, nil)
+	g.End(&out, quiet(t), nil, nil)
 	if !strings.Contains(out.String(), "fsmonitor") {
 		t.Errorf("findings: %s", out.String())
 	}
