@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agent-sandbox/agent-sandbox/internal/atomicfile"
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/protect"
 )
@@ -104,7 +103,24 @@ func (g *Guard) writeMarker() error {
 	if err := os.MkdirAll(g.opts.RunDir, 0o700); err != nil {
 		return err
 	}
-	return atomicfile.Write(markerPath(g.opts.RunDir), b.Bytes(), 0o600)
+	// Written whole and renamed into place, without fsync: it is there
+	// for a killed agent-sandbox (the page cache outlives it), and a
+	// sync would delay every start.
+	f, err := os.CreateTemp(g.opts.RunDir, ".marker-*")
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(b.Bytes())
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(f.Name(), markerPath(g.opts.RunDir))
+	}
+	if werr != nil {
+		_ = os.Remove(f.Name())
+	}
+	return werr
 }
 
 // removeMarker removes the run's marker (End, once the audit is final).
