@@ -44,6 +44,8 @@ MUST_RUN = [
     "e2e-user TestGuardQuiesceReplanter",
     "e2e TestGuardKilledSupervisor",
     "e2e-user TestGuardKilledSupervisor",
+    "e2e TestGuardConfigByPath",
+    "e2e-user TestGuardConfigByPath",
     "e2e TestProtectCredentialMidRun",
     "e2e-user TestProtectCredentialMidRun",
     "e2e TestAgentConfigPlanted",
