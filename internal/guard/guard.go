@@ -22,6 +22,7 @@
 package guard
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -148,7 +149,7 @@ type Finding struct {
 func Begin(o Options) (*Guard, error) {
 	g := &Guard{opts: o, started: time.Now(), byPath: map[string]*state{}, findings: map[string]*Finding{}}
 	for _, e := range o.Ledger.Entries {
-		st := &state{e: e, base: take(e.Path)}
+		st := &state{e: e, base: takeEntry(e)}
 		if e.Format != protect.FormatOpaque {
 			if !st.base.exists {
 				st.baseKeys, st.baseOK = map[string]string{}, true
@@ -333,11 +334,22 @@ func (g *Guard) note(path, text string) {
 // rewritten in place, so that no new directory entry, and so no new
 // writable window, appears).
 func (g *Guard) audit(st *state, final bool) {
-	cur := takeSince(st.e.Path, st.base)
+	if final && g.repairWay(st) {
+		return
+	}
+	cur := takeSince(st.e, st.base)
 	if cur.same(st.base) {
 		return
 	}
 	e := st.e
+	if cur.err != nil && errors.Is(cur.err, fs.ErrPermission) && (final || e.Guard == protect.Audited) {
+		// Made unreadable (mode 000): what runs it later may read it
+		// all the same (root; a chmod). It is moved aside unread (a
+		// rename needs no read permission) and put back as before.
+		cur.err, cur.dir, cur.other = nil, false, true
+		g.restoreWhole(st, cur, "made unreadable", final)
+		return
+	}
 	switch {
 	case cur.err != nil:
 		g.note(e.Path, fmt.Sprintf("%s could not be checked after the run (%v): inspect it (%s)", e.Path, cur.err, e.Why))
@@ -458,14 +470,14 @@ func (g *Guard) restoreOversize(st *state, cur snapshot, final bool) {
 		err = writeBack(e.Path, accepted, cur.mode, true)
 	}
 	if err != nil {
-		g.note(e.Path, fmt.Sprintf("DANGER: %s grew past %d bytes during the run, too large to compare its settings that run code, and could not be put back (%v): inspect it before you use the tool it belongs to (%s)", e.Path, maxContent, err, e.Why))
+		g.note(e.Path, fmt.Sprintf("DANGER: %s grew past %d bytes during the run, too large to compare its settings that run code, and could not be put back (%v): inspect it before you use the tool it belongs to (%s)", e.Path, limitOf(e), err, e.Why))
 		return
 	}
 	what := "restored as before the run"
 	if !st.base.exists {
 		what = "removed (it did not exist before the run)"
 	}
-	g.note(e.Path, fmt.Sprintf("%s grew past %d bytes during the run, too large to compare its settings that run code (%s): moved aside to %s and %s", e.Path, maxContent, e.Why, aside, what))
+	g.note(e.Path, fmt.Sprintf("%s grew past %d bytes during the run, too large to compare its settings that run code (%s): moved aside to %s and %s", e.Path, limitOf(e), e.Why, aside, what))
 }
 
 // auditWhole acts on a change to a file or directory compared whole.
@@ -500,7 +512,74 @@ func (g *Guard) auditWhole(st *state, cur snapshot, final bool) {
 // reported: what runs code by itself and is not the user's to edit while
 // an agent runs (a gitfile, a commondir, hooks and what they link to).
 func restoresWhole(e protect.Entry) bool {
-	return e.Name == protect.GitFile || e.Name == protect.GitHooks || e.Name == protect.GitConfig && e.Format == protect.FormatOpaque
+	return e.Name == protect.GitFile || e.Name == protect.GitHooks || e.Name == protect.GitConfig && e.Format == protect.FormatOpaque ||
+		e.Name == "agent config" && e.Guard == protect.ReadOnly && e.Format == protect.FormatOpaque
+}
+
+// repairWay puts back the directories on the way from the entry's
+// writable root to it when the run replaced one by a symlink or a file
+// (the entry's tool follows a symlink there, into a directory the agent
+// chose): each is moved aside and made again as a directory, and the
+// entry written back as before the run. It says whether it did.
+func (g *Guard) repairWay(st *state) bool {
+	e := st.e
+	if e.Root == "" || !within(e.Path, e.Root) {
+		return false
+	}
+	rel, err := filepath.Rel(e.Root, filepath.Dir(e.Path))
+	if err != nil || rel == "." {
+		return false
+	}
+	way := e.Root
+	var moved []string
+	for _, c := range strings.Split(rel, string(filepath.Separator)) {
+		way = filepath.Join(way, c)
+		fi, err := os.Lstat(way)
+		if errors.Is(err, fs.ErrNotExist) {
+			if len(moved) == 0 {
+				return false // removed: nothing runs from there
+			}
+			if err := os.Mkdir(way, 0o700); err != nil {
+				g.note(e.Path, fmt.Sprintf("DANGER: %s could not be made again after the run replaced a directory on the way to %s (%v): inspect it before you use the tool it belongs to", way, e.Path, err))
+				return true
+			}
+			continue
+		}
+		if err != nil || fi.IsDir() {
+			continue
+		}
+		aside, err := g.moveAside(way)
+		if err == nil {
+			err = os.Mkdir(way, 0o700)
+		}
+		if err != nil {
+			g.note(e.Path, fmt.Sprintf("DANGER: the run replaced %s, on the way to %s, by something that is not a directory (%s), and it could not be put back (%v): inspect it before you use the tool it belongs to (%s)", way, e.Path, fi.Mode().Type(), err, e.Why))
+			return true
+		}
+		moved = append(moved, fmt.Sprintf("%s to %s", quoteName(way), aside))
+	}
+	if len(moved) == 0 {
+		return false
+	}
+	what := "it did not exist before the run"
+	if st.base.exists && !st.base.dir && st.base.content != nil {
+		if err := writeBack(e.Path, st.base.content, st.base.mode, true); err != nil {
+			g.note(e.Path, fmt.Sprintf("DANGER: the run replaced a directory on the way to %s (moved aside %s), and writing it back failed (%v): inspect it before you use the tool it belongs to", e.Path, strings.Join(moved, ", "), err))
+			return true
+		}
+		what = "written back as before the run"
+	} else if st.base.exists && st.base.dir {
+		_ = os.Mkdir(e.Path, 0o755)
+		g.restoreWhole(st, takeEntry(e), "the directory on its way was replaced", true)
+		what = "made again as before the run"
+	}
+	g.note(e.Path, fmt.Sprintf("the run replaced directories on the way to %s by a symlink or a file (%s): moved aside %s; %s", e.Path, e.Why, strings.Join(moved, ", "), what))
+	return true
+}
+
+// within says whether p lies strictly below dir.
+func within(p, dir string) bool {
+	return strings.HasPrefix(p, strings.TrimSuffix(dir, string(filepath.Separator))+string(filepath.Separator))
 }
 
 // restoreWhole undoes a change to a file or directory: a file gets its
@@ -564,7 +643,7 @@ func (g *Guard) restoreWhole(st *state, cur snapshot, what string, final bool) {
 			return
 		}
 		g.note(e.Path, fmt.Sprintf("%s was replaced during the run (%s; %s): moved aside to %s", e.Path, what, e.Why, aside))
-		cur = take(e.Path)
+		cur = takeEntry(e)
 	}
 	var moved []string
 	for _, name := range st.base.changedEntries(cur) {
