@@ -46,6 +46,8 @@ MUST_RUN = [
     "e2e-user TestGuardKilledSupervisor",
     "e2e TestGuardConfigByPath",
     "e2e-user TestGuardConfigByPath",
+    "e2e TestGuardRestoreGaps",
+    "e2e-user TestGuardRestoreGaps",
     "e2e TestProtectCredentialMidRun",
     "e2e-user TestProtectCredentialMidRun",
     "e2e TestAgentConfigPlanted",

@@ -157,3 +157,23 @@ func TestAuditQuarantineOtherFilesystem(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditUserSymlinkOnTheWayKept: a directory on the way that was the
+// user's own symlink before the run (dotfiles) is left alone.
+func TestAuditUserSymlinkOnTheWayKept(t *testing.T) {
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	grant := filepath.Join(base, ".pi")
+	dots := filepath.Join(base, "dotfiles", "pi-agent")
+	p := filepath.Join(grant, "agent", "models.json")
+	write(t, filepath.Join(dots, "models.json"), "{}\n")
+	os.MkdirAll(grant, 0o755)
+	if err := os.Symlink(dots, filepath.Join(grant, "agent")); err != nil {
+		t.Fatal(err)
+	}
+	e := protect.Entry{Path: p, Name: "agent config", Guard: protect.Audited, Format: protect.FormatJSON, Keys: []string{"providers.*.apiKey"}, Commands: "!", Why: "pi runs them"}
+	g := newTest(t, grant, e)
+	got := endText(g, false)
+	if fi, err := os.Lstat(filepath.Join(grant, "agent")); err != nil || fi.Mode()&os.ModeSymlink == 0 || got != "" {
+		t.Errorf("the user's own symlink was not left alone (%v): %s", err, got)
+	}
+}

@@ -112,6 +112,10 @@ type Guard struct {
 	// agent could write any of them at any time.
 	bound     bool
 	reprotect Reprotect
+	// notDir are the paths on the way from an entry's writable root to
+	// it that were not directories before the run (the user's own
+	// symlinks): the final audit leaves them alone (repairWay).
+	notDir map[string]bool
 }
 
 // state is one ledger entry with what the guard knows of it.
@@ -162,6 +166,7 @@ func Begin(o Options) (*Guard, error) {
 		g.byPath[e.Path] = st
 	}
 	g.before = recentBefore(o.Workdir, g.started)
+	g.notDir = g.waysNotDirs()
 	if err := g.writeMarker(); err != nil {
 		return nil, errMarker(err)
 	}
@@ -236,9 +241,7 @@ func (g *Guard) End(stderr io.Writer, gone quiesce.Gone, interrupted <-chan stru
 	// The reading of the tree, if still going, stops now: the scan
 	// starts from the previous run's tree instead (prewalk.finish).
 	g.pre.stop()
-	for _, st := range g.states {
-		g.audit(st, true)
-	}
+	g.finalAudit()
 	var placeholders []string
 	if release != nil {
 		placeholders = release()
@@ -334,9 +337,6 @@ func (g *Guard) note(path, text string) {
 // rewritten in place, so that no new directory entry, and so no new
 // writable window, appears).
 func (g *Guard) audit(st *state, final bool) {
-	if final && g.repairWay(st) {
-		return
-	}
 	cur := takeSince(st.e, st.base)
 	if cur.same(st.base) {
 		return
@@ -516,65 +516,118 @@ func restoresWhole(e protect.Entry) bool {
 		e.Name == "agent config" && e.Guard == protect.ReadOnly && e.Format == protect.FormatOpaque
 }
 
-// repairWay puts back the directories on the way from the entry's
-// writable root to it when the run replaced one by a symlink or a file
-// (the entry's tool follows a symlink there, into a directory the agent
-// chose): each is moved aside and made again as a directory, and the
-// entry written back as before the run. It says whether it did.
-func (g *Guard) repairWay(st *state) bool {
-	e := st.e
+// finalAudit audits every entry once the agent is gone: first the
+// directories on the way to entries that the run replaced by a symlink or
+// a file are put back (repairWay), and the entries below them written
+// back as before the run; then every other entry is audited.
+func (g *Guard) finalAudit() {
+	var repaired []string
+	for _, st := range g.states {
+		repaired = append(repaired, g.repairWay(st)...)
+	}
+	for _, st := range g.states {
+		below := false
+		for _, d := range repaired {
+			below = below || within(st.e.Path, d)
+		}
+		if below {
+			g.putBack(st)
+			continue
+		}
+		g.audit(st, true)
+	}
+}
+
+// way lists the paths from e's writable root (excluded) to its parent
+// directory (included); nil when e lies directly in it.
+func way(e protect.Entry) []string {
 	if e.Root == "" || !within(e.Path, e.Root) {
-		return false
+		return nil
 	}
 	rel, err := filepath.Rel(e.Root, filepath.Dir(e.Path))
 	if err != nil || rel == "." {
-		return false
+		return nil
 	}
-	way := e.Root
-	var moved []string
+	var out []string
+	p := e.Root
 	for _, c := range strings.Split(rel, string(filepath.Separator)) {
-		way = filepath.Join(way, c)
-		fi, err := os.Lstat(way)
-		if errors.Is(err, fs.ErrNotExist) {
-			if len(moved) == 0 {
-				return false // removed: nothing runs from there
+		p = filepath.Join(p, c)
+		out = append(out, p)
+	}
+	return out
+}
+
+// waysNotDirs are the paths on the entries' ways that exist as something
+// other than a directory now (Begin).
+func (g *Guard) waysNotDirs() map[string]bool {
+	out := map[string]bool{}
+	seen := map[string]bool{}
+	for _, st := range g.states {
+		for _, p := range way(st.e) {
+			if seen[p] {
+				continue
 			}
-			if err := os.Mkdir(way, 0o700); err != nil {
-				g.note(e.Path, fmt.Sprintf("DANGER: %s could not be made again after the run replaced a directory on the way to %s (%v): inspect it before you use the tool it belongs to", way, e.Path, err))
-				return true
+			seen[p] = true
+			if fi, err := os.Lstat(p); err == nil && !fi.IsDir() {
+				out[p] = true
 			}
-			continue
 		}
-		if err != nil || fi.IsDir() {
-			continue
+	}
+	return out
+}
+
+// repairWay puts back the directories on the way from the entry's
+// writable root to it that the run replaced by a symlink or a file (the
+// entry's tool follows a symlink there, into a directory the agent
+// chose): each is moved aside and made again, empty. It returns them.
+func (g *Guard) repairWay(st *state) []string {
+	e := st.e
+	var repaired []string
+	for _, way := range way(e) {
+		fi, err := os.Lstat(way)
+		if err != nil || fi.IsDir() || g.notDir[way] {
+			return repaired
 		}
 		aside, err := g.moveAside(way)
 		if err == nil {
 			err = os.Mkdir(way, 0o700)
 		}
 		if err != nil {
-			g.note(e.Path, fmt.Sprintf("DANGER: the run replaced %s, on the way to %s, by something that is not a directory (%s), and it could not be put back (%v): inspect it before you use the tool it belongs to (%s)", way, e.Path, fi.Mode().Type(), err, e.Why))
-			return true
+			g.note(way, fmt.Sprintf("DANGER: the run replaced %s, on the way to %s, by something that is not a directory (%s), and it could not be put back (%v): inspect it before you use the tool it belongs to (%s)", way, e.Path, fi.Mode().Type(), err, e.Why))
+			return repaired
 		}
-		moved = append(moved, fmt.Sprintf("%s to %s", quoteName(way), aside))
+		g.note(way, fmt.Sprintf("the run replaced the directory %s, on the way to %s, by a symlink or a file: moved aside to %s, and the directory made again with what it held before the run that runs code", way, e.Path, aside))
+		repaired = append(repaired, way)
 	}
-	if len(moved) == 0 {
-		return false
+	return repaired
+}
+
+// putBack writes an entry below a directory repairWay made again back as
+// it was before the run.
+func (g *Guard) putBack(st *state) {
+	e := st.e
+	if !st.base.exists {
+		return
 	}
-	what := "it did not exist before the run"
-	if st.base.exists && !st.base.dir && st.base.content != nil {
-		if err := writeBack(e.Path, st.base.content, st.base.mode, true); err != nil {
-			g.note(e.Path, fmt.Sprintf("DANGER: the run replaced a directory on the way to %s (moved aside %s), and writing it back failed (%v): inspect it before you use the tool it belongs to", e.Path, strings.Join(moved, ", "), err))
-			return true
+	if err := os.MkdirAll(filepath.Dir(e.Path), 0o700); err != nil {
+		g.note(e.Path, fmt.Sprintf("DANGER: %s could not be written back after the run replaced a directory on its way (%v): inspect it before you use the tool it belongs to", e.Path, err))
+		return
+	}
+	if st.base.dir {
+		if err := os.Mkdir(e.Path, 0o755); err == nil {
+			g.restoreWhole(st, takeEntry(e), "the directory on its way was replaced", true)
 		}
-		what = "written back as before the run"
-	} else if st.base.exists && st.base.dir {
-		_ = os.Mkdir(e.Path, 0o755)
-		g.restoreWhole(st, takeEntry(e), "the directory on its way was replaced", true)
-		what = "made again as before the run"
+		return
 	}
-	g.note(e.Path, fmt.Sprintf("the run replaced directories on the way to %s by a symlink or a file (%s): moved aside %s; %s", e.Path, e.Why, strings.Join(moved, ", "), what))
-	return true
+	if st.base.content == nil {
+		g.note(e.Path, fmt.Sprintf("DANGER: %s could not be written back after the run replaced a directory on its way (%v): inspect it before you use the tool it belongs to", e.Path, errTooLarge))
+		return
+	}
+	if err := writeBack(e.Path, st.base.content, st.base.mode, true); err != nil {
+		g.note(e.Path, fmt.Sprintf("DANGER: %s could not be written back after the run replaced a directory on its way (%v): inspect it before you use the tool it belongs to", e.Path, err))
+		return
+	}
+	g.note(e.Path, fmt.Sprintf("%s was written back as before the run, in the directory made again (%s)", e.Path, e.Why))
 }
 
 // within says whether p lies strictly below dir.

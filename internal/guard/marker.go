@@ -34,6 +34,7 @@ type marker struct {
 	Agent   string
 	Entries []protect.Entry
 	Bases   []savedSnap
+	NotDir  []string
 }
 
 // savedSnap is a snapshot as a marker keeps it.
@@ -95,6 +96,9 @@ func (g *Guard) writeMarker() error {
 	for _, st := range g.states {
 		m.Entries = append(m.Entries, st.e)
 		m.Bases = append(m.Bases, save(st.base))
+	}
+	for p := range g.notDir {
+		m.NotDir = append(m.NotDir, p)
 	}
 	var b bytes.Buffer
 	if err := gob.NewEncoder(&b).Encode(m); err != nil {
@@ -171,7 +175,10 @@ func Recover(o Options, stderr io.Writer) int {
 
 // recoverRun audits the run m left unaudited.
 func recoverRun(o Options, m marker, stderr io.Writer) {
-	g := &Guard{opts: Options{Workdir: m.Workdir, QuarantineDir: o.QuarantineDir, Agent: m.Agent}, started: m.Begun, byPath: map[string]*state{}, findings: map[string]*Finding{}}
+	g := &Guard{opts: Options{Workdir: m.Workdir, QuarantineDir: o.QuarantineDir, Agent: m.Agent}, started: m.Begun, byPath: map[string]*state{}, findings: map[string]*Finding{}, notDir: map[string]bool{}}
+	for _, p := range m.NotDir {
+		g.notDir[p] = true
+	}
 	for i, e := range m.Entries {
 		if i >= len(m.Bases) {
 			break
@@ -189,9 +196,7 @@ func recoverRun(o Options, m marker, stderr io.Writer) {
 		g.byPath[e.Path] = st
 	}
 	diag.Warnf(stderr, "a run of %s in %s (started %s, agent-sandbox process %d) ended without its final audit (agent-sandbox was killed, or a process of the run outlived it): auditing it now, against what the protected files were before it", m.Agent, m.Workdir, m.Begun.Format(time.RFC3339), m.Pid)
-	for _, st := range g.states {
-		g.audit(st, true)
-	}
+	g.finalAudit()
 	out := g.Findings()
 	for _, f := range out {
 		diag.Warnf(stderr, "%s", f.Text)
