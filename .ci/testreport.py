@@ -48,6 +48,8 @@ MUST_RUN = [
     "e2e-user TestGuardConfigByPath",
     "e2e TestGuardRestoreGaps",
     "e2e-user TestGuardRestoreGaps",
+    "e2e TestGuardConcurrentRuns",
+    "e2e-user TestGuardConcurrentRuns",
     "e2e TestProtectCredentialMidRun",
     "e2e-user TestProtectCredentialMidRun",
     "e2e TestAgentConfigPlanted",

@@ -73,6 +73,21 @@ type Options struct {
 	// agent-sandbox that no longer runs is a run the next start audits
 	// (Recover). "" for none.
 	RunDir string
+	// Placeholders, when not nil, are the placeholders runs of the view
+	// made (internal/placeholder's Registry): one found at an entry's
+	// path counts as the entry missing, so that a run beside another
+	// one in the same workdir, of any engine, does not take the other's
+	// placeholders, made or removed during it, for changes.
+	Placeholders Placeholders
+}
+
+// Placeholders are the placeholders of protected paths that runs made and
+// still hold as made.
+type Placeholders interface {
+	// Is reports whether path is one, now.
+	Is(path string) bool
+	// Paths lists them, now.
+	Paths() []string
 }
 
 // Reprotect binds the read-only entry, or the pinned directory, at path
@@ -153,7 +168,7 @@ type Finding struct {
 func Begin(o Options) (*Guard, error) {
 	g := &Guard{opts: o, started: time.Now(), byPath: map[string]*state{}, findings: map[string]*Finding{}}
 	for _, e := range o.Ledger.Entries {
-		st := &state{e: e, base: takeEntry(e)}
+		st := &state{e: e, base: g.placeholderAsMissing(e, takeEntry(e))}
 		if e.Format != protect.FormatOpaque {
 			if !st.base.exists {
 				st.baseKeys, st.baseOK = map[string]string{}, true
@@ -253,6 +268,12 @@ func (g *Guard) End(stderr io.Writer, gone quiesce.Gone, interrupted <-chan stru
 	for _, p := range placeholders {
 		skip[p] = true
 	}
+	if g.opts.Placeholders != nil {
+		// Another run's, made during this one.
+		for _, p := range g.opts.Placeholders.Paths() {
+			skip[p] = true
+		}
+	}
 	during := g.pre.finish(interrupted)
 	findings, next := scan(g.opts.Workdir, g.started, skip, g.before, interrupted, during, g.pre.previous())
 	for _, f := range findings {
@@ -341,6 +362,9 @@ func (g *Guard) audit(st *state, final bool) {
 	if cur.same(st.base) {
 		return
 	}
+	if cur = g.placeholderAsMissing(st.e, cur); cur.same(st.base) {
+		return
+	}
 	e := st.e
 	if cur.err != nil && errors.Is(cur.err, fs.ErrPermission) && (final || e.Guard == protect.Audited) {
 		// Made unreadable (mode 000): what runs it later may read it
@@ -365,6 +389,22 @@ func (g *Guard) audit(st *state, final bool) {
 	default:
 		g.auditWhole(st, cur, final)
 	}
+}
+
+// placeholderAsMissing is s, the snapshot of e, or a missing path when s
+// is a placeholder a run of the view made (Options.Placeholders): empty,
+// "{}" or "." and recorded as made.
+func (g *Guard) placeholderAsMissing(e protect.Entry, s snapshot) snapshot {
+	if g.opts.Placeholders == nil || !s.exists || s.err != nil || s.other {
+		return s
+	}
+	if s.dir && len(s.entries) > 0 || !s.dir && (s.content == nil || len(s.content) > 3) {
+		return s
+	}
+	if g.opts.Placeholders.Is(e.Path) {
+		return snapshot{}
+	}
+	return s
 }
 
 // auditKeys acts on a change to a file read in its format: only a change
