@@ -366,12 +366,7 @@ func (g *Guard) audit(st *state, final bool) {
 		return
 	}
 	e := st.e
-	if cur.err != nil && errors.Is(cur.err, fs.ErrPermission) && (final || e.Guard == protect.Audited) {
-		// Made unreadable (mode 000): what runs it later may read it
-		// all the same (root; a chmod). It is moved aside unread (a
-		// rename needs no read permission) and put back as before.
-		cur.err, cur.dir, cur.other = nil, false, true
-		g.restoreWhole(st, cur, "made unreadable", final)
+	if g.unreadable(st, cur, final) {
 		return
 	}
 	switch {
@@ -405,6 +400,21 @@ func (g *Guard) placeholderAsMissing(e protect.Entry, s snapshot) snapshot {
 		return snapshot{}
 	}
 	return s
+}
+
+// unreadable acts on an entry made unreadable (mode 000), which what
+// runs it later may read all the same (root; after a chmod): it is moved
+// aside unread (a rename needs no read permission) and put back as
+// before. It says whether cur was that.
+func (g *Guard) unreadable(st *state, cur snapshot, final bool) bool {
+	e := st.e
+	hostOnly := g.bound && st.windows == 0 && e.Guard == protect.ReadOnly // read-only in the view all along
+	if cur.err == nil || !errors.Is(cur.err, fs.ErrPermission) || hostOnly || !final && e.Guard != protect.Audited {
+		return false
+	}
+	cur.err, cur.dir, cur.other = nil, false, true
+	g.restoreWhole(st, cur, "made unreadable", final)
+	return true
 }
 
 // auditKeys acts on a change to a file read in its format: only a change
