@@ -195,7 +195,7 @@ func recoverRun(o Options, m marker, stderr io.Writer) {
 		g.states = append(g.states, st)
 		g.byPath[e.Path] = st
 	}
-	diag.Warnf(stderr, "a run of %s in %s (started %s, agent-sandbox process %d) ended without its final audit (agent-sandbox was killed, or a process of the run outlived it): auditing it now, against what the protected files were before it", m.Agent, m.Workdir, m.Begun.Format(time.RFC3339), m.Pid)
+	diag.Warnf(stderr, "a run of %s in %s (started %s, agent-sandbox process %d) ended without its final audit (agent-sandbox was killed, or a process of the run outlived it): auditing it now, against what the protected files were before it; a process that run left behind is not agent-sandbox's any more and may still run (look for it with ps)", m.Agent, m.Workdir, m.Begun.Format(time.RFC3339), m.Pid)
 	g.finalAudit()
 	out := g.Findings()
 	for _, f := range out {
