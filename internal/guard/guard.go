@@ -242,7 +242,10 @@ func (g *Guard) End(stderr io.Writer, gone quiesce.Gone, interrupted <-chan stru
 		}
 		return nil
 	}
-	if !gone.Proven() {
+	switch {
+	case gone.Unsupported():
+		diag.Warnf(stderr, "%s", gone.Problem())
+	case !gone.Proven():
 		g.note(g.opts.Workdir, fmt.Sprintf("DANGER: the audit after this run is not final: %s. What it restored may be undone by a process of the run that still runs: stop it, then start agent-sandbox in %s again, whose start audits this run once more", gone.Problem(), g.opts.Workdir))
 	}
 	if r := gone.Remote(); r != "" {
@@ -295,8 +298,9 @@ func (g *Guard) End(stderr io.Writer, gone quiesce.Gone, interrupted <-chan stru
 		}
 		diag.Warnf(stderr, "%s", text)
 	}
-	if gone.Proven() {
-		// The audit is final: nothing of the run can undo it.
+	if gone.Proven() || gone.Unsupported() {
+		// The audit is final (or cannot be more final on this
+		// system): nothing of the run can undo it.
 		g.removeMarker()
 	}
 	return out

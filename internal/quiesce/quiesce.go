@@ -22,9 +22,13 @@
 package quiesce
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
+
+// errUnsupported is End's error on a system with no subreaper.
+var errUnsupported = errors.New("off Linux agent-sandbox cannot find the processes the agent detached (no subreaper): one may still run and change what the audit checked")
 
 // Bound is how long End keeps ending processes before it gives up.
 const Bound = 10 * time.Second
@@ -40,7 +44,15 @@ type Gone struct {
 	// remote, when not empty, says where the agent may still run that
 	// no sweep on this host reaches (sbx's guest).
 	remote string
+	// unsupported says the system has no way to find what the agent
+	// detached (no subreaper off Linux): not proven, on every run.
+	unsupported bool
 }
+
+// Unsupported says that this system cannot prove any run gone (off
+// Linux): the audit says so once per run, without treating the run as
+// unfinished.
+func (g Gone) Unsupported() bool { return g.unsupported }
 
 // Proven says that nothing the run started runs any more on this host.
 func (g Gone) Proven() bool { return g.proven }
@@ -99,7 +111,7 @@ func (r *Run) End() Gone {
 	}
 	left, err := r.end(time.Now().Add(Bound))
 	if err != nil {
-		return Gone{why: err.Error()}
+		return Gone{why: err.Error(), unsupported: errors.Is(err, errUnsupported)}
 	}
 	if left > 0 {
 		return Gone{left: left, why: fmt.Sprintf("%d process(es) of the run were still running after %v of killing them (new ones kept appearing)", left, Bound)}

@@ -2,10 +2,7 @@
 
 package quiesce
 
-import (
-	"errors"
-	"time"
-)
+import "time"
 
 // Begin has no portable equivalent off Linux: orphans the agent leaves
 // are re-parented to the system's init, out of End's reach.
@@ -15,7 +12,7 @@ func (r *Run) end(time.Time) (int, error) {
 	if r.done != 0 {
 		return 0, nil
 	}
-	return 0, errors.New("off Linux agent-sandbox cannot find the processes the agent detached (no subreaper): one may still run and change what the audit checked")
+	return 0, errUnsupported
 }
 
 func ownCgroup(int) string { return "" }
