@@ -28,6 +28,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	"github.com/agent-sandbox/agent-sandbox/internal/guard"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
+	"github.com/agent-sandbox/agent-sandbox/internal/placeholder"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
@@ -260,7 +261,7 @@ func (u Unsandboxed) Describe() Description {
 // s (see launch.Lifecycle): every backend's run has its ledger watched and
 // audited.
 func Guard(s spec.Spec) *guard.Options {
-	return &guard.Options{Ledger: s.Ledger, Workdir: s.Workdir, QuarantineDir: s.QuarantineDir(), Agent: s.AgentID, TreeFile: s.TreeFile()}
+	return &guard.Options{Ledger: s.Ledger, Workdir: s.Workdir, QuarantineDir: s.QuarantineDir(), Agent: s.AgentID, TreeFile: s.TreeFile(), RunDir: s.RunDir(), Placeholders: placeholder.Registry{StateRoot: s.StateRoot()}}
 }
 
 // Execute runs the command with the host environment.

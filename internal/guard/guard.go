@@ -22,6 +22,7 @@
 package guard
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -38,6 +39,7 @@ import (
 
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/protect"
+	"github.com/agent-sandbox/agent-sandbox/internal/quiesce"
 )
 
 // noFollow opens a path that was a regular file when statted: not through
@@ -66,6 +68,26 @@ type Options struct {
 	// TreeFile keeps the workdir's tree between runs, for the scan
 	// (outside every grant); "" for none.
 	TreeFile string
+	// RunDir holds the markers of the runs going on in the workdir
+	// (outside every grant; marker.go): a marker left by an
+	// agent-sandbox that no longer runs is a run the next start audits
+	// (Recover). "" for none.
+	RunDir string
+	// Placeholders, when not nil, are the placeholders runs of the view
+	// made (internal/placeholder's Registry): one found at an entry's
+	// path counts as the entry missing, so that a run beside another
+	// one in the same workdir, of any engine, does not take the other's
+	// placeholders, made or removed during it, for changes.
+	Placeholders Placeholders
+}
+
+// Placeholders are the placeholders of protected paths that runs made and
+// still hold as made.
+type Placeholders interface {
+	// Is reports whether path is one, now.
+	Is(path string) bool
+	// Paths lists them, now.
+	Paths() []string
 }
 
 // Reprotect binds the read-only entry, or the pinned directory, at path
@@ -105,6 +127,10 @@ type Guard struct {
 	// agent could write any of them at any time.
 	bound     bool
 	reprotect Reprotect
+	// notDir are the paths on the way from an entry's writable root to
+	// it that were not directories before the run (the user's own
+	// symlinks): the final audit leaves them alone (repairWay).
+	notDir map[string]bool
 }
 
 // state is one ledger entry with what the guard knows of it.
@@ -148,7 +174,7 @@ type Finding struct {
 func Begin(o Options) (*Guard, error) {
 	g := &Guard{opts: o, started: time.Now(), byPath: map[string]*state{}, findings: map[string]*Finding{}}
 	for _, e := range o.Ledger.Entries {
-		st := &state{e: e, base: take(e.Path)}
+		st := &state{e: e, base: g.placeholderAsMissing(e, takeEntry(e))}
 		if e.Format != protect.FormatOpaque {
 			if !st.base.exists {
 				st.baseKeys, st.baseOK = map[string]string{}, true
@@ -161,8 +187,13 @@ func Begin(o Options) (*Guard, error) {
 		g.byPath[e.Path] = st
 	}
 	g.before = recentBefore(o.Workdir, g.started)
+	g.notDir = g.waysNotDirs()
+	if err := g.writeMarker(); err != nil {
+		return nil, errMarker(err)
+	}
 	w, err := newWatcher(g)
 	if err != nil {
+		g.removeMarker()
 		return nil, err
 	}
 	g.w = w
@@ -204,12 +235,27 @@ func (g *Guard) Watch(r Reprotect, masks ...string) {
 // placeholders, which returns those still as made: never reported; nil
 // for none), and scans the workdir (the scan stops early when interrupted
 // is closed). It prints every finding to stderr and returns them.
-func (g *Guard) End(stderr io.Writer, interrupted <-chan struct{}, release func() []string) []Finding {
+//
+// gone is the quiesce step's proof that nothing of the run runs any more
+// (only internal/quiesce makes one): the audit is final only then. Without
+// it, End still audits and restores, but says loudly that a process of the
+// run may undo what it restored, and keeps the run's marker so that the
+// next start in the workdir audits again.
+func (g *Guard) End(stderr io.Writer, gone quiesce.Gone, interrupted <-chan struct{}, release func() []string) []Finding {
 	if g == nil {
 		if release != nil {
 			release()
 		}
 		return nil
+	}
+	switch {
+	case gone.Unsupported():
+		diag.Warnf(stderr, "%s", gone.Problem())
+	case !gone.Proven():
+		g.note(g.opts.Workdir, fmt.Sprintf("DANGER: the audit after this run is not final: %s. What it restored may be undone by a process of the run that still runs: stop it, then start agent-sandbox in %s again, whose start audits this run once more", gone.Problem(), g.opts.Workdir))
+	}
+	if r := gone.Remote(); r != "" {
+		diag.Warnf(stderr, "the agent ran in %s, which is kept between runs and is not stopped by agent-sandbox: a process the agent left there can still change the workdir after this audit (stop it to be sure)", r)
 	}
 	// The watch's last events are read (the tree's watch among them:
 	// no watch the reading of the tree places after that counts).
@@ -219,9 +265,7 @@ func (g *Guard) End(stderr io.Writer, interrupted <-chan struct{}, release func(
 	// The reading of the tree, if still going, stops now: the scan
 	// starts from the previous run's tree instead (prewalk.finish).
 	g.pre.stop()
-	for _, st := range g.states {
-		g.audit(st, true)
-	}
+	g.finalAudit()
 	var placeholders []string
 	if release != nil {
 		placeholders = release()
@@ -232,6 +276,12 @@ func (g *Guard) End(stderr io.Writer, interrupted <-chan struct{}, release func(
 	}
 	for _, p := range placeholders {
 		skip[p] = true
+	}
+	if g.opts.Placeholders != nil {
+		// Another run's, made during this one.
+		for _, p := range g.opts.Placeholders.Paths() {
+			skip[p] = true
+		}
 	}
 	during := g.pre.finish(interrupted)
 	findings, next := scan(g.opts.Workdir, g.started, skip, g.before, interrupted, during, g.pre.previous())
@@ -256,6 +306,11 @@ func (g *Guard) End(stderr io.Writer, interrupted <-chan struct{}, release func(
 			text += fmt.Sprintf(" (found %d times during the run)", f.Count)
 		}
 		diag.Warnf(stderr, "%s", text)
+	}
+	if gone.Proven() || gone.Unsupported() {
+		// The audit is final (or cannot be more final on this
+		// system): nothing of the run can undo it.
+		g.removeMarker()
 	}
 	return out
 }
@@ -385,11 +440,17 @@ func (g *Guard) note(path, text string) {
 // rewritten in place, so that no new directory entry, and so no new
 // writable window, appears).
 func (g *Guard) audit(st *state, final bool) {
-	cur := takeSince(st.e.Path, st.base)
+	cur := takeSince(st.e, st.base)
 	if cur.same(st.base) {
 		return
 	}
+	if cur = g.placeholderAsMissing(st.e, cur); cur.same(st.base) {
+		return
+	}
 	e := st.e
+	if g.unreadable(st, cur, final) {
+		return
+	}
 	switch {
 	case cur.err != nil:
 		g.note(e.Path, fmt.Sprintf("%s could not be checked after the run (%v): inspect it (%s)", e.Path, cur.err, e.Why))
@@ -407,6 +468,37 @@ func (g *Guard) audit(st *state, final bool) {
 	default:
 		g.auditWhole(st, cur, final)
 	}
+}
+
+// placeholderAsMissing is s, the snapshot of e, or a missing path when s
+// is a placeholder a run of the view made (Options.Placeholders): empty,
+// "{}" or "." and recorded as made.
+func (g *Guard) placeholderAsMissing(e protect.Entry, s snapshot) snapshot {
+	if g.opts.Placeholders == nil || !s.exists || s.err != nil || s.other {
+		return s
+	}
+	if s.dir && len(s.entries) > 0 || !s.dir && (s.content == nil || len(s.content) > 3) {
+		return s
+	}
+	if g.opts.Placeholders.Is(e.Path) {
+		return snapshot{}
+	}
+	return s
+}
+
+// unreadable acts on an entry made unreadable (mode 000), which what
+// runs it later may read all the same (root; after a chmod): it is moved
+// aside unread (a rename needs no read permission) and put back as
+// before. It says whether cur was that.
+func (g *Guard) unreadable(st *state, cur snapshot, final bool) bool {
+	e := st.e
+	hostOnly := g.bound && st.windows == 0 && e.Guard == protect.ReadOnly // read-only in the view all along
+	if cur.err == nil || !errors.Is(cur.err, fs.ErrPermission) || hostOnly || !final && e.Guard != protect.Audited {
+		return false
+	}
+	cur.err, cur.dir, cur.other = nil, false, true
+	g.restoreWhole(st, cur, "made unreadable", final)
+	return true
 }
 
 // auditKeys acts on a change to a file read in its format: only a change
@@ -512,14 +604,14 @@ func (g *Guard) restoreOversize(st *state, cur snapshot, final bool) {
 		err = writeBack(e.Path, accepted, cur.mode, true)
 	}
 	if err != nil {
-		g.note(e.Path, fmt.Sprintf("DANGER: %s grew past %d bytes during the run, too large to compare its settings that run code, and could not be put back (%v): inspect it before you use the tool it belongs to (%s)", e.Path, maxContent, err, e.Why))
+		g.note(e.Path, fmt.Sprintf("DANGER: %s grew past %d bytes during the run, too large to compare its settings that run code, and could not be put back (%v): inspect it before you use the tool it belongs to (%s)", e.Path, limitOf(e), err, e.Why))
 		return
 	}
 	what := "restored as before the run"
 	if !st.base.exists {
 		what = "removed (it did not exist before the run)"
 	}
-	g.note(e.Path, fmt.Sprintf("%s grew past %d bytes during the run, too large to compare its settings that run code (%s): moved aside to %s and %s", e.Path, maxContent, e.Why, aside, what))
+	g.note(e.Path, fmt.Sprintf("%s grew past %d bytes during the run, too large to compare its settings that run code (%s): moved aside to %s and %s", e.Path, limitOf(e), e.Why, aside, what))
 }
 
 // auditWhole acts on a change to a file or directory compared whole.
@@ -554,7 +646,127 @@ func (g *Guard) auditWhole(st *state, cur snapshot, final bool) {
 // reported: what runs code by itself and is not the user's to edit while
 // an agent runs (a gitfile, a commondir, hooks and what they link to).
 func restoresWhole(e protect.Entry) bool {
-	return e.Name == protect.GitFile || e.Name == protect.GitHooks || e.Name == protect.GitConfig && e.Format == protect.FormatOpaque
+	return e.Name == protect.GitFile || e.Name == protect.GitHooks || e.Name == protect.GitConfig && e.Format == protect.FormatOpaque ||
+		e.Name == "agent config" && e.Guard == protect.ReadOnly && e.Format == protect.FormatOpaque
+}
+
+// finalAudit audits every entry once the agent is gone: first the
+// directories on the way to entries that the run replaced by a symlink or
+// a file are put back (repairWay), and the entries below them written
+// back as before the run; then every other entry is audited.
+func (g *Guard) finalAudit() {
+	var repaired []string
+	for _, st := range g.states {
+		repaired = append(repaired, g.repairWay(st)...)
+	}
+	for _, st := range g.states {
+		below := false
+		for _, d := range repaired {
+			below = below || within(st.e.Path, d)
+		}
+		if below {
+			g.putBack(st)
+			continue
+		}
+		g.audit(st, true)
+	}
+}
+
+// way lists the paths from e's writable root (excluded) to its parent
+// directory (included); nil when e lies directly in it.
+func way(e protect.Entry) []string {
+	if e.Root == "" || !within(e.Path, e.Root) {
+		return nil
+	}
+	rel, err := filepath.Rel(e.Root, filepath.Dir(e.Path))
+	if err != nil || rel == "." {
+		return nil
+	}
+	var out []string
+	p := e.Root
+	for _, c := range strings.Split(rel, string(filepath.Separator)) {
+		p = filepath.Join(p, c)
+		out = append(out, p)
+	}
+	return out
+}
+
+// waysNotDirs are the paths on the entries' ways that exist as something
+// other than a directory now (Begin).
+func (g *Guard) waysNotDirs() map[string]bool {
+	out := map[string]bool{}
+	seen := map[string]bool{}
+	for _, st := range g.states {
+		for _, p := range way(st.e) {
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			if fi, err := os.Lstat(p); err == nil && !fi.IsDir() {
+				out[p] = true
+			}
+		}
+	}
+	return out
+}
+
+// repairWay puts back the directories on the way from the entry's
+// writable root to it that the run replaced by a symlink or a file (the
+// entry's tool follows a symlink there, into a directory the agent
+// chose): each is moved aside and made again, empty. It returns them.
+func (g *Guard) repairWay(st *state) []string {
+	e := st.e
+	var repaired []string
+	for _, way := range way(e) {
+		fi, err := os.Lstat(way)
+		if err != nil || fi.IsDir() || g.notDir[way] {
+			return repaired
+		}
+		aside, err := g.moveAside(way)
+		if err == nil {
+			err = os.Mkdir(way, 0o700)
+		}
+		if err != nil {
+			g.note(way, fmt.Sprintf("DANGER: the run replaced %s, on the way to %s, by something that is not a directory (%s), and it could not be put back (%v): inspect it before you use the tool it belongs to (%s)", way, e.Path, fi.Mode().Type(), err, e.Why))
+			return repaired
+		}
+		g.note(way, fmt.Sprintf("the run replaced the directory %s, on the way to %s, by a symlink or a file: moved aside to %s, and the directory made again with what it held before the run that runs code", way, e.Path, aside))
+		repaired = append(repaired, way)
+	}
+	return repaired
+}
+
+// putBack writes an entry below a directory repairWay made again back as
+// it was before the run.
+func (g *Guard) putBack(st *state) {
+	e := st.e
+	if !st.base.exists {
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(e.Path), 0o700); err != nil {
+		g.note(e.Path, fmt.Sprintf("DANGER: %s could not be written back after the run replaced a directory on its way (%v): inspect it before you use the tool it belongs to", e.Path, err))
+		return
+	}
+	if st.base.dir {
+		if err := os.Mkdir(e.Path, 0o755); err == nil {
+			g.restoreWhole(st, takeEntry(e), "the directory on its way was replaced", true)
+		}
+		return
+	}
+	if st.base.content == nil {
+		g.note(e.Path, fmt.Sprintf("DANGER: %s could not be written back after the run replaced a directory on its way (%v): inspect it before you use the tool it belongs to", e.Path, errTooLarge))
+		return
+	}
+	if err := writeBack(e.Path, st.base.content, st.base.mode, true); err != nil {
+		g.note(e.Path, fmt.Sprintf("DANGER: %s could not be written back after the run replaced a directory on its way (%v): inspect it before you use the tool it belongs to", e.Path, err))
+		return
+	}
+	g.note(e.Path, fmt.Sprintf("%s was written back as before the run, in the directory made again (%s)", e.Path, e.Why))
+}
+
+// within says whether p lies strictly below dir.
+func within(p, dir string) bool {
+	return strings.HasPrefix(p, strings.TrimSuffix(dir, string(filepath.Separator))+string(filepath.Separator))
 }
 
 // restoreWhole undoes a change to a file or directory: a file gets its
@@ -618,7 +830,7 @@ func (g *Guard) restoreWhole(st *state, cur snapshot, what string, final bool) {
 			return
 		}
 		g.note(e.Path, fmt.Sprintf("%s was replaced during the run (%s; %s): moved aside to %s", e.Path, what, e.Why, aside))
-		cur = take(e.Path)
+		cur = takeEntry(e)
 	}
 	var moved []string
 	for _, name := range st.base.changedEntries(cur) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/protect"
+	"github.com/agent-sandbox/agent-sandbox/internal/quiesce"
 )
 
 func write(t *testing.T, p, content string) {
@@ -208,7 +209,7 @@ func endText(g *Guard, bound bool) string {
 		g.Watch(nil)
 	}
 	var out bytes.Buffer
-	g.End(&out, nil, nil)
+	g.End(&out, quiet(nil), nil, nil)
 	return out.String()
 }
 
@@ -423,4 +424,17 @@ func TestAuditLink(t *testing.T) {
 	if !strings.Contains(out, "put back as it was") || !strings.Contains(out, "kept at") {
 		t.Errorf("findings: %s", out)
 	}
+}
+
+// quiet is the quiesce step's proof for a test that started no process of
+// its own below it.
+func quiet(t *testing.T) quiesce.Gone {
+	if err := quiesce.Begin(); err != nil {
+		panic(err)
+	}
+	g := quiesce.Track(0, false).End()
+	if !g.Proven() {
+		panic("quiesce: " + g.Problem())
+	}
+	return g
 }

@@ -3,10 +3,13 @@ package guard
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 )
 
@@ -67,23 +70,97 @@ func (g *Guard) keep(path, label string, content []byte) (string, error) {
 }
 
 // moveAside renames path out of the way: into the run's quarantine
-// directory when that is on the same filesystem, else beside itself with
-// a suffix no tool reads (.agent-sandbox-quarantined-<time>). It returns
+// directory when that is on the same filesystem (on another one a file
+// or symlink is copied there and removed), else beside itself with a
+// suffix no tool reads (.agent-sandbox-quarantined-<time>), and beside
+// the ledger's directory that holds it, never inside it (where the next
+// audit would find it as a new entry and move it again). It returns
 // where it went.
 func (g *Guard) moveAside(path string) (string, error) {
 	if d, err := g.runDirectory(); err == nil {
 		dst := filepath.Join(d, path)
 		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err == nil {
 			if _, err := os.Lstat(dst); errors.Is(err, fs.ErrNotExist) {
-				if err := renameNoFollow(path, dst); err == nil {
+				err := renameNoFollow(path, dst)
+				if err == nil {
+					return dst, nil
+				}
+				if errors.Is(err, syscall.EXDEV) && copyAside(path, dst) == nil {
 					return dst, nil
 				}
 			}
 		}
 	}
-	dst := fmt.Sprintf("%s.agent-sandbox-quarantined-%d", path, time.Now().UnixNano())
+	dst := fmt.Sprintf("%s.agent-sandbox-quarantined-%d", g.outside(path), time.Now().UnixNano())
 	if err := renameNoFollow(path, dst); err != nil {
 		return "", err
 	}
 	return dst, nil
+}
+
+// outside is the name path is moved aside under when the quarantine
+// cannot take it: beside the outermost ledger directory that holds it
+// (.git/hooks/pre-commit becomes .git/hooks-pre-commit), or path itself.
+func (g *Guard) outside(path string) string {
+	top := path
+	for {
+		up := filepath.Dir(top)
+		st, ok := g.byPath[up]
+		if !ok || up == top || !st.e.Dir && !st.base.dir {
+			break
+		}
+		top = up
+	}
+	if top == path {
+		return path
+	}
+	rel, _ := filepath.Rel(top, path)
+	return top + "-" + strings.ReplaceAll(rel, string(filepath.Separator), "-")
+}
+
+// copyAside copies the file or symlink at path (never followed) to dst
+// and removes path: a move across filesystems.
+func copyAside(path, dst string) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		t, err := os.Readlink(path)
+		if err != nil {
+			return err
+		}
+		if err := os.Symlink(t, dst); err != nil {
+			return err
+		}
+	case fi.Mode().IsRegular():
+		f, err := openRead(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if !f.is(fi) {
+			return errors.New("replaced while moved")
+		}
+		out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return err
+		}
+		_, werr := io.Copy(out, f)
+		if cerr := out.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			_ = os.Remove(dst)
+			return werr
+		}
+	default:
+		return errors.New("neither a file nor a symlink")
+	}
+	if err := removeFile(path); err != nil {
+		_ = os.Remove(dst)
+		return err
+	}
+	return nil
 }

@@ -13,11 +13,19 @@ import (
 	"sort"
 	"sync/atomic"
 	"time"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/protect"
 )
 
 // maxContent bounds the bytes of a file a snapshot keeps (to compare and
 // restore it); a larger file is compared by its hash alone.
 const maxContent = 1 << 20
+
+// maxKeyed bounds the bytes a snapshot keeps of a file the audit reads
+// in its format (a settings file compared key by key): a long-used
+// ~/.claude.json passes maxContent, and its settings must still be
+// compared and put back.
+const maxKeyed = 32 << 20
 
 // maxHash bounds the bytes of a file a snapshot hashes: a larger one (an
 // agent's 10 GB file at a ledger path would cost seconds per audit) is
@@ -74,18 +82,32 @@ func idOf(fi fs.FileInfo) fileID {
 
 // take snapshots path without following a symlink at it.
 func take(path string) snapshot {
-	return takeDepth(path, 1, nil)
+	return takeDepth(path, 1, nil, maxContent)
+}
+
+// takeEntry snapshots a ledger entry: a file read in its format is kept
+// up to maxKeyed.
+func takeEntry(e protect.Entry) snapshot {
+	return takeDepth(e.Path, 1, nil, limitOf(e))
+}
+
+// limitOf is the bytes of e's content a snapshot keeps.
+func limitOf(e protect.Entry) int64 {
+	if e.Format != protect.FormatOpaque {
+		return maxKeyed
+	}
+	return maxContent
 }
 
 // takeSince is take, reusing what base (an earlier snapshot of path)
 // read of each regular file whose identity has not changed since, where
 // base's reading was settled: the final audit of a directory such as
 // .git/hooks then reads no file the agent left alone.
-func takeSince(path string, base snapshot) snapshot {
-	return takeDepth(path, 1, &base)
+func takeSince(e protect.Entry, base snapshot) snapshot {
+	return takeDepth(e.Path, 1, &base, limitOf(e))
 }
 
-func takeDepth(path string, depth int, base *snapshot) snapshot {
+func takeDepth(path string, depth int, base *snapshot, limit int64) snapshot {
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return snapshot{}
@@ -120,7 +142,7 @@ func takeDepth(path string, depth int, base *snapshot) snapshot {
 		h := sha256.New()
 		var buf bytes.Buffer
 		w := io.Writer(h)
-		if fi.Size() <= maxContent {
+		if fi.Size() <= limit {
 			w = io.MultiWriter(h, &buf)
 		}
 		if _, err := io.Copy(w, f); err != nil {
@@ -128,7 +150,7 @@ func takeDepth(path string, depth int, base *snapshot) snapshot {
 			return s
 		}
 		h.Sum(s.sum[:0])
-		if fi.Size() <= maxContent && buf.Len() <= maxContent {
+		if fi.Size() <= limit && int64(buf.Len()) <= limit {
 			s.content = buf.Bytes()
 			if s.content == nil {
 				s.content = []byte{}
@@ -153,7 +175,7 @@ func takeDepth(path string, depth int, base *snapshot) snapshot {
 				if b, ok := base.entry(e.Name()); ok {
 					was = &b
 				}
-				sub = takeDepth(filepath.Join(path, e.Name()), depth-1, was)
+				sub = takeDepth(filepath.Join(path, e.Name()), depth-1, was, maxContent)
 			} else {
 				sub = snapshot{exists: true, dir: e.IsDir(), mode: e.Type()}
 			}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/protect"
 )
 
 // takeSince reads again only the files whose identity (inode, size,
@@ -25,14 +27,14 @@ func TestTakeSince(t *testing.T) {
 
 	// Just written: not settled, so every file is read again.
 	base := take(hooks)
-	if s, n := reads(func() snapshot { return takeSince(hooks, base) }); n != 3 || !s.same(base) {
+	if s, n := reads(func() snapshot { return takeSince(protect.Entry{Path: hooks}, base) }); n != 3 || !s.same(base) {
 		t.Errorf("files changed within racyMargin: %d read (want 3), same %v", n, s.same(base))
 	}
 
 	defer func(m time.Duration) { racyMargin = m }(racyMargin)
 	racyMargin = -time.Hour // every ctime counts as settled
 	base = take(hooks)
-	if s, n := reads(func() snapshot { return takeSince(hooks, base) }); n != 0 || !s.same(base) {
+	if s, n := reads(func() snapshot { return takeSince(protect.Entry{Path: hooks}, base) }); n != 0 || !s.same(base) {
 		t.Errorf("nothing changed: %d files read (want 0), same %v", n, s.same(base))
 	}
 
@@ -45,7 +47,7 @@ func TestTakeSince(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(hooks, "pre-commit"), "#!/bin/sh\ncurl evil\n")
-	s, n := reads(func() snapshot { return takeSince(hooks, base) })
+	s, n := reads(func() snapshot { return takeSince(protect.Entry{Path: hooks}, base) })
 	if n != 3 {
 		t.Errorf("%d files read, want 3 (the changed, the replaced, the new)", n)
 	}
@@ -69,7 +71,7 @@ func TestTakeSince(t *testing.T) {
 	if err := os.Chmod(filepath.Join(hooks, "c.sample"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if s := takeSince(hooks, base); s.same(base) {
+	if s := takeSince(protect.Entry{Path: hooks}, base); s.same(base) {
 		t.Error("a mode change was not seen")
 	}
 }
@@ -101,7 +103,7 @@ func BenchmarkAuditHooks(b *testing.B) {
 	})
 	b.Run("takeSince", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			takeSince(hooks, base)
+			takeSince(protect.Entry{Path: hooks}, base)
 		}
 	})
 }

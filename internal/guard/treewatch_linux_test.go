@@ -261,7 +261,7 @@ func TestGuardTreeWatch(t *testing.T) {
 		agent()
 		dirChecks.Store(0)
 		var out bytes.Buffer
-		g.End(&out, nil, nil)
+		g.End(&out, quiet(t), nil, nil)
 		return out.String(), dirChecks.Load()
 	}
 	if out, n := run(func() {}); out != "" || n != 0 {
@@ -285,7 +285,7 @@ func TestGuardTreeWatch(t *testing.T) {
 	if g.tw != nil {
 		t.Error("a tree watch without Share")
 	}
-	g.End(&bytes.Buffer{}, nil, nil)
+	g.End(&bytes.Buffer{}, quiet(t), nil, nil)
 	// Without a watch (none can be placed) every trusted record is asked.
 	defer func(old int) { treeWatchMax = old }(treeWatchMax)
 	treeWatchMax = 0
@@ -331,7 +331,7 @@ func TestTreeWatchRemoves(t *testing.T) {
 		defer g.tw.mu.Unlock()
 		return g.tw.removed[wd]
 	})
-	g.End(&bytes.Buffer{}, nil, nil)
+	g.End(&bytes.Buffer{}, quiet(t), nil, nil)
 	clean := g.tw.clean(g.pre.t)
 	for _, p := range []string{"d30", "d30/s0", "d30/s1"} {
 		if clean[filepath.Join(root, p)] {

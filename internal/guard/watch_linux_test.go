@@ -75,7 +75,7 @@ func TestWatch(t *testing.T) {
 		t.Errorf("the restore during the run replaced the file (a new directory entry) instead of rewriting it")
 	}
 	var out bytes.Buffer
-	g.End(&out, nil, nil)
+	g.End(&out, quiet(t), nil, nil)
 	if !strings.Contains(out.String(), "fsmonitor") {
 		t.Errorf("findings: %s", out.String())
 	}
@@ -138,7 +138,7 @@ func TestWatchRefusedLock(t *testing.T) {
 				return len(g.Findings()) > 0 // the marker was audited
 			})
 			var out bytes.Buffer
-			g.End(&out, nil, nil)
+			g.End(&out, quiet(t), nil, nil)
 			got := strings.Contains(out.String(), "the sandbox refused a change to .git/config")
 			if got != tc.want {
 				t.Fatalf("refusal named: %v, want %v:\n%s", got, tc.want, out.String())

@@ -2,11 +2,12 @@
 // (Lifecycle): it readies the host, has the ledger snapshot, starts the
 // agent and passes signals on to it, stops passing them on once the agent
 // has ended so that an interrupt during the checks after it is acted on,
-// has the ledger audited (internal/guard), turns the way the agent ended
-// into agent-sandbox's exit status (the agent's own code, 128+N when a
-// signal N killed it, 126/127 when it could not be executed), and on Linux
-// ends every process the agent left behind (agent-sandbox is their
-// subreaper).
+// ends every process the agent left behind (internal/quiesce: on Linux
+// agent-sandbox is their subreaper) before anything after the run looks
+// at what it left, has the ledger audited (internal/guard), and turns the
+// way the agent ended into agent-sandbox's exit status (the agent's own
+// code, 128+N when a signal N killed it, 126/127 when it could not be
+// executed).
 package launch
 
 import (
@@ -23,6 +24,7 @@ import (
 
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/guard"
+	"github.com/agent-sandbox/agent-sandbox/internal/quiesce"
 )
 
 // Exit statuses of agent-sandbox itself.
@@ -55,7 +57,10 @@ type Started struct {
 	Masks []string
 	// Ended says that once Wait returns the started process (cmd's,
 	// the view's init) has ended everything it ran and is on its way
-	// out: its exit (the teardown of its namespaces) is not waited for.
+	// out: its exit (the teardown of its namespaces) is not waited for,
+	// and the quiesce step leaves it alone. Without it, every process
+	// below agent-sandbox is killed after Wait returns, until none is
+	// left (quiesce.Run.End).
 	Ended bool
 	// Close, when not nil, is called once the checks after the run are
 	// done (the view's init then exits).
@@ -78,8 +83,13 @@ type Started struct {
 //     (SIGINT, SIGTERM, SIGHUP) during the checks that follow stops the
 //     slow ones (the scan says what it did not check) and makes the run
 //     exit 128+N, and a second one ends agent-sandbox at once;
-//  5. the ledger is audited and the placeholders released (guard.End),
-//     then Done runs, and every process the agent left is ended.
+//  5. every process the agent left is ended, until none is left
+//     (quiesce.Run.End: the view's init did it already): its
+//     quiesce.Gone is what guard.End takes, so nothing after the run
+//     reads or restores what the agent could write while a process of
+//     the run still runs;
+//  6. the ledger is audited and the placeholders released (guard.End),
+//     then Done runs.
 type Lifecycle struct {
 	// Argv, Env and Dir are the agent's command line, environment and
 	// working directory; Stdio its streams.
@@ -98,6 +108,10 @@ type Lifecycle struct {
 	// Done, when not nil, runs once the agent has ended and the audit
 	// is done (the broker's report).
 	Done func()
+	// Remote, when not empty, is where the agent ran beyond this host's
+	// processes and which outlives the run (sbx's microVM, kept between
+	// runs): the quiesce step cannot end it, and the audit says so.
+	Remote string
 }
 
 // callerUmask is the umask agent-sandbox was started with, once OwnUmask
@@ -174,12 +188,38 @@ func (l Lifecycle) Execute() int {
 	}
 	defer stopSignals()
 
-	if err := becomeSubreaper(); err != nil {
+	if err := quiesce.Begin(); err != nil {
 		diag.Warnf(l.Stdio.Err, "%v", err)
 	}
-	// A sandbox that ended all it ran (Started.Done) is not waited for.
-	var doneChild int
-	defer func() { sweep(doneChild) }()
+	// Whatever way Execute returns, nothing of the run outlives it.
+	var run Started
+	var tracked *quiesce.Run
+	quiesced := false
+	quiet := func() quiesce.Gone {
+		quiesced = true
+		pid := 0
+		if cmd.Process != nil {
+			pid = cmd.Process.Pid
+		}
+		if tracked == nil {
+			tracked = quiesce.Track(pid, run.Ended)
+		}
+		gone := tracked.End()
+		if l.Remote != "" {
+			gone = gone.WithRemote(l.Remote)
+		}
+		return gone
+	}
+	defer func() {
+		if !quiesced {
+			quiet()
+		}
+	}()
+	if l.Guard != nil {
+		// A run in this workdir whose agent-sandbox was killed left no
+		// final audit: it is done now, before anything is readied.
+		guard.Recover(*l.Guard, l.Stdio.Err)
+	}
 	release := func() []string { return nil }
 	if l.Prepare != nil {
 		rel, err := l.Prepare()
@@ -191,7 +231,6 @@ func (l Lifecycle) Execute() int {
 			release = rel
 		}
 	}
-	var run Started
 	var err error
 	var g *guard.Guard
 	if l.Guard != nil {
@@ -212,8 +251,14 @@ func (l Lifecycle) Execute() int {
 	if err != nil {
 		code := startErrorStatus(err)
 		diag.Errorf(l.Stdio.Err, "cannot start %s: %v", l.Argv[0], err)
-		g.End(io.Discard, nil, release)
+		g.End(io.Discard, quiet(), nil, release)
 		return code
+	}
+	if cmd.Process != nil {
+		// Where the start moved the agent into a scope of its own, the
+		// quiesce step kills that cgroup first (read now, while the
+		// agent runs).
+		tracked = quiesce.Track(cmd.Process.Pid, run.Ended)
 	}
 	if err := g.Share(run.Keep); err != nil {
 		diag.Warnf(l.Stdio.Err, "handing the protection watch to the sandbox: %v (the run ends about 10 ms later)", err)
@@ -227,15 +272,14 @@ func (l Lifecycle) Execute() int {
 	skip := func(s os.Signal) bool { return fromTTY && terminalSignal(s) }
 	_, err = Forward(sigs, func() *os.Process { return cmd.Process }, skip, run.Wait)
 	code := ExitStatus(err)
-	if run.Ended && cmd.Process != nil {
-		doneChild = cmd.Process.Pid
-	}
 
 	// The agent has ended: from here a signal is agent-sandbox's own.
 	stopSignals()
 	interrupted, by, stopWatch := interrupts()
 	defer stopWatch()
-	g.End(l.Stdio.Err, interrupted, release)
+	// Nothing of the run may run any more when the audit starts: what
+	// it left is ended first, and guard.End takes the proof.
+	g.End(l.Stdio.Err, quiet(), interrupted, release)
 	if run.Close != nil {
 		run.Close()
 	}

@@ -63,6 +63,11 @@ type record struct {
 	// so that the tool reading it inside the sandbox sees an empty
 	// configuration, not a syntax error; else nothing).
 	Content string `json:"content,omitempty"`
+	// Pending is written just before the placeholder is made (its inode
+	// is not known yet): a run of another engine in the workdir whose
+	// watch sees the placeholder appear before its record does not take
+	// it for a change (Registry).
+	Pending bool `json:"pending,omitempty"`
 }
 
 // contentOf is what a missing protected file is created with: "{}" for a
@@ -198,6 +203,10 @@ func (s *Set) make(e protect.Entry, root int) ([]record, error) {
 			content := ""
 			if !dir {
 				content = contentOf(path)
+			}
+			b, _ := json.Marshal(record{Path: path, Dir: dir, Content: content, Pending: true})
+			if _, err := s.reg.Write(append(b, '\n')); err != nil {
+				return fmt.Errorf("recording %s: %w", path, err)
 			}
 			if s.st.take(path, dir, content, parent, name) {
 				return nil
@@ -367,7 +376,7 @@ func removeAll(lock *os.File, regPath string, st *stash, stateDir, top string, s
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		var p record
-		if json.Unmarshal(sc.Bytes(), &p) == nil && filepath.IsAbs(p.Path) {
+		if json.Unmarshal(sc.Bytes(), &p) == nil && filepath.IsAbs(p.Path) && !p.Pending {
 			list = append(list, p)
 		}
 	}

@@ -24,3 +24,15 @@ func (*Set) Ensure(string) error { return errors.New("Linux-only") }
 
 // Release releases nothing off Linux.
 func (*Set) Release(io.Writer) []string { return nil }
+
+// Registry is Linux-only: no run makes placeholders elsewhere.
+type Registry struct {
+	// StateRoot is agent-sandbox's state directory.
+	StateRoot string
+}
+
+// Is reports false off Linux.
+func (Registry) Is(string) bool { return false }
+
+// Paths is empty off Linux.
+func (Registry) Paths() []string { return nil }

@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/agent"
 	"github.com/agent-sandbox/agent-sandbox/internal/backend"
@@ -871,17 +872,62 @@ func ledger(in Input, s spec.Spec, linked *gitdir.Linked, repoTop string) protec
 		}
 		return ""
 	}
-	for _, p := range f.Config.CodePaths {
+	codePaths, codeKeys := f.Config.CodePaths, f.Config.CodeKeys
+	// What runs code is a property of the file, whoever's folder grants
+	// it: a folder of the user's own that grants ~/.claude gets the
+	// built-in claude folder's code_paths and code_keys too.
+	bp, bk := builtinCode()
+	codePaths = append(append([]string(nil), codePaths...), bp...)
+	codeKeys = append(append([]agent.CodeKeys(nil), codeKeys...), bk...)
+	for _, p := range codePaths {
 		if e := expand(p); e != "" {
 			li.AgentCode = append(li.AgentCode, e)
 		}
 	}
-	for _, k := range f.Config.CodeKeys {
-		if e := expand(k.File); e != "" {
-			li.AgentKeys = append(li.AgentKeys, protect.KeyFile{Path: e, Keys: k.Keys, Commands: k.Commands})
+	li.AgentKeys = mergeKeyFiles(codeKeys, expand)
+	return protect.Build(li)
+}
+
+// builtinCode are the code_paths and code_keys of every built-in agent
+// folder (read once).
+var builtinCode = sync.OnceValues(func() ([]string, []agent.CodeKeys) {
+	var paths []string
+	var keys []agent.CodeKeys
+	for _, n := range agent.BuiltinNames() {
+		f, err := agent.LoadBuiltin(n)
+		if err != nil || f.Config == nil {
+			continue
+		}
+		paths = append(paths, f.Config.CodePaths...)
+		keys = append(keys, f.Config.CodeKeys...)
+	}
+	return paths, keys
+})
+
+// mergeKeyFiles turns code_keys tables into the ledger's key files, one
+// per path: the keys of every table naming a file are audited, and a
+// Commands prefix holds only where every table naming it agrees (else
+// every value of those keys counts).
+func mergeKeyFiles(tables []agent.CodeKeys, expand func(string) string) []protect.KeyFile {
+	var out []protect.KeyFile
+	at := map[string]int{}
+	for _, k := range tables {
+		e := expand(k.File)
+		if e == "" {
+			continue
+		}
+		i, ok := at[e]
+		if !ok {
+			at[e] = len(out)
+			out = append(out, protect.KeyFile{Path: e, Keys: append([]string(nil), k.Keys...), Commands: k.Commands})
+			continue
+		}
+		out[i].Keys = uniq.Sorted(append(out[i].Keys, k.Keys...))
+		if out[i].Commands != k.Commands {
+			out[i].Commands = ""
 		}
 	}
-	return protect.Build(li)
+	return out
 }
 
 // execClosure resolves every program the agent runs (pathresolve) and

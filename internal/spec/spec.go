@@ -192,6 +192,14 @@ func (s Spec) TreeFile() string {
 	return filepath.Join(s.StateRoot(), "scan", hex.EncodeToString(sum[:16])+".tree")
 }
 
+// RunDir holds the markers of the runs going on in the workdir
+// (StateRoot/runs/<hash of the workdir>), outside every grant: one left by
+// a killed agent-sandbox is audited by the next start (guard.Recover).
+func (s Spec) RunDir() string {
+	sum := sha256.Sum256([]byte(s.Workdir))
+	return filepath.Join(s.StateRoot(), "runs", hex.EncodeToString(sum[:16]))
+}
+
 // StateRoot is agent-sandbox's own state directory
 // ($XDG_STATE_HOME/agent-sandbox, grant.Home.StateRoot), which holds the
 // agents' state dirs (StateRoot/agents/<id>) and is outside every grant.

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -81,8 +82,10 @@ func Execute(p Prepared, s spec.Spec, stdio launch.Stdio) int {
 	argv := p.ExecArgv(launch.IsTerminal(stdio.Out))
 	r.echo(argv)
 	// The guest writes the host's files through its mounts: the ledger
-	// is watched and audited on the host.
-	return launch.Lifecycle{Argv: argv, Env: os.Environ(), Dir: p.Workdir, Stdio: stdio, Guard: backend.Guard(p.Spec)}.Execute()
+	// is watched and audited on the host. The microVM is kept between
+	// runs: the quiesce step ends the host side only, and the audit says
+	// so.
+	return launch.Lifecycle{Argv: argv, Env: os.Environ(), Dir: p.Workdir, Stdio: stdio, Guard: backend.Guard(p.Spec), Remote: "the sbx microVM " + strconv.Quote(p.Name)}.Execute()
 }
 
 // machineReady checks the once-per-machine setup: sbx is signed in and
