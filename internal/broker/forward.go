@@ -74,16 +74,9 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, r *request, a *attempt) bo
 		return false
 	}
 	defer p.untrack(upc, true)
-	var upConn net.Conn = upc
-	if r.tls {
-		tc, err := p.wrapTLS(upc, r.target.host)
-		if err != nil {
-			a.decision, a.reason = DecisionFailed, fmt.Sprintf("TLS with %s: %v", r.target.host, err)
-			p.record(a)
-			writeRefusal(c, http.StatusBadGateway, a.reason)
-			return false
-		}
-		upConn = tc
+	upConn, ok := p.upstreamTLS(c, upc, r, a)
+	if !ok {
+		return false
 	}
 	a.decision = DecisionAllowed
 	up := &idleConn{Conn: upConn, idle: p.cfg.IdleTimeout}
@@ -94,56 +87,14 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, r *request, a *attempt) bo
 		p.record(a)
 	}()
 
-	keep := !req.Close && req.ProtoAtLeast(1, 1)
-	expect := strings.EqualFold(strings.TrimSpace(req.Header.Get("Expect")), "100-continue")
-	req.Header.Del("Expect")
-	removeHopHeaders(req.Header)
-	req.Host = req.URL.Host
-	req.Close = true
-	req.RequestURI = ""
-	if r.scrub != nil {
-		// The answer is scanned for the real key: it must come in the
-		// clear, and whole (a byte range could cut the key in pieces
-		// that no scan recognises).
-		req.Header.Set("Accept-Encoding", "identity")
-		req.Header.Del("Range")
-		req.Header.Del("If-Range")
-	}
-	if expect && req.ContentLength != 0 {
-		if _, err := io.WriteString(client, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
-			return false
-		}
-	}
-	if req.Body != nil && req.Body != http.NoBody {
-		req.Body = &bodyReader{ReadCloser: req.Body, c: c, idle: p.cfg.IdleTimeout}
-	}
-	if err := req.Write(up); err != nil {
-		a.reason = fmt.Sprintf("%s; request not forwarded: %v", a.reason, err)
+	keep, expect := originForm(req, r.scrub)
+	if !p.sendRequest(c, client, up, req, expect, a) {
 		return false
 	}
 	ubr := bufio.NewReader(up)
-	var resp *http.Response
-	for {
-		var err error
-		resp, err = http.ReadResponse(ubr, req)
-		if err != nil {
-			a.reason = fmt.Sprintf("%s; no response: %v", a.reason, err)
-			writeRefusal(client, http.StatusBadGateway, "no valid response from upstream: "+err.Error())
-			return false
-		}
-		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
-			break
-		}
-		// 1xx informational responses (103 Early Hints) are passed on.
-		removeHopHeaders(resp.Header)
-		scrubHead(r.scrub, resp)
-		bw := bufio.NewWriter(client)
-		fmt.Fprintf(bw, "HTTP/1.1 %s\r\n", resp.Status)
-		resp.Header.Write(bw)
-		bw.WriteString("\r\n")
-		if bw.Flush() != nil {
-			return false
-		}
+	resp, ok := finalResponse(ubr, client, req, r.scrub, a)
+	if !ok {
+		return false
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusSwitchingProtocols {
@@ -160,24 +111,7 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, r *request, a *attempt) bo
 		writeRefusal(client, http.StatusBadGateway, err.Error())
 		return false
 	}
-	resp.Header.Del("Content-Length")
-	chunked := false
-	switch {
-	case noBody:
-		if resp.ContentLength > 0 && req.Method == http.MethodHead {
-			resp.Header.Set("Content-Length", fmt.Sprint(resp.ContentLength))
-		}
-	case resp.ContentLength >= 0:
-		resp.Header.Set("Content-Length", fmt.Sprint(resp.ContentLength))
-	case req.ProtoAtLeast(1, 1):
-		chunked = true
-		resp.Header.Set("Transfer-Encoding", "chunked")
-	default:
-		keep = false // HTTP/1.0 client, unknown length: close-delimited
-	}
-	if !keep {
-		resp.Header.Set("Connection", "close")
-	}
+	chunked, keep := responseFraming(req, resp, noBody, keep)
 	bw := bufio.NewWriterSize(client, 4096)
 	fmt.Fprintf(bw, "HTTP/1.1 %s\r\n", resp.Status)
 	resp.Header.Write(bw)
@@ -194,6 +128,122 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, r *request, a *attempt) bo
 		}
 	}
 	return copyBody(bw, body, chunked, r.scrub, a) && keep
+}
+
+// upstreamTLS is the connection the request goes out on: upc itself, or
+// for a TLS-intercepted request upc wrapped in TLS to the target host. A
+// failed handshake is recorded and answered 502; ok is then false.
+func (p *Proxy) upstreamTLS(c, upc net.Conn, r *request, a *attempt) (net.Conn, bool) {
+	var upConn net.Conn = upc
+	if r.tls {
+		tc, err := p.wrapTLS(upc, r.target.host)
+		if err != nil {
+			a.decision, a.reason = DecisionFailed, fmt.Sprintf("TLS with %s: %v", r.target.host, err)
+			p.record(a)
+			writeRefusal(c, http.StatusBadGateway, a.reason)
+			return nil, false
+		}
+		upConn = tc
+	}
+	return upConn, true
+}
+
+// originForm rewrites req for the upstream: origin form, no hop-by-hop
+// headers, no Expect, closed afterwards; a routed request (scrub not nil)
+// asks for the whole answer in the clear. It returns whether the client
+// connection may be kept and whether the client expects 100 Continue.
+func originForm(req *http.Request, scrub *scrubber) (keep, expect bool) {
+	keep = !req.Close && req.ProtoAtLeast(1, 1)
+	expect = strings.EqualFold(strings.TrimSpace(req.Header.Get("Expect")), "100-continue")
+	req.Header.Del("Expect")
+	removeHopHeaders(req.Header)
+	req.Host = req.URL.Host
+	req.Close = true
+	req.RequestURI = ""
+	if scrub != nil {
+		// The answer is scanned for the real key: it must come in the
+		// clear, and whole (a byte range could cut the key in pieces
+		// that no scan recognises).
+		req.Header.Set("Accept-Encoding", "identity")
+		req.Header.Del("Range")
+		req.Header.Del("If-Range")
+	}
+	return keep, expect
+}
+
+// sendRequest answers 100 Continue when the client waits for it and
+// writes req upstream, its body read from the client under the idle
+// timeout; it reports whether the request went out.
+func (p *Proxy) sendRequest(c net.Conn, client, up *idleConn, req *http.Request, expect bool, a *attempt) bool {
+	if expect && req.ContentLength != 0 {
+		if _, err := io.WriteString(client, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
+			return false
+		}
+	}
+	if req.Body != nil && req.Body != http.NoBody {
+		req.Body = &bodyReader{ReadCloser: req.Body, c: c, idle: p.cfg.IdleTimeout}
+	}
+	if err := req.Write(up); err != nil {
+		a.reason = fmt.Sprintf("%s; request not forwarded: %v", a.reason, err)
+		return false
+	}
+	return true
+}
+
+// finalResponse reads the upstream's response to req, passing 1xx
+// informational responses (103 Early Hints) on to the client, until a
+// final one or 101 Switching Protocols; no valid response is answered 502
+// and ok is then false.
+func finalResponse(ubr *bufio.Reader, client *idleConn, req *http.Request, scrub *scrubber, a *attempt) (*http.Response, bool) {
+	var resp *http.Response
+	for {
+		var err error
+		resp, err = http.ReadResponse(ubr, req)
+		if err != nil {
+			a.reason = fmt.Sprintf("%s; no response: %v", a.reason, err)
+			writeRefusal(client, http.StatusBadGateway, "no valid response from upstream: "+err.Error())
+			return nil, false
+		}
+		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
+			break
+		}
+		// 1xx informational responses (103 Early Hints) are passed on.
+		removeHopHeaders(resp.Header)
+		scrubHead(scrub, resp)
+		bw := bufio.NewWriter(client)
+		fmt.Fprintf(bw, "HTTP/1.1 %s\r\n", resp.Status)
+		resp.Header.Write(bw)
+		bw.WriteString("\r\n")
+		if bw.Flush() != nil {
+			return nil, false
+		}
+	}
+	return resp, true
+}
+
+// responseFraming sets how the response body is delimited for the client:
+// Content-Length when known, chunked to an HTTP/1.1 client otherwise, or
+// the connection's close for an HTTP/1.0 one. It returns whether the body
+// goes chunked and whether the client connection may still be kept.
+func responseFraming(req *http.Request, resp *http.Response, noBody, keep bool) (chunked, keepAlive bool) {
+	resp.Header.Del("Content-Length")
+	switch {
+	case noBody:
+		if resp.ContentLength > 0 && req.Method == http.MethodHead {
+			resp.Header.Set("Content-Length", fmt.Sprint(resp.ContentLength))
+		}
+	case resp.ContentLength >= 0:
+		resp.Header.Set("Content-Length", fmt.Sprint(resp.ContentLength))
+	case req.ProtoAtLeast(1, 1):
+		chunked = true
+		resp.Header.Set("Transfer-Encoding", "chunked")
+	default:
+		keep = false // HTTP/1.0 client, unknown length: close-delimited
+	}
+	if !keep {
+		resp.Header.Set("Connection", "close")
+	}
+	return chunked, keep
 }
 
 // routedBody is what of resp's body goes to the client: for a routed

@@ -552,72 +552,102 @@ var (
 // shortens the read deadline of dst, which the other direction reads from,
 // to the half-open timeout. It returns nil when src finished cleanly.
 func (p *Proxy) pipe(dst, src net.Conn, st *tunnelState) (int64, error) {
-	idle := p.cfg.IdleTimeout
+	var dl readDeadline
 	var total int64
-	var setAt time.Time
-	var setHalf int64
 	dtc, ok1 := dst.(*net.TCPConn)
 	stc, ok2 := src.(*net.TCPConn)
 	if ok1 && ok2 && spliceOK {
-		// Kernel-side copy in bounded steps, so that deadlines are
-		// refreshed between them; activity is recorded as bytes move.
-		moved := func() { st.last.Store(time.Now().UnixNano()) }
-		for {
-			now := time.Now()
-			if h := st.halfOpen.Load(); h != 0 {
-				if h != setHalf {
-					_ = src.SetReadDeadline(time.Unix(0, h))
-					setHalf = h
-				}
-			} else if now.Sub(setAt) > idle/8 {
-				_ = src.SetReadDeadline(now.Add(idle))
-				setAt = now
+		n, userSpace, err := p.pipeSplice(dtc, stc, st, &dl)
+		if !userSpace {
+			return n, err
+		}
+		total = n
+	}
+	return p.pipeCopy(dst, src, st, &dl, total)
+}
+
+// readDeadline is the read deadline pipe keeps on its source: the idle
+// timeout, refreshed as bytes move, or the half-open timeout once the
+// other direction has finished.
+type readDeadline struct {
+	setAt   time.Time
+	setHalf int64
+}
+
+// refresh moves src's read deadline to the half-open deadline when one is
+// set, or else to the idle timeout from now when the last one was set
+// more than an eighth of it ago.
+func (d *readDeadline) refresh(src net.Conn, st *tunnelState, idle time.Duration) {
+	now := time.Now()
+	if h := st.halfOpen.Load(); h != 0 {
+		if h != d.setHalf {
+			_ = src.SetReadDeadline(time.Unix(0, h))
+			d.setHalf = h
+		}
+	} else if now.Sub(d.setAt) > idle/8 {
+		_ = src.SetReadDeadline(now.Add(idle))
+		d.setAt = now
+	}
+}
+
+// halfClose passes the end of src on: dst is half-closed and the other
+// direction, which reads from dst, gets the half-open deadline.
+func (p *Proxy) halfClose(dst net.Conn, st *tunnelState) {
+	closeWrite(dst)
+	h := time.Now().Add(p.cfg.HalfOpenTimeout)
+	st.halfOpen.CompareAndSwap(0, h.UnixNano())
+	_ = dst.SetReadDeadline(time.Unix(0, st.halfOpen.Load()))
+}
+
+// pipeSplice is pipe's kernel-side copy, in bounded steps so that
+// deadlines are refreshed between them. userSpace says it stopped for
+// want of descriptors, having copied total, and the copy goes on in user
+// space.
+func (p *Proxy) pipeSplice(dst, src *net.TCPConn, st *tunnelState, dl *readDeadline) (total int64, userSpace bool, err error) {
+	idle := p.cfg.IdleTimeout
+	// Kernel-side copy in bounded steps, so that deadlines are
+	// refreshed between them; activity is recorded as bytes move.
+	moved := func() { st.last.Store(time.Now().UnixNano()) }
+	for {
+		dl.refresh(src, st, idle)
+		n, eof, err := spliceStep(dst, src, spliceChunk, moved)
+		total += n
+		if n > 0 {
+			st.last.Store(time.Now().UnixNano())
+		}
+		if eof {
+			p.halfClose(dst, st)
+			return total, false, nil
+		}
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, errNoPipe) {
+			return total, true, nil // out of descriptors: on in user space
+		}
+		if isTimeout(err) {
+			if st.halfOpen.Load() != 0 {
+				return total, false, errHalfOpen
 			}
-			n, eof, err := spliceStep(dtc, stc, spliceChunk, moved)
-			total += n
-			if n > 0 {
-				st.last.Store(time.Now().UnixNano())
-			}
-			if eof {
-				closeWrite(dst)
-				h := time.Now().Add(p.cfg.HalfOpenTimeout)
-				st.halfOpen.CompareAndSwap(0, h.UnixNano())
-				_ = dst.SetReadDeadline(time.Unix(0, st.halfOpen.Load()))
-				return total, nil
-			}
-			if err == nil {
+			if n > 0 || time.Since(time.Unix(0, st.last.Load())) < idle {
+				dl.setAt = time.Time{}
 				continue
 			}
-			if errors.Is(err, errNoPipe) {
-				break // out of descriptors: on in user space, below
-			}
-			if isTimeout(err) {
-				if st.halfOpen.Load() != 0 {
-					return total, errHalfOpen
-				}
-				if n > 0 || time.Since(time.Unix(0, st.last.Load())) < idle {
-					setAt = time.Time{}
-					continue
-				}
-				return total, errIdle
-			}
-			return total, err
+			return total, false, errIdle
 		}
+		return total, false, err
 	}
+}
+
+// pipeCopy is pipe's copy through a buffer in user space, counting on
+// from total.
+func (p *Proxy) pipeCopy(dst, src net.Conn, st *tunnelState, dl *readDeadline, total int64) (int64, error) {
+	idle := p.cfg.IdleTimeout
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf := *bp
 	for {
-		now := time.Now()
-		if h := st.halfOpen.Load(); h != 0 {
-			if h != setHalf {
-				_ = src.SetReadDeadline(time.Unix(0, h))
-				setHalf = h
-			}
-		} else if now.Sub(setAt) > idle/8 {
-			_ = src.SetReadDeadline(now.Add(idle))
-			setAt = now
-		}
+		dl.refresh(src, st, idle)
 		n, err := src.Read(buf)
 		if n > 0 {
 			st.last.Store(time.Now().UnixNano())
@@ -631,10 +661,7 @@ func (p *Proxy) pipe(dst, src net.Conn, st *tunnelState) (int64, error) {
 			continue
 		}
 		if errors.Is(err, io.EOF) {
-			closeWrite(dst)
-			h := time.Now().Add(p.cfg.HalfOpenTimeout)
-			st.halfOpen.CompareAndSwap(0, h.UnixNano())
-			_ = dst.SetReadDeadline(time.Unix(0, st.halfOpen.Load()))
+			p.halfClose(dst, st)
 			return total, nil
 		}
 		if isTimeout(err) {
@@ -642,7 +669,7 @@ func (p *Proxy) pipe(dst, src net.Conn, st *tunnelState) (int64, error) {
 				return total, errHalfOpen
 			}
 			if time.Since(time.Unix(0, st.last.Load())) < idle {
-				setAt = time.Time{} // the other direction is busy: wait on
+				dl.setAt = time.Time{} // the other direction is busy: wait on
 				continue
 			}
 			return total, errIdle

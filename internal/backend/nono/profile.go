@@ -129,25 +129,51 @@ func (b *builder) note(format string, a ...any) { b.notes = append(b.notes, fmt.
 
 // build makes the profile, or says why nono would refuse it.
 func (b *builder) build() (Profile, error) {
+	if err := b.checkSpec(); err != nil {
+		return Profile{}, err
+	}
+	wd, skip, err := b.grantStateDirs()
+	if err != nil {
+		return Profile{}, err
+	}
+	if err := b.grantSources(wd, skip); err != nil {
+		return Profile{}, err
+	}
+	if err := b.grantSockets(); err != nil {
+		return Profile{}, err
+	}
+	if err := b.addExec(); err != nil {
+		return Profile{}, err
+	}
+	return b.profile()
+}
+
+// checkSpec refuses a spec nono cannot be given: relative state dir,
+// workdir or home, a command or environment nono would misread.
+func (b *builder) checkSpec() error {
 	s := b.s
 	if !filepath.IsAbs(s.StateDir) || !filepath.IsAbs(s.Workdir) {
-		return Profile{}, fmt.Errorf("internal error: the state dir %q and the workdir %q must be absolute", s.StateDir, s.Workdir)
+		return fmt.Errorf("internal error: the state dir %q and the workdir %q must be absolute", s.StateDir, s.Workdir)
 	}
 	if !filepath.IsAbs(b.home.Dir) {
-		return Profile{}, fmt.Errorf("internal error: the home directory %q must be absolute", b.home.Dir)
+		return fmt.Errorf("internal error: the home directory %q must be absolute", b.home.Dir)
 	}
 	if err := checkCommand(s); err != nil {
-		return Profile{}, err
+		return err
 	}
-	if err := checkEnv(s); err != nil {
-		return Profile{}, err
-	}
+	return checkEnv(s)
+}
 
+// grantStateDirs checks the workdir and grants the agent's parts of the
+// state dir; it returns the canonical workdir and the paths the listed
+// grants must skip (both are granted already).
+func (b *builder) grantStateDirs() (string, map[string]bool, error) {
+	s := b.s
 	// The workdir is granted by workdir.access + --allow-cwd, not listed;
 	// nono re-runs its overlap checks on it, so check it here too.
 	wd := grant.Canonical(s.Workdir)
 	if err := b.check(wd); err != nil {
-		return Profile{}, fmt.Errorf("working directory %s %v; run agent-sandbox from a project directory or pass --workdir", wd, err)
+		return "", nil, fmt.Errorf("working directory %s %v; run agent-sandbox from a project directory or pass --workdir", wd, err)
 	}
 
 	// The agent's parts of the state dir are created by Execute, so they
@@ -157,16 +183,49 @@ func (b *builder) build() (Profile, error) {
 	for _, d := range s.AgentStateDirs() {
 		d = grant.Canonical(d)
 		if err := b.check(d); err != nil {
-			return Profile{}, fmt.Errorf("agent-sandbox's state dir %s %v; set XDG_STATE_HOME to a directory outside nono's protected paths", d, err)
+			return "", nil, fmt.Errorf("agent-sandbox's state dir %s %v; set XDG_STATE_HOME to a directory outside nono's protected paths", d, err)
 		}
 		b.allow = append(b.allow, d)
 		skip[d] = true
 	}
-	type source struct {
-		paths       []string
-		dirs, files *[]string
-		origin      func(p string) string
+	return wd, skip, nil
+}
+
+// grantSource is one list of grants: where its directories and files go
+// in the profile, and how a path in it is named in messages.
+type grantSource struct {
+	paths       []string
+	dirs, files *[]string
+	origin      func(p string) string
+}
+
+// grantSources grants the listed paths (agent folder, linked git dirs,
+// config_paths, the filesystem grants, git's configuration), each once per
+// kind, skipping the paths in skip.
+func (b *builder) grantSources(wd string, skip map[string]bool) error {
+	seen := map[*[]string]map[string]bool{}
+	for _, src := range b.sources(wd) {
+		if seen[src.dirs] == nil {
+			seen[src.dirs] = map[string]bool{}
+		}
+		for _, raw := range uniq.Sorted(src.paths) {
+			p := grant.Canonical(raw)
+			if skip[p] || seen[src.dirs][p] {
+				continue
+			}
+			seen[src.dirs][p] = true
+			if err := b.add(p, src.dirs, src.files, src.origin(raw)); err != nil {
+				return err
+			}
+		}
 	}
+	return nil
+}
+
+// sources lists the spec's grants in the order they are granted, each with
+// the file and key that asked for it.
+func (b *builder) sources(wd string) []grantSource {
+	s := b.s
 	inList := func(list []string) map[string]bool {
 		m := map[string]bool{}
 		for _, p := range list {
@@ -179,7 +238,7 @@ func (b *builder) build() (Profile, error) {
 	if s.AgentDir != "" {
 		agentDir = []string{s.AgentDir}
 	}
-	sources := []source{
+	return []grantSource{
 		{agentDir, &b.read, &b.readFile, func(string) string { return "the agent folder" }},
 		{s.GitDirs, &b.allow, &b.allowFile, func(string) string { return "the linked git dir of " + wd }},
 		{s.ConfigPaths, &b.allow, &b.allowFile, func(string) string { return agentToml(s) + ": config_paths" }},
@@ -201,22 +260,12 @@ func (b *builder) build() (Profile, error) {
 		{s.Write, &b.write, &b.writeFile, func(string) string { return sandboxFile(s) + ": filesystem.write" }},
 		{s.UserConfig, &b.read, &b.readFile, func(string) string { return "git's configuration" }},
 	}
-	seen := map[*[]string]map[string]bool{}
-	for _, src := range sources {
-		if seen[src.dirs] == nil {
-			seen[src.dirs] = map[string]bool{}
-		}
-		for _, raw := range uniq.Sorted(src.paths) {
-			p := grant.Canonical(raw)
-			if skip[p] || seen[src.dirs][p] {
-				continue
-			}
-			seen[src.dirs][p] = true
-			if err := b.add(p, src.dirs, src.files, src.origin(raw)); err != nil {
-				return Profile{}, err
-			}
-		}
-	}
+}
+
+// grantSockets grants the unix_socket_dir_bind directories: a missing one
+// is left out with a note, a file or a protected path is refused.
+func (b *builder) grantSockets() error {
+	s := b.s
 	for _, raw := range uniq.Sorted(b.o.UnixSocketDirBind) {
 		p := grant.Canonical(raw)
 		origin := sandboxFile(s) + ": filesystem.unix_socket_dir_bind"
@@ -226,17 +275,20 @@ func (b *builder) build() (Profile, error) {
 			continue
 		}
 		if !st.IsDir() {
-			return Profile{}, fmt.Errorf("%s: %s is not a directory; unix_socket_dir_bind takes the directory the sockets are created in", origin, p)
+			return fmt.Errorf("%s: %s is not a directory; unix_socket_dir_bind takes the directory the sockets are created in", origin, p)
 		}
 		if err := b.check(p); err != nil {
-			return Profile{}, fmt.Errorf("%s: %s %v", origin, p, err)
+			return fmt.Errorf("%s: %s %v", origin, p, err)
 		}
 		b.sockets = append(b.sockets, p)
 	}
-	if err := b.addExec(); err != nil {
-		return Profile{}, err
-	}
+	return nil
+}
 
+// profile assembles the profile from the grants gathered so far, with the
+// network and environment policy and the platform-only parts.
+func (b *builder) profile() (Profile, error) {
+	s := b.s
 	prof := Profile{
 		Schema: SchemaURL,
 		Meta: Meta{
