@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/guard"
 )
@@ -473,12 +475,23 @@ func NullStdio(cmd *exec.Cmd) (*os.File, error) {
 }
 
 // IsTerminal reports whether a stream (an io.Reader or io.Writer) is a
-// terminal device.
+// terminal: a file the terminal ioctls answer on. Any character device
+// is not one (/dev/null is a character device: stdin redirected from it
+// once counted as a terminal, and the keyboard's signals sent to
+// agent-sandbox were then not passed on).
 func IsTerminal(stream any) bool {
 	f, ok := stream.(*os.File)
-	if !ok {
+	if !ok || f == nil {
 		return false
 	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	tty := false
+	_ = rc.Control(func(fd uintptr) {
+		_, err := unix.IoctlGetWinsize(int(fd), unix.TIOCGWINSZ)
+		tty = err == nil
+	})
+	return tty
 }

@@ -553,9 +553,28 @@ func (p *Process) Ended() error {
 // agent's TUI gives the shell's prompt back at once); once continued (the
 // shell's fg sends SIGCONT to the job, the agent included), it passes
 // SIGCONT on to init and the agent, in case the agent did not get it.
+//
+// The report may be stale: the terminal's Ctrl-Z stops agent-sandbox
+// itself along with the agent, and the report is read only after the
+// shell's fg has continued them both. Stopping then would stop the job
+// again with nobody to continue it. So init is asked first whether the
+// agent is stopped now; only then does agent-sandbox stop.
 func (p *Process) jobStopped() {
+	if !p.agentStopped() {
+		return
+	}
 	_ = syscall.Kill(syscall.Getpid(), syscall.SIGTSTP)
 	_ = p.cmd.Process.Signal(syscall.SIGCONT)
+}
+
+// agentStopped asks init whether the agent is stopped now; true when init
+// cannot say (the stop is then acted on as reported).
+func (p *Process) agentStopped() bool {
+	msg, f, err := p.request([]byte("T"))
+	if f != nil {
+		f.Close()
+	}
+	return err != nil || msg != "T0"
 }
 
 // finish turns init's last report r (decoded with error derr) into Wait's
