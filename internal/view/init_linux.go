@@ -328,7 +328,15 @@ func runAgent(c Config, rules *landlock.Ruleset, agent chan<- agentJob, sigs <-c
 		if sig == unix.SIGCHLD {
 			continue
 		}
-		if c.TerminalSignals && terminalSignal(sig) && sig != unix.SIGCONT {
+		// The terminal's signals reached the agent already: it is in
+		// agent-sandbox's process group. So did the shell's SIGCONT
+		// (fg, bg), which is not passed on again either: a copy
+		// passed on late (init's signals are a channel away) would
+		// continue an agent a later Ctrl-Z had just stopped, which
+		// then read the terminal from the background, stopped again
+		// on SIGTTIN, and made agent-sandbox stop the job once more
+		// after the next fg.
+		if c.TerminalSignals && terminalSignal(sig) {
 			continue
 		}
 		_ = unix.Kill(s.pid, sig.(unix.Signal))

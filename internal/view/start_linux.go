@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
@@ -46,6 +47,11 @@ type Process struct {
 
 	result error         // what Ended returned, once reaped is set
 	reaped chan struct{} // set by Ended; closed once init itself is reaped
+
+	// stops is told of each stop init reports (job control); jobsDone
+	// ends jobControl.
+	stops    chan struct{}
+	jobsDone chan struct{}
 }
 
 // Forwarded is a listening socket on the sandbox's loopback for one of
@@ -318,6 +324,15 @@ func (p *Pending) Start(c Config) (*Process, error) {
 		}
 	}
 	proc.ctl, proc.inbound = ctl, c.Inbound
+	proc.stops, proc.jobsDone = make(chan struct{}, 1), make(chan struct{})
+	var tstp chan os.Signal
+	if c.TerminalSignals {
+		// The terminal's Ctrl-Z is acted on by jobControl, which alone
+		// stops agent-sandbox (see there).
+		tstp = make(chan os.Signal, 1)
+		signal.Notify(tstp, syscall.SIGTSTP)
+	}
+	go proc.jobControl(tstp)
 	return proc, nil
 }
 
@@ -537,34 +552,60 @@ func (p *Process) Ended() error {
 	derr := p.dec.Decode(&r)
 	for derr == nil && (r.Stopped != 0 || r.Connect != "") {
 		if r.Stopped != 0 {
-			p.jobStopped()
+			select {
+			case p.stops <- struct{}{}:
+			default: // one is pending: it asks for the state then
+			}
 		} else if p.Attempted != nil {
 			p.Attempted(r.Connect)
 		}
 		r = report{}
 		derr = p.dec.Decode(&r)
 	}
+	close(p.jobsDone)
 	p.result = p.finish(r, derr)
 	return p.result
 }
 
-// jobStopped acts on the agent's stop: agent-sandbox stops itself with
-// SIGTSTP, which the user's shell sees as the job stopping (Ctrl-Z in an
-// agent's TUI gives the shell's prompt back at once); once continued (the
-// shell's fg sends SIGCONT to the job, the agent included), it passes
-// SIGCONT on to init and the agent, in case the agent did not get it.
+// jobControl keeps agent-sandbox's state, as the user's shell sees it (its
+// job), the agent's: whenever the agent is stopped, agent-sandbox stops
+// too (Ctrl-Z in an agent's TUI stops only the agent, whose Landlock
+// domain cannot signal agent-sandbox; the shell gets its prompt back at
+// once), and once continued (the shell's fg sends SIGCONT to the job, the
+// agent included) it passes SIGCONT on to init, in case the agent did not
+// get it. It runs until the agent has ended.
 //
-// The report may be stale: the terminal's Ctrl-Z stops agent-sandbox
-// itself along with the agent, and the report is read only after the
-// shell's fg has continued them both. Stopping then would stop the job
-// again with nobody to continue it. So init is asked first whether the
-// agent is stopped now; only then does agent-sandbox stop.
-func (p *Process) jobStopped() {
-	if !p.agentStopped() {
-		return
+// Each event (a stop init reported, the terminal's SIGTSTP on tstp) only
+// makes it ask init whether the agent is stopped now: the event itself may
+// be stale. The terminal's Ctrl-Z stops the agent and signals agent-sandbox,
+// and a report or signal read after the shell's fg has continued the job
+// would otherwise stop it again, with nobody to continue it. Nothing but
+// this goroutine stops agent-sandbox (the terminal's SIGTSTP is caught),
+// and it stops with SIGSTOP, at once: no stop can come between init's
+// answer and agent-sandbox's own stop, to be followed by a stale one after
+// fg. The shell says "Stopped (signal)" for it.
+func (p *Process) jobControl(tstp chan os.Signal) {
+	// The stop is sent to this thread, which stops before its tgkill
+	// returns: nothing of this loop runs while the stop is under way.
+	runtime.LockOSThread()
+	defer func() {
+		if tstp != nil {
+			signal.Stop(tstp)
+		}
+	}()
+	for {
+		select {
+		case <-tstp:
+		case <-p.stops:
+		case <-p.jobsDone:
+			return
+		}
+		if !p.agentStopped() {
+			continue
+		}
+		_ = unix.Tgkill(unix.Getpid(), unix.Gettid(), unix.SIGSTOP)
+		_ = p.cmd.Process.Signal(syscall.SIGCONT)
 	}
-	_ = syscall.Kill(syscall.Getpid(), syscall.SIGTSTP)
-	_ = p.cmd.Process.Signal(syscall.SIGCONT)
 }
 
 // agentStopped asks init whether the agent is stopped now; true when init
