@@ -66,6 +66,10 @@ type Started struct {
 	// (the view's init): the ledger's watch is handed to it
 	// (guard.Share).
 	Keep func(*os.File) error
+	// Signal, when not nil, passes a signal sent to agent-sandbox on to
+	// the agent (nono's supervisor keeps some signals for itself); nil
+	// sends it to the started process.
+	Signal func(os.Signal) error
 }
 
 // Lifecycle is one run, driven the same way whatever the backend:
@@ -227,7 +231,17 @@ func (l Lifecycle) Execute() int {
 	// reaches agent-sandbox alone and is passed on.
 	fromTTY := IsTerminal(l.Stdio.In)
 	skip := func(s os.Signal) bool { return fromTTY && terminalSignal(s) }
-	_, err = Forward(sigs, func() *os.Process { return cmd.Process }, skip, run.Wait)
+	send := func(s os.Signal) bool {
+		if cmd.Process == nil {
+			return false
+		}
+		_ = cmd.Process.Signal(s)
+		return true
+	}
+	if run.Signal != nil {
+		send = func(s os.Signal) bool { return run.Signal(s) == nil }
+	}
+	_, err = forward(sigs, send, skip, run.Wait)
 	code := ExitStatus(err)
 	if run.Ended && cmd.Process != nil {
 		doneChild = cmd.Process.Pid
@@ -292,6 +306,18 @@ func interrupts() (interrupted <-chan struct{}, by func() os.Signal, stop func()
 // the process target returns, unless skip (nil: none) holds for it. It
 // returns the last signal passed on (nil if none) and wait's error.
 func Forward(sigs <-chan os.Signal, target func() *os.Process, skip func(os.Signal) bool, wait func() error) (os.Signal, error) {
+	return forward(sigs, func(s os.Signal) bool {
+		if p := target(); p != nil {
+			_ = p.Signal(s)
+			return true
+		}
+		return false
+	}, skip, wait)
+}
+
+// forward is Forward with send passing a signal on (false: nothing to
+// pass it on to).
+func forward(sigs <-chan os.Signal, send func(os.Signal) bool, skip func(os.Signal) bool, wait func() error) (os.Signal, error) {
 	done := make(chan error, 1)
 	go func() { done <- wait() }()
 	var last os.Signal
@@ -301,8 +327,7 @@ func Forward(sigs <-chan os.Signal, target func() *os.Process, skip func(os.Sign
 			if skip != nil && skip(s) {
 				continue
 			}
-			if p := target(); p != nil {
-				_ = p.Signal(s)
+			if send(s) {
 				last = s
 			}
 		case err := <-done:
