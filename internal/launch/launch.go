@@ -70,6 +70,13 @@ type Started struct {
 	// the agent (nono's supervisor keeps some signals for itself); nil
 	// sends it to the started process.
 	Signal func(os.Signal) error
+	// OwnJobControl says that the sandbox keeps agent-sandbox's job state
+	// the agent's itself (the view's init reports the agent's stops);
+	// otherwise Execute does (jobControl), with Stopped, when not nil,
+	// saying whether the agent is stopped now (nono's child), else the
+	// started process's state.
+	OwnJobControl bool
+	Stopped       func() bool
 }
 
 // Lifecycle is one run, driven the same way whatever the backend:
@@ -231,6 +238,15 @@ func (l Lifecycle) Execute() int {
 	// reaches agent-sandbox alone and is passed on.
 	fromTTY := IsTerminal(l.Stdio.In)
 	skip := func(s os.Signal) bool { return fromTTY && terminalSignal(s) }
+	var jobsDone chan struct{}
+	if !run.OwnJobControl && cmd.Process != nil {
+		jobsDone = make(chan struct{})
+		resume := func() { _ = cmd.Process.Signal(syscall.SIGCONT) }
+		if run.Signal != nil {
+			resume = func() { _ = run.Signal(syscall.SIGCONT) }
+		}
+		go jobControl(cmd.Process.Pid, fromTTY, run.Stopped, resume, jobsDone)
+	}
 	send := func(s os.Signal) bool {
 		if cmd.Process == nil {
 			return false
@@ -242,6 +258,9 @@ func (l Lifecycle) Execute() int {
 		send = func(s os.Signal) bool { return run.Signal(s) == nil }
 	}
 	_, err = forward(sigs, send, skip, run.Wait)
+	if jobsDone != nil {
+		close(jobsDone)
+	}
 	code := ExitStatus(err)
 	if run.Ended && cmd.Process != nil {
 		doneChild = cmd.Process.Pid

@@ -398,6 +398,8 @@ func (v *viewRun) start(cmd *exec.Cmd) (launch.Started, error) {
 		Masks:     masks,
 		Keep:      proc.Keep,
 		Ended:     true,
+		// init reports the agent's stops (view.Process's jobControl).
+		OwnJobControl: true,
 		// Then init exits; its exit (its namespaces' teardown, the
 		// watch it holds) is reaped in the background and not waited
 		// for (Ended).

@@ -56,7 +56,11 @@ func starter(sc landlock.Seccomp) func(*exec.Cmd) (launch.Started, error) {
 		if err != nil {
 			return launch.Started{}, err
 		}
-		return launch.Started{Wait: wait, Signal: func(s os.Signal) error { return routeSignal(cmd.Process.Pid, s) }}, nil
+		nono := cmd.Process.Pid
+		return launch.Started{Wait: wait, Signal: func(s os.Signal) error { return routeSignal(nono, s) },
+			// The agent is nono's child: a TUI that stops itself
+			// leaves nono running.
+			Stopped: func() bool { return agentStopped(nono) }}, nil
 	}
 }
 
@@ -89,6 +93,22 @@ func routeSignal(nono int, s os.Signal) error {
 		}
 	}
 	return err
+}
+
+// agentStopped reports whether a child of nono (the agent) is stopped
+// now: its state in /proc is T.
+func agentStopped(nono int) bool {
+	for _, pid := range children(nono) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) && s[i+2] == 'T' {
+			return true
+		}
+	}
+	return false
 }
 
 // children are the pids of pid's child processes, from
