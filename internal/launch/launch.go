@@ -232,35 +232,7 @@ func (l Lifecycle) Execute() int {
 		diag.Warnf(l.Stdio.Err, "handing the protection watch to the sandbox: %v (the run ends about 10 ms later)", err)
 	}
 	g.Watch(run.Reprotect, run.Masks...)
-	// The terminal sends keyboard signals and window changes to the whole
-	// foreground process group, agent included; forward those only when
-	// agent-sandbox has no terminal. Everything else (kill, hang-up)
-	// reaches agent-sandbox alone and is passed on.
-	fromTTY := IsTerminal(l.Stdio.In)
-	skip := func(s os.Signal) bool { return fromTTY && terminalSignal(s) }
-	var jobsDone chan struct{}
-	if !run.OwnJobControl && cmd.Process != nil {
-		jobsDone = make(chan struct{})
-		resume := func() { _ = cmd.Process.Signal(syscall.SIGCONT) }
-		if run.Signal != nil {
-			resume = func() { _ = run.Signal(syscall.SIGCONT) }
-		}
-		go jobControl(cmd.Process.Pid, fromTTY, run.Stopped, resume, jobsDone)
-	}
-	send := func(s os.Signal) bool {
-		if cmd.Process == nil {
-			return false
-		}
-		_ = cmd.Process.Signal(s)
-		return true
-	}
-	if run.Signal != nil {
-		send = func(s os.Signal) bool { return run.Signal(s) == nil }
-	}
-	_, err = forward(sigs, send, skip, run.Wait)
-	if jobsDone != nil {
-		close(jobsDone)
-	}
+	err = l.untilEnded(cmd, run, sigs)
 	code := ExitStatus(err)
 	if run.Ended && cmd.Process != nil {
 		doneChild = cmd.Process.Pid
@@ -283,6 +255,36 @@ func (l Lifecycle) Execute() int {
 		}
 	}
 	return code
+}
+
+// untilEnded passes the signals arriving on sigs on to the agent of run
+// (started as cmd) and keeps agent-sandbox's job state the agent's
+// (jobControl, unless the sandbox does that itself) until the agent has
+// ended, and returns run.Wait's error.
+func (l Lifecycle) untilEnded(cmd *exec.Cmd, run Started, sigs <-chan os.Signal) error {
+	// The terminal sends keyboard signals and window changes to the whole
+	// foreground process group, agent included; forward those only when
+	// agent-sandbox has no terminal. Everything else (kill, hang-up)
+	// reaches agent-sandbox alone and is passed on.
+	fromTTY := IsTerminal(l.Stdio.In)
+	skip := func(s os.Signal) bool { return fromTTY && terminalSignal(s) }
+	send := func(s os.Signal) bool {
+		if cmd.Process == nil {
+			return false
+		}
+		_ = cmd.Process.Signal(s)
+		return true
+	}
+	if run.Signal != nil {
+		send = func(s os.Signal) bool { return run.Signal(s) == nil }
+	}
+	if !run.OwnJobControl && cmd.Process != nil {
+		jobsDone := make(chan struct{})
+		defer close(jobsDone)
+		go jobControl(cmd.Process.Pid, fromTTY, run.Stopped, func() { send(syscall.SIGCONT) }, jobsDone)
+	}
+	_, err := forward(sigs, send, skip, run.Wait)
+	return err
 }
 
 // interrupts catches SIGINT, SIGTERM and SIGHUP while the checks after a
