@@ -325,14 +325,7 @@ func (p *Pending) Start(c Config) (*Process, error) {
 	}
 	proc.ctl, proc.inbound = ctl, c.Inbound
 	proc.stops, proc.jobsDone = make(chan struct{}, 1), make(chan struct{})
-	var tstp chan os.Signal
-	if c.TerminalSignals {
-		// The terminal's Ctrl-Z is acted on by jobControl, which alone
-		// stops agent-sandbox (see there).
-		tstp = make(chan os.Signal, 1)
-		signal.Notify(tstp, syscall.SIGTSTP)
-	}
-	go proc.jobControl(tstp)
+	go proc.jobControl(c.TerminalSignals)
 	return proc, nil
 }
 
@@ -575,7 +568,7 @@ func (p *Process) Ended() error {
 // agent included) it passes SIGCONT on to init, in case the agent did not
 // get it. It runs until the agent has ended.
 //
-// Each event (a stop init reported, the terminal's SIGTSTP on tstp) only
+// Each event (a stop init reported, the terminal's SIGTSTP when tty) only
 // makes it ask init whether the agent is stopped now: the event itself may
 // be stale. The terminal's Ctrl-Z stops the agent and signals agent-sandbox,
 // and a report or signal read after the shell's fg has continued the job
@@ -584,15 +577,20 @@ func (p *Process) Ended() error {
 // and it stops with SIGSTOP, at once: no stop can come between init's
 // answer and agent-sandbox's own stop, to be followed by a stale one after
 // fg. The shell says "Stopped (signal)" for it.
-func (p *Process) jobControl(tstp chan os.Signal) {
+func (p *Process) jobControl(tty bool) {
+	var tstp chan os.Signal
+	if tty {
+		// The terminal's Ctrl-Z is acted on here (registered off the
+		// start's way: a Ctrl-Z before that stops agent-sandbox by
+		// default, as it did before, and its stale report is looked at
+		// like any other).
+		tstp = make(chan os.Signal, 1)
+		signal.Notify(tstp, syscall.SIGTSTP)
+		defer signal.Stop(tstp)
+	}
 	// The stop is sent to this thread, which stops before its tgkill
 	// returns: nothing of this loop runs while the stop is under way.
 	runtime.LockOSThread()
-	defer func() {
-		if tstp != nil {
-			signal.Stop(tstp)
-		}
-	}()
 	for {
 		select {
 		case <-tstp:
