@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/guard"
 	"github.com/agent-sandbox/agent-sandbox/internal/quiesce"
@@ -69,6 +71,17 @@ type Started struct {
 	// (the view's init): the ledger's watch is handed to it
 	// (guard.Share).
 	Keep func(*os.File) error
+	// Signal, when not nil, passes a signal sent to agent-sandbox on to
+	// the agent (nono's supervisor keeps some signals for itself); nil
+	// sends it to the started process.
+	Signal func(os.Signal) error
+	// OwnJobControl says that the sandbox keeps agent-sandbox's job state
+	// the agent's itself (the view's init reports the agent's stops);
+	// otherwise Execute does (jobControl), with Stopped, when not nil,
+	// saying whether the agent is stopped now (nono's child), else the
+	// started process's state.
+	OwnJobControl bool
+	Stopped       func() bool
 }
 
 // Lifecycle is one run, driven the same way whatever the backend:
@@ -264,13 +277,7 @@ func (l Lifecycle) Execute() int {
 		diag.Warnf(l.Stdio.Err, "handing the protection watch to the sandbox: %v (the run ends about 10 ms later)", err)
 	}
 	g.Watch(run.Reprotect, run.Masks...)
-	// The terminal sends keyboard signals and window changes to the whole
-	// foreground process group, agent included; forward those only when
-	// agent-sandbox has no terminal. Everything else (kill, hang-up)
-	// reaches agent-sandbox alone and is passed on.
-	fromTTY := IsTerminal(l.Stdio.In)
-	skip := func(s os.Signal) bool { return fromTTY && terminalSignal(s) }
-	_, err = Forward(sigs, func() *os.Process { return cmd.Process }, skip, run.Wait)
+	err = l.untilEnded(cmd, run, sigs)
 	code := ExitStatus(err)
 
 	// The agent has ended: from here a signal is agent-sandbox's own.
@@ -292,6 +299,36 @@ func (l Lifecycle) Execute() int {
 		}
 	}
 	return code
+}
+
+// untilEnded passes the signals arriving on sigs on to the agent of run
+// (started as cmd) and keeps agent-sandbox's job state the agent's
+// (jobControl, unless the sandbox does that itself) until the agent has
+// ended, and returns run.Wait's error.
+func (l Lifecycle) untilEnded(cmd *exec.Cmd, run Started, sigs <-chan os.Signal) error {
+	// The terminal sends keyboard signals and window changes to the whole
+	// foreground process group, agent included; forward those only when
+	// agent-sandbox has no terminal. Everything else (kill, hang-up)
+	// reaches agent-sandbox alone and is passed on.
+	fromTTY := IsTerminal(l.Stdio.In)
+	skip := func(s os.Signal) bool { return fromTTY && terminalSignal(s) }
+	send := func(s os.Signal) bool {
+		if cmd.Process == nil {
+			return false
+		}
+		_ = cmd.Process.Signal(s)
+		return true
+	}
+	if run.Signal != nil {
+		send = func(s os.Signal) bool { return run.Signal(s) == nil }
+	}
+	if !run.OwnJobControl && cmd.Process != nil {
+		jobsDone := make(chan struct{})
+		defer close(jobsDone)
+		go jobControl(cmd.Process.Pid, fromTTY, run.Stopped, func() { send(syscall.SIGCONT) }, jobsDone)
+	}
+	_, err := forward(sigs, send, skip, run.Wait)
+	return err
 }
 
 // interrupts catches SIGINT, SIGTERM and SIGHUP while the checks after a
@@ -334,6 +371,18 @@ func interrupts() (interrupted <-chan struct{}, by func() os.Signal, stop func()
 // the process target returns, unless skip (nil: none) holds for it. It
 // returns the last signal passed on (nil if none) and wait's error.
 func Forward(sigs <-chan os.Signal, target func() *os.Process, skip func(os.Signal) bool, wait func() error) (os.Signal, error) {
+	return forward(sigs, func(s os.Signal) bool {
+		if p := target(); p != nil {
+			_ = p.Signal(s)
+			return true
+		}
+		return false
+	}, skip, wait)
+}
+
+// forward is Forward with send passing a signal on (false: nothing to
+// pass it on to).
+func forward(sigs <-chan os.Signal, send func(os.Signal) bool, skip func(os.Signal) bool, wait func() error) (os.Signal, error) {
 	done := make(chan error, 1)
 	go func() { done <- wait() }()
 	var last os.Signal
@@ -343,8 +392,7 @@ func Forward(sigs <-chan os.Signal, target func() *os.Process, skip func(os.Sign
 			if skip != nil && skip(s) {
 				continue
 			}
-			if p := target(); p != nil {
-				_ = p.Signal(s)
+			if send(s) {
 				last = s
 			}
 		case err := <-done:
@@ -493,12 +541,23 @@ func startErrorStatus(err error) int {
 }
 
 // IsTerminal reports whether a stream (an io.Reader or io.Writer) is a
-// terminal device.
+// terminal: a file the terminal ioctls answer on. Any character device
+// is not one (/dev/null is a character device: stdin redirected from it
+// once counted as a terminal, and the keyboard's signals sent to
+// agent-sandbox were then not passed on).
 func IsTerminal(stream any) bool {
 	f, ok := stream.(*os.File)
-	if !ok {
+	if !ok || f == nil {
 		return false
 	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	tty := false
+	_ = rc.Control(func(fd uintptr) {
+		_, err := unix.IoctlGetWinsize(int(fd), unix.TIOCGWINSZ)
+		tty = err == nil
+	})
+	return tty
 }

@@ -77,10 +77,15 @@ func Init() int {
 	// on the user's terminal or without a word (a real fault still
 	// crashes it); SIGQUIT, notified below, is passed on to the agent.
 	// If init dies anyway (SIGKILL), the parent says so in one line.
+	//
+	// Ignored only until the handlers below are registered: a signal
+	// ignored (SIG_IGN) stays ignored through fork and exec, and every
+	// program inside would start with SIGPIPE, SIGALRM, SIGXCPU, SIGXFSZ
+	// and four more ignored. A signal caught by Go's handler is reset to
+	// its default in the agent's fork, which then starts with the
+	// dispositions agent-sandbox's own children get (as --no-sandbox).
 	debug.SetTraceback("single")
-	signal.Ignore(unix.SIGQUIT, unix.SIGABRT, unix.SIGSEGV, unix.SIGBUS, unix.SIGFPE, unix.SIGILL, unix.SIGTRAP,
-		unix.SIGSYS, unix.SIGALRM, unix.SIGVTALRM, unix.SIGPROF, unix.SIGXCPU, unix.SIGXFSZ, unix.SIGSTKFLT,
-		unix.SIGPWR, unix.SIGIO, unix.SIGPIPE)
+	signal.Ignore(shielded...)
 	status := os.NewFile(statusFd, "status")
 	var sayMu sync.Mutex
 	say := func(r report) int {
@@ -102,6 +107,9 @@ func Init() int {
 		// the background, joined before the agent starts. Until then
 		// a terminal's signal (init is in agent-sandbox's process
 		// group) ends init, as it ends agent-sandbox: nothing ran.
+		// The shielded signals are caught and dropped (the channel is
+		// never read: a full channel drops them), not ignored.
+		signal.Notify(make(chan os.Signal, 1), shielded...)
 		signal.Notify(sigs, unix.SIGCHLD, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT,
 			unix.SIGWINCH, unix.SIGUSR1, unix.SIGUSR2, unix.SIGCONT)
 		close(registered)
@@ -168,6 +176,14 @@ func Init() int {
 	}
 	return code
 }
+
+// shielded are the signals a host process could send init that would end
+// it with a dump of goroutines or without a word; init drops them (a real
+// fault still crashes it). SIGQUIT among them is also passed on to the
+// agent once init's handlers are registered.
+var shielded = []os.Signal{unix.SIGQUIT, unix.SIGABRT, unix.SIGSEGV, unix.SIGBUS, unix.SIGFPE, unix.SIGILL, unix.SIGTRAP,
+	unix.SIGSYS, unix.SIGALRM, unix.SIGVTALRM, unix.SIGPROF, unix.SIGXCPU, unix.SIGXFSZ, unix.SIGSTKFLT,
+	unix.SIGPWR, unix.SIGIO, unix.SIGPIPE}
 
 // setUp builds the view and everything around it, up to the agent's
 // start, and the agent's Landlock ruleset: the rules of the binds' paths
@@ -323,6 +339,7 @@ func runAgent(c Config, rules *landlock.Ruleset, agent chan<- agentJob, sigs <-c
 	if s.listener > 0 {
 		go watchConnects(c, s.listener)
 	}
+	agentPid.Store(int32(s.pid))
 	for {
 		st, done := reap(s.pid)
 		if done {
@@ -340,7 +357,15 @@ func runAgent(c Config, rules *landlock.Ruleset, agent chan<- agentJob, sigs <-c
 		if sig == unix.SIGCHLD {
 			continue
 		}
-		if c.TerminalSignals && terminalSignal(sig) && sig != unix.SIGCONT {
+		// The terminal's signals reached the agent already: it is in
+		// agent-sandbox's process group. So did the shell's SIGCONT
+		// (fg, bg), which is not passed on again either: a copy
+		// passed on late (init's signals are a channel away) would
+		// continue an agent a later Ctrl-Z had just stopped, which
+		// then read the terminal from the background, stopped again
+		// on SIGTTIN, and made agent-sandbox stop the job once more
+		// after the next fg.
+		if c.TerminalSignals && terminalSignal(sig) {
 			continue
 		}
 		_ = unix.Kill(s.pid, sig.(unix.Signal))
@@ -349,6 +374,31 @@ func runAgent(c Config, rules *landlock.Ruleset, agent chan<- agentJob, sigs <-c
 
 // stopped tells the parent that the agent stopped on sig.
 var stopped = func(sig unix.Signal) {}
+
+// agentPid is the agent's pid (0 before it started), for the parent's
+// question whether it is still stopped.
+var agentPid atomic.Int32
+
+// agentStopped reports whether the agent is stopped now (its state in
+// /proc is T), and true when that cannot be read: the parent then acts on
+// the stop report as it came.
+func agentStopped() bool {
+	pid := agentPid.Load()
+	if pid <= 0 {
+		return true
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(int(pid)) + "/stat")
+	if err != nil {
+		return true
+	}
+	// pid (comm) state ...: comm may hold spaces and parentheses, the
+	// state follows the last ')'.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 || i+2 >= len(b) {
+		return true
+	}
+	return b[i+2] == 'T'
+}
 
 // attempted reports a connection attempt that leads nowhere (set once the
 // status channel is the agent's).
@@ -1052,6 +1102,17 @@ func serveControl(c Config) {
 			}
 			_ = unix.Sendmsg(controlFd, []byte("S"), unix.UnixRights(fd), nil, 0)
 			unix.Close(fd)
+		case req == "T":
+			// Is the agent still stopped? A stop report can be stale
+			// by the time the parent reads it: a Ctrl-Z at the
+			// terminal stopped the parent too, and the shell's fg
+			// continued the whole job, agent included, before the
+			// parent read the report.
+			ans := "T0"
+			if agentStopped() {
+				ans = "T1"
+			}
+			_, _ = unix.Write(controlFd, []byte(ans))
 		case req == "K":
 			// Held until init exits (kept).
 			_, _ = unix.Write(controlFd, []byte("k"))

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
@@ -49,6 +50,11 @@ type Process struct {
 
 	result error         // what Ended returned, once reaped is set
 	reaped chan struct{} // set by Ended; closed once init itself is reaped
+
+	// stops is told of each stop init reports (job control); jobsDone
+	// ends jobControl.
+	stops    chan struct{}
+	jobsDone chan struct{}
 }
 
 // Forwarded is a listening socket on the sandbox's loopback for one of
@@ -323,6 +329,8 @@ func (p *Pending) Start(c Config) (*Process, error) {
 		}
 	}
 	proc.ctl, proc.inbound = ctl, c.Inbound
+	proc.stops, proc.jobsDone = make(chan struct{}, 1), make(chan struct{})
+	go proc.jobControl(c.TerminalSignals)
 	return proc, nil
 }
 
@@ -542,7 +550,10 @@ func (p *Process) Ended() error {
 	derr := p.dec.Decode(&r)
 	for derr == nil && (r.Stopped != 0 || r.Connect != "") {
 		if r.Stopped != 0 {
-			p.jobStopped()
+			select {
+			case p.stops <- struct{}{}:
+			default: // one is pending: it asks for the state then
+			}
 		} else if p.Attempted != nil {
 			p.Attempted(r.Connect)
 		}
@@ -552,18 +563,65 @@ func (p *Process) Ended() error {
 	if derr == nil && r.Unrecorded > 0 && p.Unrecorded != nil {
 		p.Unrecorded(r.Unrecorded)
 	}
+	close(p.jobsDone)
 	p.result = p.finish(r, derr)
 	return p.result
 }
 
-// jobStopped acts on the agent's stop: agent-sandbox stops itself with
-// SIGTSTP, which the user's shell sees as the job stopping (Ctrl-Z in an
-// agent's TUI gives the shell's prompt back at once); once continued (the
-// shell's fg sends SIGCONT to the job, the agent included), it passes
-// SIGCONT on to init and the agent, in case the agent did not get it.
-func (p *Process) jobStopped() {
-	_ = syscall.Kill(syscall.Getpid(), syscall.SIGTSTP)
-	_ = p.cmd.Process.Signal(syscall.SIGCONT)
+// jobControl keeps agent-sandbox's state, as the user's shell sees it (its
+// job), the agent's: whenever the agent is stopped, agent-sandbox stops
+// too (Ctrl-Z in an agent's TUI stops only the agent, whose Landlock
+// domain cannot signal agent-sandbox; the shell gets its prompt back at
+// once), and once continued (the shell's fg sends SIGCONT to the job, the
+// agent included) it passes SIGCONT on to init, in case the agent did not
+// get it. It runs until the agent has ended.
+//
+// Each event (a stop init reported, the terminal's SIGTSTP when tty) only
+// makes it ask init whether the agent is stopped now: the event itself may
+// be stale. The terminal's Ctrl-Z stops the agent and signals agent-sandbox,
+// and a report or signal read after the shell's fg has continued the job
+// would otherwise stop it again, with nobody to continue it. Nothing but
+// this goroutine stops agent-sandbox (the terminal's SIGTSTP is caught),
+// and it stops with SIGSTOP, at once: no stop can come between init's
+// answer and agent-sandbox's own stop, to be followed by a stale one after
+// fg. The shell says "Stopped (signal)" for it.
+func (p *Process) jobControl(tty bool) {
+	var tstp chan os.Signal
+	if tty {
+		// The terminal's Ctrl-Z is acted on here (registered off the
+		// start's way: a Ctrl-Z before that stops agent-sandbox by
+		// default, as it did before, and its stale report is looked at
+		// like any other).
+		tstp = make(chan os.Signal, 1)
+		signal.Notify(tstp, syscall.SIGTSTP)
+		defer signal.Stop(tstp)
+	}
+	// The stop is sent to this thread, which stops before its tgkill
+	// returns: nothing of this loop runs while the stop is under way.
+	runtime.LockOSThread()
+	for {
+		select {
+		case <-tstp:
+		case <-p.stops:
+		case <-p.jobsDone:
+			return
+		}
+		if !p.agentStopped() {
+			continue
+		}
+		_ = unix.Tgkill(unix.Getpid(), unix.Gettid(), unix.SIGSTOP)
+		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	}
+}
+
+// agentStopped asks init whether the agent is stopped now; true when init
+// cannot say (the stop is then acted on as reported).
+func (p *Process) agentStopped() bool {
+	msg, f, err := p.request([]byte("T"))
+	if f != nil {
+		f.Close()
+	}
+	return err != nil || msg != "T0"
 }
 
 // finish turns init's last report r (decoded with error derr) into Wait's

@@ -487,6 +487,8 @@ func (v *viewRun) startView(cmd *exec.Cmd, argv, env []string, pol ll.Policy) (l
 		Masks:     masks,
 		Keep:      proc.Keep,
 		Ended:     true,
+		// init reports the agent's stops (view.Process's jobControl).
+		OwnJobControl: true,
 		// Then init exits; its exit (its namespaces' teardown, the
 		// watch it holds) is reaped in the background and not waited
 		// for (Ended).

@@ -3,8 +3,14 @@
 package nono
 
 import (
+	"errors"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
@@ -44,12 +50,86 @@ func Filter(p Prepared, s spec.Spec) landlock.Seccomp {
 	}
 }
 
-// starter starts nono under Filter (see launch.Lifecycle.Start).
+// starter starts nono under Filter (see launch.Lifecycle.Start); the
+// signals sent to agent-sandbox reach the agent through routeSignal.
 func starter(sc landlock.Seccomp) func(*exec.Cmd) (launch.Started, error) {
 	return func(cmd *exec.Cmd) (launch.Started, error) {
 		wait, err := landlock.StartFiltered(cmd, sc)
-		return launch.Started{Wait: wait}, err
+		if err != nil {
+			return launch.Started{}, err
+		}
+		nono := cmd.Process.Pid
+		return launch.Started{Wait: wait, Signal: func(s os.Signal) error { return routeSignal(nono, s) },
+			// The agent is nono's child: a TUI that stops itself
+			// leaves nono running.
+			Stopped: func() bool { return agentStopped(nono) }}, nil
 	}
+}
+
+// routeSignal passes s on to the agent under the nono whose pid is nono:
+// to nono's children, the agent (nono forks it and it execs the agent's
+// command) directly. nono's supervisor passes on only SIGINT, SIGTERM and
+// SIGQUIT as they are: it keeps SIGUSR1 for itself (a pause), has no
+// handler for SIGUSR2, which would end it (and the agent with it), passes
+// SIGWINCH on only to a terminal of its own, and on SIGHUP the agent's
+// output ended. Before nono has started its child, SIGINT, SIGTERM,
+// SIGHUP and SIGQUIT go to nono, which ends; any other signal has nobody
+// to reach and is dropped.
+func routeSignal(nono int, s os.Signal) error {
+	sig, ok := s.(syscall.Signal)
+	if !ok {
+		return errors.New("not a signal number")
+	}
+	kids := children(nono)
+	if len(kids) == 0 {
+		switch sig {
+		case syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT:
+			return syscall.Kill(nono, sig)
+		}
+		return errors.New("nono has not started the agent")
+	}
+	var err error
+	for _, pid := range kids {
+		if e := syscall.Kill(pid, sig); e != nil {
+			err = e
+		}
+	}
+	return err
+}
+
+// agentStopped reports whether a child of nono (the agent) is stopped
+// now: its state in /proc is T.
+func agentStopped(nono int) bool {
+	for _, pid := range children(nono) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) && s[i+2] == 'T' {
+			return true
+		}
+	}
+	return false
+}
+
+// children are the pids of pid's child processes, from
+// /proc/PID/task/*/children.
+func children(pid int) []int {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var out []int
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }
 
 // describeFilter is the dry run's line about Filter, and its JSON.
