@@ -35,7 +35,7 @@ func New(b posture.Backend, o backend.Options) backend.Backend {
 			return nonoAlone{nono: nb, getenv: o.Getenv}
 		}
 		early, _ := o.Early.(*landlock.Early)
-		return nonoEngine{nono: nb, getenv: o.Getenv, view: landlock.Backend{
+		return nonoEngine{nono: nb, getenv: o.Getenv, tty: o.TTY, view: landlock.Backend{
 			NixStore: o.NixStore, Verbose: o.Verbose, Quiet: o.Quiet, PolicyFile: o.PolicyFile, UnixSocketDirs: o.UnixSocketDirBind, Early: early,
 		}}
 	case posture.Sbx:

@@ -26,6 +26,9 @@ type nonoEngine struct {
 	nono   nono.Backend
 	view   landlock.Backend
 	getenv func(string) string
+	// tty says the agent's output is a terminal: nono alone's supervisor
+	// then needs a Unix socket for its terminal proxy.
+	tty bool
 	// expected is view.Expected (a variable for the tests).
 	expected func() (bool, string)
 }
@@ -121,6 +124,9 @@ func (b nonoEngine) alone(s spec.Spec, why string) (backend.Prepared, error) {
 		return nil, err
 	}
 	p.Warnings = append([]string{fmt.Sprintf("nono runs alone: no namespace view on this host (%s), so no PID or network namespace, protected files are writable and no egress broker routes credentials; %s=1 runs the weaker sandbox instead, which enforces more", why, landlock.WeakerSandboxEnv)}, p.Warnings...)
+	if b.tty && p.Refusal == "" && nono.Filter(*p, s).DenyUnixSockets {
+		p.Refusal = fmt.Sprintf("nono alone cannot start on a terminal here: its supervisor's terminal proxy needs a Unix socket, which agent-sandbox's seccomp layer under nono refuses (so that the agent cannot reach the host's sockets, the Docker daemon's among them); set %s=1 for the weaker sandbox, which enforces more than nono alone and runs on a terminal, or run without a terminal (output to a pipe or a file)", landlock.WeakerSandboxEnv)
+	}
 	return p, nil
 }
 

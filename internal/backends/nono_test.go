@@ -88,6 +88,18 @@ func TestNonoEngineChoice(t *testing.T) {
 		t.Errorf("nono alone is started with the routed key: %q", np.Spec.EnvPass)
 	}
 
+	if d.Refusal != "" {
+		t.Errorf("nono alone without a terminal refused: %s", d.Refusal)
+	}
+	// On a terminal nono's supervisor needs a Unix socket for its
+	// terminal proxy, which the seccomp layer refuses: a refusal that
+	// names the way out, not nono's "Failed to create PTY proxy".
+	tb := b
+	tb.tty = true
+	if p, err := tb.Prepare(s); err != nil || !strings.Contains(p.Describe().Refusal, "cannot start on a terminal") || !strings.Contains(p.Describe().Refusal, landlock.WeakerSandboxEnv) {
+		t.Errorf("nono alone on a terminal: refusal %q (%v)", p.Describe().Refusal, err)
+	}
+
 	t.Setenv(landlock.WeakerSandboxEnv, "1")
 	p, err = b.Prepare(s)
 	if err != nil {
