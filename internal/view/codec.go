@@ -78,6 +78,7 @@ func (c Config) Encode() []byte {
 		e.int(l.Value)
 	}
 	e.bool(c.TerminalSignals)
+	e.bool(c.SignalChildren)
 	e.int(int64(c.Umask))
 	e.bool(c.SetUmask)
 	return e.b
@@ -137,6 +138,7 @@ func DecodeConfig(b []byte) (Config, error) {
 		c.UserLimits = append(c.UserLimits, UserLimit{Name: d.str(), Value: d.int()})
 	}
 	c.TerminalSignals = d.bool()
+	c.SignalChildren = d.bool()
 	c.Umask = int(d.int())
 	c.SetUmask = d.bool()
 	if d.err == nil && len(d.b) > 0 {

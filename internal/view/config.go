@@ -165,6 +165,11 @@ type Config struct {
 	// terminal: the terminal itself delivers keyboard signals and window
 	// changes to the agent, so init does not forward those.
 	TerminalSignals bool `json:"terminal_signals,omitempty"`
+	// SignalChildren says that the started process is a supervisor that
+	// keeps some signals for itself (nono uses SIGUSR1 to pause, and has
+	// no handler for SIGUSR2): init sends a signal it forwards to the
+	// supervisor's children, the agent, instead.
+	SignalChildren bool `json:"signal_children,omitempty"`
 }
 
 // UserLimit is one per-user-namespace limit of /proc/sys/user/ (see

@@ -368,8 +368,41 @@ func runAgent(c Config, rules *landlock.Ruleset, agent chan<- agentJob, sigs <-c
 		if c.TerminalSignals && terminalSignal(sig) {
 			continue
 		}
-		_ = unix.Kill(s.pid, sig.(unix.Signal))
+		forwardSignal(c, s.pid, sig.(unix.Signal))
 	}
+}
+
+// forwardSignal passes sig on to the started process pid, or, for a
+// supervisor that keeps some signals for itself (Config.SignalChildren:
+// nono), to its children, the agent; to pid while it has none yet.
+func forwardSignal(c Config, pid int, sig unix.Signal) {
+	if c.SignalChildren {
+		if kids := childrenOf(pid); len(kids) > 0 {
+			for _, k := range kids {
+				_ = unix.Kill(k, sig)
+			}
+			return
+		}
+	}
+	_ = unix.Kill(pid, sig)
+}
+
+// childrenOf lists pid's children (/proc/PID/task/*/children).
+func childrenOf(pid int) []int {
+	tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/children")
+	var out []int
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if k, err := strconv.Atoi(f); err == nil {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
 }
 
 // stopped tells the parent that the agent stopped on sig.

@@ -426,6 +426,9 @@ func (v *viewRun) startView(cmd *exec.Cmd, argv, env []string, pol ll.Policy) (l
 	// is refused at once and silently: init records each destination.
 	c.Seccomp.NotifyConnect = c.Network != view.NetHost && v.sess != nil
 	c.TerminalSignals = launch.IsTerminal(cmd.Stdin)
+	// nono inside the view keeps SIGUSR1 for itself: init signals its
+	// child, the agent.
+	c.SignalChildren = v.inner != nil
 	if u := launch.CallerUmask(); u >= 0 {
 		c.Umask, c.SetUmask = u, true
 	}
