@@ -54,17 +54,19 @@ while True:
 `
 
 // quiesceEngines are the engines the rows run under: the weaker sandbox
-// (through noUserns) and nono, each with its argv prefix, flags and
-// environment; a missing one skips saying why.
+// and nono alone (both through noUserns: where the view can be built, a
+// nono run is nono inside the view, whose init reports the agent gone and
+// binds the protected files read-only), each with its argv prefix, flags
+// and environment; a missing one skips saying why.
 func quiesceEngines(t *testing.T) map[string]func(t *testing.T) (prefix, flags, env []string) {
 	return map[string]func(t *testing.T) ([]string, []string, []string){
 		"weaker": func(t *testing.T) ([]string, []string, []string) {
 			skipWithoutLandlock(t)
 			return noUserns(t), []string{"--sandbox-backend", "landlock"}, []string{"AGENT_SANDBOX_WEAKER_SANDBOX=1"}
 		},
-		"nono": func(t *testing.T) ([]string, []string, []string) {
+		"nono-alone": func(t *testing.T) ([]string, []string, []string) {
 			skipWithoutNono(t)
-			return nil, []string{"--sandbox-backend", "nono"}, nil
+			return noUserns(t), []string{"--sandbox-backend", "nono"}, nil
 		},
 	}
 }
