@@ -336,22 +336,9 @@ func (w *treeWatch) patched(dir string, td treeDir, t *tree) (treeDir, bool) {
 	if w == nil || t == nil {
 		return td, false
 	}
-	w.mu.Lock()
-	wdir := w.dirs[dir]
-	ok := w.finished && !w.overflow && w.rootInPlace && wdir != nil && wdir.verified && !wdir.gone && !wdir.many && !wdir.attr &&
-		td.Ino == wdir.ino && td.Ctime.Equal(wdir.ctime) && (td.Trusted || t.watched) && w.leads(dir)
-	var changed map[string]bool
-	if ok {
-		changed = maps.Clone(wdir.names)
-	}
-	w.mu.Unlock()
-	if !ok {
+	changed, ok := w.changedNames(dir, td, t)
+	if !ok || !entryNames(changed) {
 		return td, false
-	}
-	for n := range changed {
-		if n == "" || n == "." || n == ".." || strings.Contains(n, "/") {
-			return td, false // not an entry's name: the kernel gives none such
-		}
 	}
 	fi, err := os.Lstat(dir)
 	if err != nil || !fi.IsDir() {
@@ -360,8 +347,63 @@ func (w *treeWatch) patched(dir string, td treeDir, t *tree) (treeDir, bool) {
 	if _, ino := devIno(fi); ino != td.Ino {
 		return td, false
 	}
-	ents := make([]treeEnt, 0, len(td.Ents)+len(changed))
-	for _, e := range td.Ents {
+	ents, ok := patchEntries(dir, td.Ents, changed)
+	if !ok {
+		return td, false
+	}
+	// Never trusted: the ctime is this moment's, and a change after the
+	// events were read (another run's agent in the same workdir, the
+	// user) is in no event: the next run reads dir again.
+	return treeDir{Ctime: ctime(fi), Ino: td.Ino, Ents: ents}, true
+}
+
+// changedNames returns the names of dir's entries the watch saw created,
+// removed or renamed, when it vouches for everything else of dir (see
+// patched); false when it does not.
+func (w *treeWatch) changedNames(dir string, td treeDir, t *tree) (map[string]bool, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	wdir := w.dirs[dir]
+	ok := w.complete() && wdir.heldSince(td) && (td.Trusted || t.watched) && w.leads(dir)
+	if !ok {
+		return nil, false
+	}
+	return maps.Clone(wdir.names), true
+}
+
+// complete reports whether the watch is over, saw every event and the
+// workdir is still at its path. Called with w.mu held.
+func (w *treeWatch) complete() bool {
+	return w.finished && !w.overflow && w.rootInPlace
+}
+
+// heldSince reports whether the directory's record td was verified after
+// its watch was placed, on the same inode and ctime, and the directory
+// was neither moved nor removed, nor had too many events, nor its own
+// attributes changed since. Called with the watch's mu held.
+func (wdir *watchedDir) heldSince(td treeDir) bool {
+	return wdir != nil && wdir.verified && !wdir.gone && !wdir.many && !wdir.attr &&
+		td.Ino == wdir.ino && td.Ctime.Equal(wdir.ctime)
+}
+
+// entryNames reports whether every name in changed is an entry's name:
+// the kernel gives no other.
+func entryNames(changed map[string]bool) bool {
+	for n := range changed {
+		if n == "" || n == "." || n == ".." || strings.Contains(n, "/") {
+			return false
+		}
+	}
+	return true
+}
+
+// patchEntries returns dir's entries made from its recorded ones and the
+// changed names, each asked by lstat (gone: dropped; a directory or a
+// scanned file: kept), sorted by name; false when an lstat fails
+// otherwise.
+func patchEntries(dir string, recorded []treeEnt, changed map[string]bool) ([]treeEnt, bool) {
+	ents := make([]treeEnt, 0, len(recorded)+len(changed))
+	for _, e := range recorded {
 		if !changed[e.N] {
 			ents = append(ents, e)
 		}
@@ -372,17 +414,14 @@ func (w *treeWatch) patched(dir string, td treeDir, t *tree) (treeDir, bool) {
 			continue
 		}
 		if err != nil {
-			return td, false
+			return nil, false
 		}
 		if nfi.IsDir() || scanned(n) {
 			ents = append(ents, treeEnt{N: n, T: nfi.Mode().Type()})
 		}
 	}
 	slices.SortFunc(ents, func(a, b treeEnt) int { return strings.Compare(a.N, b.N) })
-	// Never trusted: the ctime is this moment's, and a change after the
-	// events were read (another run's agent in the same workdir, the
-	// user) is in no event: the next run reads dir again.
-	return treeDir{Ctime: ctime(fi), Ino: td.Ino, Ents: ents}, true
+	return ents, true
 }
 
 // leads reports whether dir's path still leads to the directory its
