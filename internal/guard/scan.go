@@ -49,95 +49,151 @@ const (
 // returns the tree as it found it, for the next run (complete only when
 // the scan was).
 func scan(workdir string, started time.Time, skip map[string]bool, before map[string]fingerprint, interrupted <-chan struct{}, t, prev *tree) ([]Finding, *tree) {
-	since := scanSince(started)
-	planted := func(paths []string) []string {
-		var out []string
-		for _, p := range paths {
-			if skip[p] {
-				continue
-			}
-			if was, ok := before[p]; ok {
-				if now, ok := fingerprintOf(p); ok && now == was {
-					continue
-				}
-			}
-			out = append(out, p)
-		}
-		return out
-	}
 	b := newBudget(interrupted)
 	t = t.precheck(interrupted)
-	stopped := ""
-	var out []Finding
-	var tools, others, unreadable []string
-	next := &tree{Dirs: make(map[string]treeDir, t.size())}
-	var walk func(dir string, moved bool) bool
-	walk = func(dir string, moved bool) bool {
-		ents, err := t.list(dir, next, nil)
-		if err != nil {
-			// The workdir itself too (an agent that takes its read bit
-			// away hides everything below it from the scan, not from
-			// git); not a directory that is gone (a placeholder the run
-			// removed: nothing lies below it).
-			if !errors.Is(err, fs.ErrNotExist) {
-				unreadable = append(unreadable, fmt.Sprintf("%s (%v)", quoteName(dir), errText(err)))
-			}
-			if len(ents) == 0 {
-				return true
-			}
-		}
-		if !moved && dir != workdir && prev != nil {
-			if td, ok := next.Dirs[dir]; ok && !td.Ctime.Before(since) {
-				pd, had := prev.Dirs[dir]
-				moved = !had || pd.Ino != td.Ino
-			}
-		}
-		since := since
-		if moved {
-			since = time.Time{}
-		}
-		for _, d := range ents {
-			if stopped = b.spend(); stopped != "" {
-				return false
-			}
-			name, path := d.Name(), filepath.Join(dir, d.Name())
-			git, top, reported := nameKind(name)
-			if git {
-				if changed := planted(gitChanged(path, d, since)); len(changed) > 0 {
-					out = append(out, Finding{Path: path, Text: fmt.Sprintf("the agent created or changed git metadata that git runs on the host: %s; your next git command in %s runs what it planted: inspect it (or remove that .git) before running git there", quoteAll(changed), quoteName(dir))})
-				}
-				if name == ".git" {
-					continue // a .GIT is walked too: on a filesystem that tells case apart it is no git dir
-				}
-			} else if top && dir != workdir {
-				tools = append(tools, planted(changedTree(path, d.IsDir(), since))...)
-			} else if reported {
-				others = append(others, planted(changedTree(path, d.IsDir(), since))...)
-			}
-			if d.IsDir() && !walk(path, moved) {
-				return false
-			}
-		}
-		return true
+	w := &scanWalk{
+		workdir: workdir, since: scanSince(started), skip: skip, before: before,
+		b: b, t: t, prev: prev,
+		next: &tree{Dirs: make(map[string]treeDir, t.size())},
 	}
-	walk(workdir, false)
-	if len(tools) > 0 {
-		out = append(out, Finding{Path: "(tools)", Text: fmt.Sprintf("the agent created or changed files your tools run code from, in subdirectories of the project (only its top is kept read-only): %s; inspect them before opening those folders or entering them with direnv", quoteAll(tools))})
+	w.walk(workdir, false)
+	out := w.summary()
+	w.next.complete = w.stopped == ""
+	return out, w.next
+}
+
+// scanWalk is one scan's walk of the workdir (see scan): what it was
+// given, and what it found so far.
+type scanWalk struct {
+	workdir    string
+	since      time.Time
+	skip       map[string]bool
+	before     map[string]fingerprint
+	b          *budget
+	t, prev    *tree
+	next       *tree
+	stopped    string
+	out        []Finding
+	tools      []string
+	others     []string
+	unreadable []string
+}
+
+// planted returns the paths the scan reports: neither one the ledger's
+// audit speaks for (skip), nor one still as it was just before the run.
+func (w *scanWalk) planted(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if w.skip[p] {
+			continue
+		}
+		if was, ok := w.before[p]; ok {
+			if now, ok := fingerprintOf(p); ok && now == was {
+				continue
+			}
+		}
+		out = append(out, p)
 	}
-	if len(others) > 0 {
-		out = append(out, Finding{Path: "(reported)", Text: fmt.Sprintf("the agent created or changed files other tools run code from, which the sandbox does not keep read-only: %s; inspect them before you run the tool they belong to (another agent, your editor, a git hook manager, mise, a dev container) in this project outside the sandbox", quoteAll(others))})
+	return out
+}
+
+// walk scans dir and every directory below it; moved: dir lies below a
+// directory made or moved there during the run. It returns false when
+// the scan stopped (budget spent, interrupted).
+func (w *scanWalk) walk(dir string, moved bool) bool {
+	ents, err := w.t.list(dir, w.next, nil)
+	if err != nil {
+		// The workdir itself too (an agent that takes its read bit
+		// away hides everything below it from the scan, not from
+		// git); not a directory that is gone (a placeholder the run
+		// removed: nothing lies below it).
+		if !errors.Is(err, fs.ErrNotExist) {
+			w.unreadable = append(w.unreadable, fmt.Sprintf("%s (%v)", quoteName(dir), errText(err)))
+		}
+		if len(ents) == 0 {
+			return true
+		}
 	}
-	if len(unreadable) > 0 {
+	moved = moved || w.madeDuringRun(dir)
+	since := w.since
+	if moved {
+		since = time.Time{}
+	}
+	for _, d := range ents {
+		if w.stopped = w.b.spend(); w.stopped != "" {
+			return false
+		}
+		path := filepath.Join(dir, d.Name())
+		if !w.entry(dir, path, d, since) {
+			continue
+		}
+		if d.IsDir() && !w.walk(path, moved) {
+			return false
+		}
+	}
+	return true
+}
+
+// madeDuringRun reports whether dir, below the workdir, was made or
+// moved to its path during the run: its ctime moved during the run and
+// the previous run's tree does not record it at that path (another
+// inode, or none).
+func (w *scanWalk) madeDuringRun(dir string) bool {
+	if dir == w.workdir || w.prev == nil {
+		return false
+	}
+	td, ok := w.next.Dirs[dir]
+	if !ok || td.Ctime.Before(w.since) {
+		return false
+	}
+	pd, had := w.prev.Dirs[dir]
+	return !had || pd.Ino != td.Ino
+}
+
+// entry records what the entry d of dir, at path, shows was planted
+// since: git metadata, a protected project name below the top, a name
+// other tools run code from. It returns false when the walk does not
+// enter it (a .git: its metadata is checked here).
+func (w *scanWalk) entry(dir, path string, d treeEnt, since time.Time) bool {
+	name := d.Name()
+	git, top, reported := nameKind(name)
+	switch {
+	case git:
+		if changed := w.planted(gitChanged(path, d, since)); len(changed) > 0 {
+			w.out = append(w.out, Finding{Path: path, Text: fmt.Sprintf("the agent created or changed git metadata that git runs on the host: %s; your next git command in %s runs what it planted: inspect it (or remove that .git) before running git there", quoteAll(changed), quoteName(dir))})
+		}
+		if name == ".git" {
+			return false // a .GIT is walked too: on a filesystem that tells case apart it is no git dir
+		}
+	case top && dir != w.workdir:
+		w.tools = append(w.tools, w.planted(changedTree(path, d.IsDir(), since))...)
+	case reported:
+		w.others = append(w.others, w.planted(changedTree(path, d.IsDir(), since))...)
+	}
+	return true
+}
+
+// summary returns the walk's findings, with one for each kind of file
+// planted in bulk, for what could not be read, and for a scan that
+// stopped.
+func (w *scanWalk) summary() []Finding {
+	out := w.out
+	if len(w.tools) > 0 {
+		out = append(out, Finding{Path: "(tools)", Text: fmt.Sprintf("the agent created or changed files your tools run code from, in subdirectories of the project (only its top is kept read-only): %s; inspect them before opening those folders or entering them with direnv", quoteAll(w.tools))})
+	}
+	if len(w.others) > 0 {
+		out = append(out, Finding{Path: "(reported)", Text: fmt.Sprintf("the agent created or changed files other tools run code from, which the sandbox does not keep read-only: %s; inspect them before you run the tool they belong to (another agent, your editor, a git hook manager, mise, a dev container) in this project outside the sandbox", quoteAll(w.others))})
+	}
+	if unreadable := w.unreadable; len(unreadable) > 0 {
 		if len(unreadable) > 20 {
 			unreadable = append(unreadable[:20], fmt.Sprintf("and %d more", len(unreadable)-20))
 		}
-		out = append(out, Finding{Path: "(unreadable)", Text: fmt.Sprintf("the scan of %s for git metadata and tool files planted during the run could not read %s: what lies there was not checked (git can still enter a directory it cannot list); inspect them, or make them readable, before running git or opening the project", quoteName(workdir), strings.Join(unreadable, ", "))})
+		out = append(out, Finding{Path: "(unreadable)", Text: fmt.Sprintf("the scan of %s for git metadata and tool files planted during the run could not read %s: what lies there was not checked (git can still enter a directory it cannot list); inspect them, or make them readable, before running git or opening the project", quoteName(w.workdir), strings.Join(unreadable, ", "))})
 	}
-	if stopped != "" {
-		out = append(out, Finding{Path: "(stopped)", Text: fmt.Sprintf("the scan of %s for git metadata and tool files planted during the run stopped after %d entries because %s: what lies beyond was not checked", quoteName(workdir), b.entries, stopped)})
+	if w.stopped != "" {
+		out = append(out, Finding{Path: "(stopped)", Text: fmt.Sprintf("the scan of %s for git metadata and tool files planted during the run stopped after %d entries because %s: what lies beyond was not checked", quoteName(w.workdir), w.b.entries, w.stopped)})
 	}
-	next.complete = stopped == ""
-	return out, next
+	return out
 }
 
 func errText(err error) string {
