@@ -524,26 +524,51 @@ func (g *Guard) auditKeys(st *state, cur snapshot, final bool) {
 		// between two writes. The audit after the run decides.
 		return
 	}
-	var changes []string
-	switch {
-	case cur.content == nil:
-		changes = []string{"the file grew too large to read"}
-	case !ok:
-		changes = []string{fmt.Sprintf("it is no longer valid %s", formatName(e.Format))}
-	case !st.baseOK:
-		changes = []string{fmt.Sprintf("it was not valid %s before the run", formatName(e.Format))}
-	default:
-		changes = diffKeys(st.baseKeys, curKeys)
-	}
+	changes := keysChanges(st, cur, curKeys, ok)
 	kept, err := g.keep(e.Path, "changed", cur.content)
 	if err != nil {
 		g.note(e.Path, fmt.Sprintf("DANGER: the run changed settings of %s that run code (%s), and keeping a copy of it failed (%v): it was left as it is; inspect it before you use the tool it belongs to", e.Path, strings.Join(changes, "; "), err))
 		return
 	}
+	restored, err := g.restoredKeys(st, cur, curKeys, ok)
+	if err == nil {
+		err = putBackKeys(st, cur, restored, final)
+	}
+	if err != nil {
+		g.note(e.Path, fmt.Sprintf("DANGER: the run changed settings of %s that run code (%s), and restoring them failed (%v): the changed file is kept at %s; restore it before you use the tool it belongs to", e.Path, strings.Join(changes, "; "), err, kept))
+		return
+	}
+	g.note(e.Path, g.keysRestoredText(st, changes, kept))
+}
+
+// keysChanges says what changed in a file read in its format: its
+// code-running keys, or why they cannot be compared (ok: cur's keys
+// could be read).
+func keysChanges(st *state, cur snapshot, curKeys map[string]string, ok bool) []string {
+	e := st.e
+	switch {
+	case cur.content == nil:
+		return []string{"the file grew too large to read"}
+	case !ok:
+		return []string{fmt.Sprintf("it is no longer valid %s", formatName(e.Format))}
+	case !st.baseOK:
+		return []string{fmt.Sprintf("it was not valid %s before the run", formatName(e.Format))}
+	default:
+		return diffKeys(st.baseKeys, curKeys)
+	}
+}
+
+// restoredKeys decides what a file whose code-running keys changed is
+// put back as: nothing (it did not exist), the agent's version with only
+// the changed keys put back (JSON, a few keys, and the result reads as
+// before), or its last accepted content.
+func (g *Guard) restoredKeys(st *state, cur snapshot, curKeys map[string]string, ok bool) ([]byte, error) {
+	e := st.e
 	g.mu.Lock()
 	accepted := st.accepted
 	g.mu.Unlock()
 	var restored []byte
+	var err error
 	switch {
 	case !st.base.exists:
 		restored = nil
@@ -561,17 +586,22 @@ func (g *Guard) auditKeys(st *state, cur snapshot, final bool) {
 	default:
 		restored = accepted
 	}
-	if err == nil {
-		if !st.base.exists {
-			err = removeFile(e.Path)
-		} else {
-			err = writeBack(e.Path, restored, cur.mode, final)
-		}
+	return restored, err
+}
+
+// putBackKeys removes a file that did not exist before the run, or
+// writes restored back over it.
+func putBackKeys(st *state, cur snapshot, restored []byte, final bool) error {
+	if !st.base.exists {
+		return removeFile(st.e.Path)
 	}
-	if err != nil {
-		g.note(e.Path, fmt.Sprintf("DANGER: the run changed settings of %s that run code (%s), and restoring them failed (%v): the changed file is kept at %s; restore it before you use the tool it belongs to", e.Path, strings.Join(changes, "; "), err, kept))
-		return
-	}
+	return writeBack(st.e.Path, restored, cur.mode, final)
+}
+
+// keysRestoredText is the finding for a file whose code-running keys
+// were put back.
+func (g *Guard) keysRestoredText(st *state, changes []string, kept string) string {
+	e := st.e
 	what := "restored as before the run"
 	if !st.base.exists {
 		what = "removed (it did not exist before the run)"
@@ -583,7 +613,7 @@ func (g *Guard) auditKeys(st *state, cur snapshot, final bool) {
 	if windows > 0 {
 		text += "; the host replaced this file during the run, and a change made on the host while the agent runs cannot be told from the agent's: if you made this change yourself, apply it again once the run is over"
 	}
-	g.note(e.Path, text)
+	return text
 }
 
 // maxPatched bounds the code-running keys restoreJSON puts back one by
