@@ -804,85 +804,128 @@ func within(p, dir string) bool {
 // are moved aside and its removed or changed files written back.
 func (g *Guard) restoreWhole(st *state, cur snapshot, what string, final bool) {
 	e := st.e
-	fail := func(err error) {
+	var err error
+	if !st.base.dir {
+		err = g.restoreFile(st, cur, what, final)
+	} else {
+		err = g.restoreDir(st, cur, what)
+	}
+	if err != nil {
 		g.note(e.Path, fmt.Sprintf("DANGER: %s changed during the run (%s; %s) and could not be restored (%v): inspect it before you use it", e.Path, what, e.Why, err))
 	}
-	if !st.base.dir {
-		switch {
-		case !cur.exists:
-			if st.base.content == nil {
-				fail(errTooLarge)
-				return
-			}
-			if err := writeBack(e.Path, st.base.content, st.base.mode, true); err != nil {
-				fail(err)
-				return
-			}
-			g.note(e.Path, fmt.Sprintf("%s was removed during the run (%s): written back as before the run", e.Path, e.Why))
-		case cur.dir || cur.other || st.base.content == nil && st.base.exists:
-			aside, err := g.moveAside(e.Path)
-			if err != nil {
-				fail(err)
-				return
-			}
-			if st.base.exists && st.base.content != nil {
-				if err := writeBack(e.Path, st.base.content, st.base.mode, true); err != nil {
-					fail(err)
-					return
-				}
-			}
-			g.note(e.Path, fmt.Sprintf("%s changed during the run (%s; %s): moved aside to %s and restored as before the run", e.Path, what, e.Why, aside))
-		default:
-			kept, err := g.keep(e.Path, "changed", cur.content)
-			if err == nil {
-				if st.base.exists {
-					err = writeBack(e.Path, st.base.content, st.base.mode, final)
-				} else {
-					err = removeFile(e.Path)
-				}
-			}
-			if err != nil {
-				fail(err)
-				return
-			}
-			g.note(e.Path, fmt.Sprintf("%s changed during the run (%s; %s): restored as before the run; the changed version is kept at %s", e.Path, what, e.Why, kept))
-		}
-		return
+}
+
+// restoreFile undoes a change to what was a file (or nothing) before the
+// run, and notes what it did; an error: it could not.
+func (g *Guard) restoreFile(st *state, cur snapshot, what string, final bool) error {
+	switch {
+	case !cur.exists:
+		return g.writeBackRemoved(st)
+	case cur.dir || cur.other || st.base.content == nil && st.base.exists:
+		return g.replaceAside(st, what)
+	default:
+		return g.restoreChanged(st, cur, what, final)
 	}
+}
+
+// writeBackRemoved writes back a file the run removed.
+func (g *Guard) writeBackRemoved(st *state) error {
+	e := st.e
+	if st.base.content == nil {
+		return errTooLarge
+	}
+	if err := writeBack(e.Path, st.base.content, st.base.mode, true); err != nil {
+		return err
+	}
+	g.note(e.Path, fmt.Sprintf("%s was removed during the run (%s): written back as before the run", e.Path, e.Why))
+	return nil
+}
+
+// replaceAside moves aside what took a file's place (a directory, a
+// link, something else), or a changed file too large to keep, and writes
+// back the file from before the run where there was one.
+func (g *Guard) replaceAside(st *state, what string) error {
+	e := st.e
+	aside, err := g.moveAside(e.Path)
+	if err != nil {
+		return err
+	}
+	if st.base.exists && st.base.content != nil {
+		if err := writeBack(e.Path, st.base.content, st.base.mode, true); err != nil {
+			return err
+		}
+	}
+	g.note(e.Path, fmt.Sprintf("%s changed during the run (%s; %s): moved aside to %s and restored as before the run", e.Path, what, e.Why, aside))
+	return nil
+}
+
+// restoreChanged keeps a copy of a changed file and writes back its
+// content from before the run, or removes it when it did not exist.
+func (g *Guard) restoreChanged(st *state, cur snapshot, what string, final bool) error {
+	e := st.e
+	kept, err := g.keep(e.Path, "changed", cur.content)
+	if err == nil {
+		if st.base.exists {
+			err = writeBack(e.Path, st.base.content, st.base.mode, final)
+		} else {
+			err = removeFile(e.Path)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	g.note(e.Path, fmt.Sprintf("%s changed during the run (%s; %s): restored as before the run; the changed version is kept at %s", e.Path, what, e.Why, kept))
+	return nil
+}
+
+// restoreDir undoes a change to what was a directory before the run:
+// what took its place is moved aside and the directory made again, its
+// added or changed entries are moved aside and its removed or changed
+// files written back.
+func (g *Guard) restoreDir(st *state, cur snapshot, what string) error {
+	e := st.e
 	if !cur.dir {
 		aside, err := g.moveAside(e.Path)
 		if err != nil {
-			fail(err)
-			return
+			return err
 		}
 		if err := os.Mkdir(e.Path, 0o755); err != nil {
-			fail(err)
-			return
+			return err
 		}
 		g.note(e.Path, fmt.Sprintf("%s was replaced during the run (%s; %s): moved aside to %s", e.Path, what, e.Why, aside))
 		cur = takeEntry(e)
 	}
+	moved, err := g.restoreEntries(st, cur)
+	if err != nil {
+		return err
+	}
+	if len(moved) > 0 {
+		g.note(e.Path, fmt.Sprintf("the run changed %s (%s): moved aside %s, and restored what was there before the run; inspect them, then delete them", e.Path, e.Why, strings.Join(moved, ", ")))
+	}
+	return nil
+}
+
+// restoreEntries moves aside each entry of a directory added or changed
+// since the snapshot before the run, and writes back each file removed
+// or changed; it returns what it moved aside, and where to.
+func (g *Guard) restoreEntries(st *state, cur snapshot) ([]string, error) {
 	var moved []string
 	for _, name := range st.base.changedEntries(cur) {
-		p := filepath.Join(e.Path, name)
+		p := filepath.Join(st.e.Path, name)
 		if _, now := cur.entries[name]; now {
 			aside, err := g.moveAside(p)
 			if err != nil {
-				fail(err)
-				return
+				return nil, err
 			}
 			moved = append(moved, fmt.Sprintf("%s to %s", quoteName(p), aside))
 		}
 		if b, was := st.base.entries[name]; was && !b.dir && b.content != nil {
 			if err := writeBack(p, b.content, b.mode, true); err != nil {
-				fail(err)
-				return
+				return nil, err
 			}
 		}
 	}
-	if len(moved) > 0 {
-		g.note(e.Path, fmt.Sprintf("the run changed %s (%s): moved aside %s, and restored what was there before the run; inspect them, then delete them", e.Path, e.Why, strings.Join(moved, ", ")))
-	}
+	return moved, nil
 }
 
 // describeChange says in a few words how cur differs from base.
