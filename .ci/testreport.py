@@ -176,7 +176,7 @@ MUST_RUN = [
 
 # Tests that may skip on the CI machine, and why.
 ALLOWED = {
-    "guard TestScanReportsUnreadable": "root reads a mode-0111 directory anyway; the case runs as agentsb in e2e-user TestScanNotBlinded",
+    "workscan TestScanReportsUnreadable": "root reads a mode-0111 directory anyway; the case runs as agentsb in e2e-user TestScanNotBlinded",
     "e2e TestSbxRealRun": "sbx (Docker Sandboxes) needs KVM and `sbx login`",
     "e2e TestSbxRealOffline": "sbx (Docker Sandboxes) needs KVM and `sbx login`",
     "e2e TestSbxRealStalePrune": "sbx (Docker Sandboxes) needs KVM and `sbx login`",

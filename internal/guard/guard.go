@@ -6,9 +6,10 @@
 // the agent runs (Linux: inotify), a read-only entry the host replaces is
 // handed to the engine to be bound read-only again (Options.Reprotect, the
 // namespace view's; nil for engines that bind nothing), and every change
-// is audited at once. End audits everything once more and then scans the
-// working directory for what no ledger can predict (a .git planted in a
-// subdirectory, tool files at any depth).
+// is audited at once. End audits everything once more and then has
+// internal/workscan scan the working directory for what no ledger can
+// predict (a .git planted in a subdirectory, tool files at any depth),
+// over the tree it read during the run (Watch starts that reading).
 //
 // The audit compares what runs code, not bytes: a git configuration's
 // settings other than the harmless ones git writes in ordinary work, the
@@ -29,7 +30,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -40,6 +40,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/protect"
 	"github.com/agent-sandbox/agent-sandbox/internal/quiesce"
+	"github.com/agent-sandbox/agent-sandbox/internal/workscan"
 )
 
 // noFollow opens a path that was a regular file when statted: not through
@@ -101,7 +102,7 @@ type Guard struct {
 	started time.Time
 	// before is what changed at the workdir's top just before the run,
 	// as it was then (the scan does not report it while unchanged).
-	before map[string]fingerprint
+	before workscan.Before
 	states []*state
 	byPath map[string]*state
 
@@ -114,12 +115,12 @@ type Guard struct {
 	w *watcher
 	// tw watches the workdir's directories for the scan after the run
 	// (nil for none), through w's instance.
-	tw *treeWatch
+	tw *workscan.Watch
 	// shared says the sandbox holds the watch's instance (Share).
 	shared bool
 	// pre reads the workdir's tree while the agent runs, for the scan
 	// after it (started by Watch).
-	pre *prewalk
+	pre *workscan.Prewalk
 	// bound says that the engine keeps the read-only entries read-only
 	// (the namespace view: Watch got a Reprotect): a change to one then
 	// comes from the host, unless the host replaced it first (the agent
@@ -186,7 +187,7 @@ func Begin(o Options) (*Guard, error) {
 		g.states = append(g.states, st)
 		g.byPath[e.Path] = st
 	}
-	g.before = recentBefore(o.Workdir, g.started)
+	g.before = workscan.RecentBefore(o.Workdir, g.started)
 	g.notDir = g.waysNotDirs()
 	if err := g.writeMarker(); err != nil {
 		return nil, errMarker(err)
@@ -220,13 +221,13 @@ func (g *Guard) Watch(r Reprotect, masks ...string) {
 		// Only where the instance's destruction is the sandbox's
 		// (Share): destroying a thousand watches costs this process
 		// about 5 ms more than the scan spares.
-		g.tw = newTreeWatch(g.w.inotifyFd(), g.opts.Workdir) // before the events are read
+		g.tw = workscan.NewWatch(g.w.inotifyFd(), g.opts.Workdir) // before the events are read
 	}
 	if g.w != nil {
 		g.w.start()
 	}
 	if walk {
-		g.pre = startPrewalk(g.opts.Workdir, g.opts.TreeFile, g.tw)
+		g.pre = workscan.StartPrewalk(g.opts.Workdir, g.opts.TreeFile, g.tw)
 	}
 }
 
@@ -264,7 +265,7 @@ func (g *Guard) End(stderr io.Writer, gone quiesce.Gone, interrupted <-chan stru
 	}
 	// The reading of the tree, if still going, stops now: the scan
 	// starts from the previous run's tree instead (prewalk.finish).
-	g.pre.stop()
+	g.pre.Stop()
 	g.finalAudit()
 	var placeholders []string
 	if release != nil {
@@ -283,13 +284,13 @@ func (g *Guard) End(stderr io.Writer, gone quiesce.Gone, interrupted <-chan stru
 			skip[p] = true
 		}
 	}
-	during := g.pre.finish(interrupted)
-	findings, next := scan(g.opts.Workdir, g.started, skip, g.before, interrupted, during, g.pre.previous())
+	during := g.pre.Finish(interrupted)
+	findings, next := workscan.Scan(g.opts.Workdir, g.started, skip, g.before, interrupted, during, g.pre.Previous())
 	for _, f := range findings {
 		g.note(f.Path, f.Text)
 	}
-	if next.complete {
-		saveTree(g.opts.TreeFile, g.pre.previous(), next)
+	if next.Complete() {
+		workscan.SaveTree(g.opts.TreeFile, g.pre.Previous(), next)
 	}
 	if ws := g.Windows(); len(ws) > 0 {
 		sorted := append([]time.Duration(nil), ws...)
@@ -917,7 +918,7 @@ func (g *Guard) restoreEntries(st *state, cur snapshot) ([]string, error) {
 			if err != nil {
 				return nil, err
 			}
-			moved = append(moved, fmt.Sprintf("%s to %s", quoteName(p), aside))
+			moved = append(moved, fmt.Sprintf("%s to %s", diag.QuoteName(p), aside))
 		}
 		if b, was := st.base.entries[name]; was && !b.dir && b.content != nil {
 			if err := writeBack(p, b.content, b.mode, true); err != nil {
@@ -938,7 +939,7 @@ func describeChange(base, cur snapshot) string {
 	case base.dir && cur.dir:
 		names := base.changedEntries(cur)
 		for i, n := range names {
-			names[i] = quoteName(n)
+			names[i] = diag.QuoteName(n)
 		}
 		if len(names) > 8 {
 			names = append(names[:8], fmt.Sprintf("and %d more", len(names)-8))
@@ -989,17 +990,4 @@ func formatName(f protect.Format) string {
 		return "TOML"
 	}
 	return string(f)
-}
-
-// quoteName is a path as a message shows one the agent may have chosen:
-// as it is when it holds only printable characters that cannot be taken
-// for the message's own words (no blank, quote, comma or backslash),
-// quoted (control characters escaped) otherwise.
-func quoteName(p string) string {
-	for _, r := range p {
-		if !unicode.IsPrint(r) || r == ' ' || r == '"' || r == '\'' || r == '\\' || r == ',' || r == ';' || r == utf8.RuneError {
-			return strconv.Quote(p)
-		}
-	}
-	return p
 }

@@ -68,6 +68,12 @@ type snapshot struct {
 // fileReads counts the files a snapshot read (tests).
 var fileReads atomic.Int64
 
+// racyMargin is how far back a file's ctime must lie, when it is read,
+// for its reading to be settled (2 s: FAT's granularity; ext4 and the
+// others are finer). internal/workscan trusts a directory's record by the
+// same rule. A variable for the tests.
+var racyMargin = 2 * time.Second
+
 // fileID is what takeSince compares of a regular file.
 type fileID struct {
 	dev, ino uint64

@@ -157,7 +157,7 @@ func (w *watcher) inotifyFd() int { return w.fd }
 // tree's watch vouching for nothing.
 func (w *watcher) drain() {
 	tw := w.g.tw // nil when only the lock files of read-only entries are to be seen (lockEvent)
-	defer tw.finish()
+	defer tw.Finish()
 	buf := make([]byte, 64*1024)
 	for {
 		fds := []unix.PollFd{{Fd: int32(w.fd), Events: unix.POLLIN}}
@@ -166,7 +166,7 @@ func (w *watcher) drain() {
 			continue
 		}
 		if err != nil {
-			tw.event(-1, unix.IN_Q_OVERFLOW, "", true)
+			tw.Event(-1, unix.IN_Q_OVERFLOW, "", true)
 			return
 		}
 		if n == 0 {
@@ -177,11 +177,11 @@ func (w *watcher) drain() {
 			continue
 		}
 		if err != nil || n <= 0 {
-			tw.event(-1, unix.IN_Q_OVERFLOW, "", true)
+			tw.Event(-1, unix.IN_Q_OVERFLOW, "", true)
 			return
 		}
 		events(buf[:n], func(ev *unix.InotifyEvent, name string) {
-			tw.event(ev.Wd, ev.Mask, name, true) // nothing to remove: the instance is closed next
+			tw.Event(ev.Wd, ev.Mask, name, true) // nothing to remove: the instance is closed next
 			w.mu.Lock()
 			dir, ok := w.wds[ev.Wd]
 			w.mu.Unlock()
@@ -230,13 +230,13 @@ func (w *watcher) handle(buf []byte) {
 	var pinsHit []string
 	events(buf, func(ev *unix.InotifyEvent, name string) {
 		if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
-			w.g.tw.event(ev.Wd, ev.Mask, "", true)
+			w.g.tw.Event(ev.Wd, ev.Mask, "", true)
 			all = true
 			return
 		}
 		w.mu.Lock()
 		dir, ok := w.wds[ev.Wd]
-		w.g.tw.event(ev.Wd, ev.Mask, name, ok) // under w.mu, as ensure's watches are placed
+		w.g.tw.Event(ev.Wd, ev.Mask, name, ok) // under w.mu, as ensure's watches are placed
 		if ev.Mask&unix.IN_IGNORED != 0 {
 			delete(w.wds, ev.Wd)
 			if w.dirs[dir] == ev.Wd {

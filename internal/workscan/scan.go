@@ -1,4 +1,4 @@
-package guard
+package workscan
 
 import (
 	"crypto/sha256"
@@ -13,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/protect"
 )
 
@@ -22,7 +23,7 @@ const (
 	scanMaxTime    = 5 * time.Second
 )
 
-// scan walks the working directory after a run for what no ledger can
+// Scan walks the working directory after a run for what no ledger can
 // predict: git directories anywhere below it (a .git directory or file,
 // with their submodules and worktrees) whose config, commondir, hooks or
 // .git file were created or changed since started; the protected project
@@ -34,7 +35,7 @@ const (
 // user's next git status), and a directory the scan cannot read is
 // reported, not passed over. skip are paths the ledger's audit speaks for,
 // and the run's own placeholders; before is what changed at the top just
-// before the run (recentBefore), not reported while still as it was. The
+// before the run (RecentBefore), not reported while still as it was. The
 // scan is bounded (scanMaxEntries, scanMaxTime) and stops when interrupted
 // is closed; either way it says what it did not check. t, when not nil, is
 // the tree read during the run (prewalk), or the one the previous run left
@@ -48,13 +49,13 @@ const (
 // in one run, and moved into sight in the next, keeps its ctime). It
 // returns the tree as it found it, for the next run (complete only when
 // the scan was).
-func scan(workdir string, started time.Time, skip map[string]bool, before map[string]fingerprint, interrupted <-chan struct{}, t, prev *tree) ([]Finding, *tree) {
+func Scan(workdir string, started time.Time, skip map[string]bool, before Before, interrupted <-chan struct{}, t, prev *Tree) ([]Finding, *Tree) {
 	b := newBudget(interrupted)
 	t = t.precheck(interrupted)
 	w := &scanWalk{
 		workdir: workdir, since: scanSince(started), skip: skip, before: before,
 		b: b, t: t, prev: prev,
-		next: &tree{Dirs: make(map[string]treeDir, t.size())},
+		next: &Tree{Dirs: make(map[string]treeDir, t.size())},
 	}
 	w.walk(workdir, false)
 	out := w.summary()
@@ -70,8 +71,8 @@ type scanWalk struct {
 	skip       map[string]bool
 	before     map[string]fingerprint
 	b          *budget
-	t, prev    *tree
-	next       *tree
+	t, prev    *Tree
+	next       *Tree
 	stopped    string
 	out        []Finding
 	tools      []string
@@ -108,7 +109,7 @@ func (w *scanWalk) walk(dir string, moved bool) bool {
 		// git); not a directory that is gone (a placeholder the run
 		// removed: nothing lies below it).
 		if !errors.Is(err, fs.ErrNotExist) {
-			w.unreadable = append(w.unreadable, fmt.Sprintf("%s (%v)", quoteName(dir), errText(err)))
+			w.unreadable = append(w.unreadable, fmt.Sprintf("%s (%v)", diag.QuoteName(dir), errText(err)))
 		}
 		if len(ents) == 0 {
 			return true
@@ -160,7 +161,7 @@ func (w *scanWalk) entry(dir, path string, d treeEnt, since time.Time) bool {
 	switch {
 	case git:
 		if changed := w.planted(gitChanged(path, d, since)); len(changed) > 0 {
-			w.out = append(w.out, Finding{Path: path, Text: fmt.Sprintf("the agent created or changed git metadata that git runs on the host: %s; your next git command in %s runs what it planted: inspect it (or remove that .git) before running git there", quoteAll(changed), quoteName(dir))})
+			w.out = append(w.out, Finding{Path: path, Text: fmt.Sprintf("the agent created or changed git metadata that git runs on the host: %s; your next git command in %s runs what it planted: inspect it (or remove that .git) before running git there", quoteAll(changed), diag.QuoteName(dir))})
 		}
 		if name == ".git" {
 			return false // a .GIT is walked too: on a filesystem that tells case apart it is no git dir
@@ -188,10 +189,10 @@ func (w *scanWalk) summary() []Finding {
 		if len(unreadable) > 20 {
 			unreadable = append(unreadable[:20], fmt.Sprintf("and %d more", len(unreadable)-20))
 		}
-		out = append(out, Finding{Path: "(unreadable)", Text: fmt.Sprintf("the scan of %s for git metadata and tool files planted during the run could not read %s: what lies there was not checked (git can still enter a directory it cannot list); inspect them, or make them readable, before running git or opening the project", quoteName(w.workdir), strings.Join(unreadable, ", "))})
+		out = append(out, Finding{Path: "(unreadable)", Text: fmt.Sprintf("the scan of %s for git metadata and tool files planted during the run could not read %s: what lies there was not checked (git can still enter a directory it cannot list); inspect them, or make them readable, before running git or opening the project", diag.QuoteName(w.workdir), strings.Join(unreadable, ", "))})
 	}
 	if w.stopped != "" {
-		out = append(out, Finding{Path: "(stopped)", Text: fmt.Sprintf("the scan of %s for git metadata and tool files planted during the run stopped after %d entries because %s: what lies beyond was not checked", quoteName(w.workdir), w.b.entries, w.stopped)})
+		out = append(out, Finding{Path: "(stopped)", Text: fmt.Sprintf("the scan of %s for git metadata and tool files planted during the run stopped after %d entries because %s: what lies beyond was not checked", diag.QuoteName(w.workdir), w.b.entries, w.stopped)})
 	}
 	return out
 }
@@ -205,11 +206,11 @@ func errText(err error) string {
 	return err.Error()
 }
 
-// quoteAll joins paths for a message, each quoteName'd.
+// quoteAll joins paths for a message, each diag.QuoteName'd.
 func quoteAll(paths []string) string {
 	q := make([]string, len(paths))
 	for i, p := range paths {
-		q[i] = quoteName(p)
+		q[i] = diag.QuoteName(p)
 	}
 	return strings.Join(q, ", ")
 }
@@ -218,18 +219,18 @@ func quoteAll(paths []string) string {
 // change as the agent's. It lies before started by more than the coarse
 // clock the kernel stamps ctimes with lags behind (a tick: 1 to 10 ms), so
 // that nothing the agent changes is missed; what changed in that margin
-// before the run is told apart by recentBefore.
+// before the run is told apart by RecentBefore.
 func scanSince(started time.Time) time.Time {
 	return started.Add(-10 * time.Millisecond)
 }
 
-// recentBefore fingerprints, as a run starts, what the scan after it would
+// RecentBefore fingerprints, as a run starts, what the scan after it would
 // report at the top of the workdir already (a git command or an editor
 // that wrote .git/config or .husky/ in the moment before the run): the
 // workdir's own .git and the protect.Reported names at its top. Usually
 // nothing there changed that recently, and it costs one directory read
 // and a few stats. Deeper paths changed in that moment are still reported.
-func recentBefore(workdir string, started time.Time) map[string]fingerprint {
+func RecentBefore(workdir string, started time.Time) Before {
 	since := scanSince(started)
 	ents, err := os.ReadDir(workdir)
 	if err != nil {
@@ -244,11 +245,11 @@ func recentBefore(workdir string, started time.Time) map[string]fingerprint {
 			paths = append(paths, changedTree(path, e.IsDir(), since)...)
 		}
 	}
-	var out map[string]fingerprint
+	var out Before
 	for _, p := range paths {
 		if f, ok := fingerprintOf(p); ok {
 			if out == nil {
-				out = map[string]fingerprint{}
+				out = Before{}
 			}
 			out[p] = f
 		}
