@@ -134,6 +134,58 @@ type Guard struct {
 	notDir map[string]bool
 }
 
+// Kind is what a finding says was done.
+type Kind int
+
+// The kinds of finding.
+const (
+	// KindRestored: the run's change was undone, put back as before
+	// the run (what the run left moved aside or kept in the quarantine).
+	KindRestored Kind = iota + 1
+	// KindNamed: a change the user could have made too (.envrc,
+	// .vscode) was named for review, not undone.
+	KindNamed
+	// KindPlanted: the scan after the run found files planted where
+	// git or a tool runs code from them (internal/workscan).
+	KindPlanted
+	// KindUnchecked: something could not be checked (unreadable, the
+	// scan stopped): what lies there is unknown.
+	KindUnchecked
+	// KindDanger: a change could not be undone, or an entry could not
+	// be protected again; the text says what to do.
+	KindDanger
+	// KindNotFinal: the audit after the run is not final, a process of
+	// the run may still run and undo what it restored.
+	KindNotFinal
+)
+
+// String names the kind (for messages and tests).
+func (k Kind) String() string {
+	switch k {
+	case KindRestored:
+		return "restored"
+	case KindNamed:
+		return "named"
+	case KindPlanted:
+		return "planted"
+	case KindUnchecked:
+		return "unchecked"
+	case KindDanger:
+		return "danger"
+	case KindNotFinal:
+		return "not final"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// scanKind is the kind of a finding of the workdir's scan.
+func scanKind(f workscan.Finding) Kind {
+	if f.Unchecked {
+		return KindUnchecked
+	}
+	return KindPlanted
+}
+
 // state is one ledger entry with what the guard knows of it.
 type state struct {
 	e    protect.Entry
@@ -162,6 +214,9 @@ type state struct {
 type Finding struct {
 	// Path is the ledger entry (or, from the scan, the path found).
 	Path string
+	// Kind is what was done: the decision the text words, for a
+	// program (and the tests) to act on rather than the words.
+	Kind Kind
 	// Text says what changed and what was done, without the warning
 	// prefix.
 	Text string
@@ -253,7 +308,7 @@ func (g *Guard) End(stderr io.Writer, gone quiesce.Gone, interrupted <-chan stru
 	case gone.Unsupported():
 		diag.Warnf(stderr, "%s", gone.Problem())
 	case !gone.Proven():
-		g.note(g.opts.Workdir, fmt.Sprintf("DANGER: the audit after this run is not final: %s. What it restored may be undone by a process of the run that still runs: stop it, then start agent-sandbox in %s again, whose start audits this run once more", gone.Problem(), g.opts.Workdir))
+		g.note(g.opts.Workdir, KindNotFinal, fmt.Sprintf("DANGER: the audit after this run is not final: %s. What it restored may be undone by a process of the run that still runs: stop it, then start agent-sandbox in %s again, whose start audits this run once more", gone.Problem(), g.opts.Workdir))
 	}
 	if r := gone.Remote(); r != "" {
 		diag.Warnf(stderr, "the agent ran in %s, which is kept between runs and is not stopped by agent-sandbox: a process the agent left there can still change the workdir after this audit (stop it to be sure)", r)
@@ -287,7 +342,7 @@ func (g *Guard) End(stderr io.Writer, gone quiesce.Gone, interrupted <-chan stru
 	during := g.pre.Finish(interrupted)
 	findings, next := workscan.Scan(g.opts.Workdir, g.started, skip, g.before, interrupted, during, g.pre.Previous())
 	for _, f := range findings {
-		g.note(f.Path, f.Text)
+		g.note(f.Path, scanKind(f), f.Text)
 	}
 	if next.Complete() {
 		workscan.SaveTree(g.opts.TreeFile, g.pre.Previous(), next)
@@ -363,16 +418,16 @@ func (g *Guard) restoreLink(st *state, cur snapshot) {
 	if cur.exists {
 		kept, err := g.moveAside(e.Path)
 		if err != nil {
-			g.note(e.Path, fmt.Sprintf("DANGER: %s, a symlink to %s, changed during the run (%s) and could not be moved aside (%v): inspect it before you use it (%s)", e.Path, e.Link, what, err, e.Why))
+			g.note(e.Path, KindDanger, fmt.Sprintf("DANGER: %s, a symlink to %s, changed during the run (%s) and could not be moved aside (%v): inspect it before you use it (%s)", e.Path, e.Link, what, err, e.Why))
 			return
 		}
 		text += "; what was there is kept at " + kept
 	}
 	if err := os.Symlink(e.Link, e.Path); err != nil {
-		g.note(e.Path, fmt.Sprintf("DANGER: %s, a symlink to %s, changed during the run (%s) and could not be made again (%v): make it again yourself (%s)", e.Path, e.Link, what, err, e.Why))
+		g.note(e.Path, KindDanger, fmt.Sprintf("DANGER: %s, a symlink to %s, changed during the run (%s) and could not be made again (%v): make it again yourself (%s)", e.Path, e.Link, what, err, e.Why))
 		return
 	}
-	g.note(e.Path, text)
+	g.note(e.Path, KindRestored, text)
 }
 
 // refusedLocks are the notes on the read-only entries a tool inside tried
@@ -420,9 +475,9 @@ func shellWord(p string) string {
 	return p
 }
 
-// note records a finding for path (the latest text wins; the count
+// note records a finding for path (the latest kind and text win; the count
 // grows).
-func (g *Guard) note(path, text string) {
+func (g *Guard) note(path string, kind Kind, text string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	f, ok := g.findings[path]
@@ -431,7 +486,7 @@ func (g *Guard) note(path, text string) {
 		g.findings[path] = f
 		g.order = append(g.order, path)
 	}
-	f.Text = text
+	f.Kind, f.Text = kind, text
 	f.Count++
 }
 
@@ -454,7 +509,7 @@ func (g *Guard) audit(st *state, final bool) {
 	}
 	switch {
 	case cur.err != nil:
-		g.note(e.Path, fmt.Sprintf("%s could not be checked after the run (%v): inspect it (%s)", e.Path, cur.err, e.Why))
+		g.note(e.Path, KindUnchecked, fmt.Sprintf("%s could not be checked after the run (%v): inspect it (%s)", e.Path, cur.err, e.Why))
 	case e.Link != "":
 		g.restoreLink(st, cur)
 	case e.Guard == protect.Audited && cur.exists && (cur.other || st.base.exists && cur.dir != st.base.dir || !st.base.exists && cur.dir):
@@ -528,7 +583,7 @@ func (g *Guard) auditKeys(st *state, cur snapshot, final bool) {
 	changes := keysChanges(st, cur, curKeys, ok)
 	kept, err := g.keep(e.Path, "changed", cur.content)
 	if err != nil {
-		g.note(e.Path, fmt.Sprintf("DANGER: the run changed settings of %s that run code (%s), and keeping a copy of it failed (%v): it was left as it is; inspect it before you use the tool it belongs to", e.Path, strings.Join(changes, "; "), err))
+		g.note(e.Path, KindDanger, fmt.Sprintf("DANGER: the run changed settings of %s that run code (%s), and keeping a copy of it failed (%v): it was left as it is; inspect it before you use the tool it belongs to", e.Path, strings.Join(changes, "; "), err))
 		return
 	}
 	restored, err := g.restoredKeys(st, cur, curKeys, ok)
@@ -536,10 +591,10 @@ func (g *Guard) auditKeys(st *state, cur snapshot, final bool) {
 		err = putBackKeys(st, cur, restored, final)
 	}
 	if err != nil {
-		g.note(e.Path, fmt.Sprintf("DANGER: the run changed settings of %s that run code (%s), and restoring them failed (%v): the changed file is kept at %s; restore it before you use the tool it belongs to", e.Path, strings.Join(changes, "; "), err, kept))
+		g.note(e.Path, KindDanger, fmt.Sprintf("DANGER: the run changed settings of %s that run code (%s), and restoring them failed (%v): the changed file is kept at %s; restore it before you use the tool it belongs to", e.Path, strings.Join(changes, "; "), err, kept))
 		return
 	}
-	g.note(e.Path, g.keysRestoredText(st, changes, kept))
+	g.note(e.Path, KindRestored, g.keysRestoredText(st, changes, kept))
 }
 
 // keysChanges says what changed in a file read in its format: its
@@ -635,14 +690,14 @@ func (g *Guard) restoreOversize(st *state, cur snapshot, final bool) {
 		err = writeBack(e.Path, accepted, cur.mode, true)
 	}
 	if err != nil {
-		g.note(e.Path, fmt.Sprintf("DANGER: %s grew past %d bytes during the run, too large to compare its settings that run code, and could not be put back (%v): inspect it before you use the tool it belongs to (%s)", e.Path, limitOf(e), err, e.Why))
+		g.note(e.Path, KindDanger, fmt.Sprintf("DANGER: %s grew past %d bytes during the run, too large to compare its settings that run code, and could not be put back (%v): inspect it before you use the tool it belongs to (%s)", e.Path, limitOf(e), err, e.Why))
 		return
 	}
 	what := "restored as before the run"
 	if !st.base.exists {
 		what = "removed (it did not exist before the run)"
 	}
-	g.note(e.Path, fmt.Sprintf("%s grew past %d bytes during the run, too large to compare its settings that run code (%s): moved aside to %s and %s", e.Path, limitOf(e), e.Why, aside, what))
+	g.note(e.Path, KindRestored, fmt.Sprintf("%s grew past %d bytes during the run, too large to compare its settings that run code (%s): moved aside to %s and %s", e.Path, limitOf(e), e.Why, aside, what))
 }
 
 // auditWhole acts on a change to a file or directory compared whole.
@@ -670,7 +725,7 @@ func (g *Guard) auditWhole(st *state, cur snapshot, final bool) {
 			text += "; its version from before the run is kept at " + kept
 		}
 	}
-	g.note(e.Path, text)
+	g.note(e.Path, KindNamed, text)
 }
 
 // restoresWhole says whether a change to e is undone rather than
@@ -758,10 +813,10 @@ func (g *Guard) repairWay(st *state) []string {
 			err = os.Mkdir(way, 0o700)
 		}
 		if err != nil {
-			g.note(way, fmt.Sprintf("DANGER: the run replaced %s, on the way to %s, by something that is not a directory (%s), and it could not be put back (%v): inspect it before you use the tool it belongs to (%s)", way, e.Path, fi.Mode().Type(), err, e.Why))
+			g.note(way, KindDanger, fmt.Sprintf("DANGER: the run replaced %s, on the way to %s, by something that is not a directory (%s), and it could not be put back (%v): inspect it before you use the tool it belongs to (%s)", way, e.Path, fi.Mode().Type(), err, e.Why))
 			return repaired
 		}
-		g.note(way, fmt.Sprintf("the run replaced the directory %s, on the way to %s, by a symlink or a file: moved aside to %s, and the directory made again with what it held before the run that runs code", way, e.Path, aside))
+		g.note(way, KindRestored, fmt.Sprintf("the run replaced the directory %s, on the way to %s, by a symlink or a file: moved aside to %s, and the directory made again with what it held before the run that runs code", way, e.Path, aside))
 		repaired = append(repaired, way)
 	}
 	return repaired
@@ -775,7 +830,7 @@ func (g *Guard) putBack(st *state) {
 		return
 	}
 	if err := os.MkdirAll(filepath.Dir(e.Path), 0o700); err != nil {
-		g.note(e.Path, fmt.Sprintf("DANGER: %s could not be written back after the run replaced a directory on its way (%v): inspect it before you use the tool it belongs to", e.Path, err))
+		g.note(e.Path, KindDanger, fmt.Sprintf("DANGER: %s could not be written back after the run replaced a directory on its way (%v): inspect it before you use the tool it belongs to", e.Path, err))
 		return
 	}
 	if st.base.dir {
@@ -785,14 +840,14 @@ func (g *Guard) putBack(st *state) {
 		return
 	}
 	if st.base.content == nil {
-		g.note(e.Path, fmt.Sprintf("DANGER: %s could not be written back after the run replaced a directory on its way (%v): inspect it before you use the tool it belongs to", e.Path, errTooLarge))
+		g.note(e.Path, KindDanger, fmt.Sprintf("DANGER: %s could not be written back after the run replaced a directory on its way (%v): inspect it before you use the tool it belongs to", e.Path, errTooLarge))
 		return
 	}
 	if err := writeBack(e.Path, st.base.content, st.base.mode, true); err != nil {
-		g.note(e.Path, fmt.Sprintf("DANGER: %s could not be written back after the run replaced a directory on its way (%v): inspect it before you use the tool it belongs to", e.Path, err))
+		g.note(e.Path, KindDanger, fmt.Sprintf("DANGER: %s could not be written back after the run replaced a directory on its way (%v): inspect it before you use the tool it belongs to", e.Path, err))
 		return
 	}
-	g.note(e.Path, fmt.Sprintf("%s was written back as before the run, in the directory made again (%s)", e.Path, e.Why))
+	g.note(e.Path, KindRestored, fmt.Sprintf("%s was written back as before the run, in the directory made again (%s)", e.Path, e.Why))
 }
 
 // within says whether p lies strictly below dir.
@@ -812,7 +867,7 @@ func (g *Guard) restoreWhole(st *state, cur snapshot, what string, final bool) {
 		err = g.restoreDir(st, cur, what)
 	}
 	if err != nil {
-		g.note(e.Path, fmt.Sprintf("DANGER: %s changed during the run (%s; %s) and could not be restored (%v): inspect it before you use it", e.Path, what, e.Why, err))
+		g.note(e.Path, KindDanger, fmt.Sprintf("DANGER: %s changed during the run (%s; %s) and could not be restored (%v): inspect it before you use it", e.Path, what, e.Why, err))
 	}
 }
 
@@ -838,7 +893,7 @@ func (g *Guard) writeBackRemoved(st *state) error {
 	if err := writeBack(e.Path, st.base.content, st.base.mode, true); err != nil {
 		return err
 	}
-	g.note(e.Path, fmt.Sprintf("%s was removed during the run (%s): written back as before the run", e.Path, e.Why))
+	g.note(e.Path, KindRestored, fmt.Sprintf("%s was removed during the run (%s): written back as before the run", e.Path, e.Why))
 	return nil
 }
 
@@ -856,7 +911,7 @@ func (g *Guard) replaceAside(st *state, what string) error {
 			return err
 		}
 	}
-	g.note(e.Path, fmt.Sprintf("%s changed during the run (%s; %s): moved aside to %s and restored as before the run", e.Path, what, e.Why, aside))
+	g.note(e.Path, KindRestored, fmt.Sprintf("%s changed during the run (%s; %s): moved aside to %s and restored as before the run", e.Path, what, e.Why, aside))
 	return nil
 }
 
@@ -875,7 +930,7 @@ func (g *Guard) restoreChanged(st *state, cur snapshot, what string, final bool)
 	if err != nil {
 		return err
 	}
-	g.note(e.Path, fmt.Sprintf("%s changed during the run (%s; %s): restored as before the run; the changed version is kept at %s", e.Path, what, e.Why, kept))
+	g.note(e.Path, KindRestored, fmt.Sprintf("%s changed during the run (%s; %s): restored as before the run; the changed version is kept at %s", e.Path, what, e.Why, kept))
 	return nil
 }
 
@@ -893,7 +948,7 @@ func (g *Guard) restoreDir(st *state, cur snapshot, what string) error {
 		if err := os.Mkdir(e.Path, 0o755); err != nil {
 			return err
 		}
-		g.note(e.Path, fmt.Sprintf("%s was replaced during the run (%s; %s): moved aside to %s", e.Path, what, e.Why, aside))
+		g.note(e.Path, KindRestored, fmt.Sprintf("%s was replaced during the run (%s; %s): moved aside to %s", e.Path, what, e.Why, aside))
 		cur = takeEntry(e)
 	}
 	moved, err := g.restoreEntries(st, cur)
@@ -901,7 +956,7 @@ func (g *Guard) restoreDir(st *state, cur snapshot, what string) error {
 		return err
 	}
 	if len(moved) > 0 {
-		g.note(e.Path, fmt.Sprintf("the run changed %s (%s): moved aside %s, and restored what was there before the run; inspect them, then delete them", e.Path, e.Why, strings.Join(moved, ", ")))
+		g.note(e.Path, KindRestored, fmt.Sprintf("the run changed %s (%s): moved aside %s, and restored what was there before the run; inspect them, then delete them", e.Path, e.Why, strings.Join(moved, ", ")))
 	}
 	return nil
 }

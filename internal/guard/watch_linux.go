@@ -258,7 +258,7 @@ func (w *watcher) handle(buf []byte) {
 		}
 		if w.masks[path] && ev.Mask&structural != 0 && w.g.reprotect != nil {
 			if err := w.g.reprotect(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-				w.g.note(path, "DANGER: "+path+" was replaced on the host during the run and could not be hidden again ("+err.Error()+"): the agent could read it for the rest of the run")
+				w.g.note(path, KindDanger, "DANGER: "+path+" was replaced on the host during the run and could not be hidden again ("+err.Error()+"): the agent could read it for the rest of the run")
 			}
 		}
 		if w.pins[path] && ev.Mask&(unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_DELETE|unix.IN_MOVED_FROM) != 0 {
@@ -369,7 +369,7 @@ func (w *watcher) reprotect(st *state) {
 	w.g.windows = append(w.g.windows, d)
 	w.g.mu.Unlock()
 	if err != nil {
-		w.g.note(st.e.Path, "DANGER: "+st.e.Path+" was replaced on the host during the run and could not be made read-only again ("+err.Error()+"): the agent could write it for the rest of the run; inspect it ("+st.e.Why+")")
+		w.g.note(st.e.Path, KindDanger, "DANGER: "+st.e.Path+" was replaced on the host during the run and could not be made read-only again ("+err.Error()+"): the agent could write it for the rest of the run; inspect it ("+st.e.Why+")")
 	}
 }
 
@@ -399,7 +399,7 @@ func (w *watcher) all() {
 		if st.e.Guard == protect.ReadOnly && w.g.reprotect != nil {
 			// Reprotect leaves a mount that is still there alone.
 			if err := w.g.reprotect(st.e.Path); err != nil {
-				w.g.note(st.e.Path, "DANGER: "+st.e.Path+" could not be made read-only again ("+err.Error()+"): inspect it ("+st.e.Why+")")
+				w.g.note(st.e.Path, KindDanger, "DANGER: "+st.e.Path+" could not be made read-only again ("+err.Error()+"): inspect it ("+st.e.Why+")")
 			}
 		}
 		w.act(st, 0)

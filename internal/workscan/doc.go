@@ -29,6 +29,10 @@ import (
 type Finding struct {
 	Path string
 	Text string
+	// Unchecked says the finding is about what the scan could not check
+	// (a directory it could not read, the scan stopped early), not about
+	// what was planted.
+	Unchecked bool
 }
 
 // Before is what changed at the workdir's top just before the run, as it

@@ -189,10 +189,10 @@ func (w *scanWalk) summary() []Finding {
 		if len(unreadable) > 20 {
 			unreadable = append(unreadable[:20], fmt.Sprintf("and %d more", len(unreadable)-20))
 		}
-		out = append(out, Finding{Path: "(unreadable)", Text: fmt.Sprintf("the scan of %s for git metadata and tool files planted during the run could not read %s: what lies there was not checked (git can still enter a directory it cannot list); inspect them, or make them readable, before running git or opening the project", diag.QuoteName(w.workdir), strings.Join(unreadable, ", "))})
+		out = append(out, Finding{Path: "(unreadable)", Unchecked: true, Text: fmt.Sprintf("the scan of %s for git metadata and tool files planted during the run could not read %s: what lies there was not checked (git can still enter a directory it cannot list); inspect them, or make them readable, before running git or opening the project", diag.QuoteName(w.workdir), strings.Join(unreadable, ", "))})
 	}
 	if w.stopped != "" {
-		out = append(out, Finding{Path: "(stopped)", Text: fmt.Sprintf("the scan of %s for git metadata and tool files planted during the run stopped after %d entries because %s: what lies beyond was not checked", diag.QuoteName(w.workdir), w.b.entries, w.stopped)})
+		out = append(out, Finding{Path: "(stopped)", Unchecked: true, Text: fmt.Sprintf("the scan of %s for git metadata and tool files planted during the run stopped after %d entries because %s: what lies beyond was not checked", diag.QuoteName(w.workdir), w.b.entries, w.stopped)})
 	}
 	return out
 }
