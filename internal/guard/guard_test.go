@@ -45,14 +45,40 @@ func newTest(t *testing.T, root string, entries ...protect.Entry) *Guard {
 }
 
 func endText(g *Guard, bound bool) string {
+	text, _ := endRun(g, bound)
+	return text
+}
+
+// endRun ends g's run as endText does, and returns its findings too.
+func endRun(g *Guard, bound bool) (string, []Finding) {
 	if bound {
 		g.Watch(func(string) error { return nil })
 	} else {
 		g.Watch(nil)
 	}
 	var out bytes.Buffer
-	g.End(&out, quiet(nil), nil, nil)
-	return out.String()
+	fs := g.End(&out, quiet(nil), nil, nil)
+	return out.String(), fs
+}
+
+// kindOf is the kind of the finding about path (0 for none).
+func kindOf(fs []Finding, path string) Kind {
+	for _, f := range fs {
+		if f.Path == path {
+			return f.Kind
+		}
+	}
+	return 0
+}
+
+// hasKind says whether any finding is of kind k.
+func hasKind(fs []Finding, k Kind) bool {
+	for _, f := range fs {
+		if f.Kind == k {
+			return true
+		}
+	}
+	return false
 }
 
 // A git configuration's code-running settings changed during the run are
@@ -80,11 +106,11 @@ func TestAuditGitConfig(t *testing.T) {
 	g = newTest(t, w, e)
 	planted := before + "[core] fsmonitor = \"touch /tmp/pwned\" ; hidden\n"
 	write(t, cfg, planted)
-	got := endText(g, false)
+	got, fs := endRun(g, false)
 	if read(t, cfg) != before {
 		t.Errorf("the planted setting was not restored:\n%s", read(t, cfg))
 	}
-	if !strings.Contains(got, `added core.fsmonitor = "touch /tmp/pwned"`) || !strings.Contains(got, "restored as before the run") {
+	if !strings.Contains(got, `added core.fsmonitor = "touch /tmp/pwned"`) || kindOf(fs, cfg) != KindRestored {
 		t.Errorf("finding: %s", got)
 	}
 	kept := got[strings.LastIndex(got, "kept at ")+len("kept at "):]
@@ -104,7 +130,7 @@ func TestAuditGitConfig(t *testing.T) {
 	os.Remove(cfg)
 	g = newTest(t, w, e)
 	write(t, cfg, "[alias]\n\tst = !sh -c x\n")
-	if got := endText(g, false); !strings.Contains(got, "removed") {
+	if got, fs := endRun(g, false); kindOf(fs, cfg) != KindRestored || !strings.Contains(got, "removed") {
 		t.Errorf("created config: %s", got)
 	}
 	if _, err := os.Stat(cfg); err == nil {
@@ -236,11 +262,11 @@ func TestAuditLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(link, "settings.json"), `{"hooks": {"Stop": "touch /tmp/pwned"}}`)
-	out := endText(g, false)
+	out, fs := endRun(g, false)
 	if got, err := os.Readlink(link); err != nil || got != shared {
 		t.Errorf("the link was not put back: %q %v", got, err)
 	}
-	if !strings.Contains(out, "put back as it was") || !strings.Contains(out, "kept at") {
+	if kindOf(fs, link) != KindRestored || !strings.Contains(out, "kept at") {
 		t.Errorf("findings: %s", out)
 	}
 }
