@@ -319,7 +319,7 @@ func (g *Guard) End(stderr io.Writer, gone quiesce.Gone, interrupted <-chan stru
 		g.w.stop()
 	}
 	// The reading of the tree, if still going, stops now: the scan
-	// starts from the previous run's tree instead (prewalk.finish).
+	// starts from the previous run's tree instead (workscan.Prewalk.Finish).
 	g.pre.Stop()
 	g.finalAudit()
 	var placeholders []string
@@ -376,7 +376,7 @@ func (g *Guard) End(stderr io.Writer, gone quiesce.Gone, interrupted <-chan stru
 // instance's destruction, which waits for the kernel's SRCU grace period,
 // then happens in that process's exit rather than on this one's way out.
 // Called before Watch, it lets Watch follow the workdir's directories too
-// (treeWatch), whose watches go with the instance.
+// (workscan.Watch), whose watches go with the instance.
 func (g *Guard) Share(keep func(*os.File) error) error {
 	if g == nil || g.w == nil || keep == nil {
 		return nil

@@ -153,7 +153,7 @@ func (w *watcher) inotifyFd() int { return w.fd }
 
 // drain gives the tree's watch, and the lock files of read-only entries
 // (lockEvent), the events still queued once the loop has ended, then
-// ends the tree's watch (treeWatch.finish). A read that fails leaves the
+// ends the tree's watch (workscan.Watch.Finish). A read that fails leaves the
 // tree's watch vouching for nothing.
 func (w *watcher) drain() {
 	tw := w.g.tw // nil when only the lock files of read-only entries are to be seen (lockEvent)

@@ -38,8 +38,8 @@ const (
 // before the run (RecentBefore), not reported while still as it was. The
 // scan is bounded (scanMaxEntries, scanMaxTime) and stops when interrupted
 // is closed; either way it says what it did not check. t, when not nil, is
-// the tree read during the run (prewalk), or the one the previous run left
-// when the run ended before that reading did (prewalk.finish): the
+// the tree read during the run (Prewalk), or the one the previous run left
+// when the run ended before that reading did (Prewalk.Finish): the
 // directories unchanged since are not read again. prev, when not nil, is
 // the tree the previous run left: a directory below the workdir that it
 // does not record at that path (another inode, or none) and whose ctime
@@ -63,7 +63,7 @@ func Scan(workdir string, started time.Time, skip map[string]bool, before Before
 	return out, w.next
 }
 
-// scanWalk is one scan's walk of the workdir (see scan): what it was
+// scanWalk is one scan's walk of the workdir (see Scan): what it was
 // given, and what it found so far.
 type scanWalk struct {
 	workdir    string

@@ -25,7 +25,7 @@ import (
 // again. Entries changed in place (a nested .git/config) are checked by
 // their own ctime, as in a full walk.
 //
-// The tree is read while the agent runs (startPrewalk), from the one the
+// The tree is read while the agent runs (StartPrewalk), from the one the
 // previous run in the same workdir left (TreeFile; only its directories
 // whose ctime has not moved are taken as recorded), and the scan after
 // the run reads again only the directories changed since: its cost grows
@@ -91,7 +91,7 @@ func scanned(name string) bool {
 // record reads dir now into next (an lstat before its entries, the
 // entries the scan looks at) and returns its entries, all of them. fi,
 // when not nil, is dir's lstat the caller took just before (after placing
-// a watch on dir: treeWatch.add).
+// a watch on dir: Watch.add).
 func (next *Tree) record(dir string, fi fs.FileInfo) ([]treeEnt, error) {
 	var lerr error
 	if fi == nil {
@@ -191,7 +191,7 @@ var precheckMin = 256
 // directories a moment earlier than the scan's walk would, after the
 // agent has ended. A directory whose answer is missing (interrupted) is
 // asked again by same. t itself is not changed. The directories the
-// run's watch vouches for (treeWatch.vouches) are not asked at all.
+// run's watch vouches for (Watch.vouches) are not asked at all.
 func (t *Tree) precheck(interrupted <-chan struct{}) *Tree {
 	if t == nil {
 		return nil
@@ -252,13 +252,13 @@ func (t *Tree) list(dir string, next *Tree, fi fs.FileInfo) ([]treeEnt, error) {
 // readTree records workdir's tree within the scan's bounds, taking
 // prev's trusted records of the directories unchanged since; complete is
 // false when a bound stopped it or it was cancelled. tw, when not nil,
-// places a watch on each directory before its lstat (treeWatch).
+// places a watch on each directory before its lstat (Watch).
 func readTree(workdir string, cancel <-chan struct{}, prev *Tree, tw *Watch) *Tree {
 	t := &Tree{Dirs: make(map[string]treeDir, prev.size()), watch: tw, watched: tw != nil}
 	b := newBudget(cancel)
 	var walk func(dir string) bool
 	walk = func(dir string) bool {
-		// Stopped at once when asked (prewalk.finish: the run is
+		// Stopped at once when asked (Prewalk.Finish: the run is
 		// over), not only every 1,024 entries: a tree taken as recorded
 		// has few entries per directory.
 		if b.cancelled() {

@@ -70,7 +70,7 @@ type Watch struct {
 	rootInPlace bool
 }
 
-// watchedDir is one directory under treeWatch.
+// watchedDir is one directory under Watch.
 type watchedDir struct {
 	wd int32
 	// gone: it was moved or removed, or its watch was lost, since its
@@ -480,7 +480,7 @@ func (w *Watch) Finish() {
 }
 
 // vouches reports whether the watch vouches for td, dir's record in t
-// (see treeWatch): the scan does not ask dir again. A record not trusted
+// (see Watch): the scan does not ask dir again. A record not trusted
 // counts only from the tree the watched walk read (tree.watched), where
 // it was read after its watch. Once the watch is finished, nothing
 // changes it.

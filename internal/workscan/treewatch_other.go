@@ -8,7 +8,7 @@ import "io/fs"
 // recorded directory whether it changed.
 type Watch struct{}
 
-// watchToken is a watch treeWatch.add placed (none here).
+// watchToken is a watch Watch.add placed (none here).
 type watchToken struct{}
 
 // NewWatch returns nil: there is no watch to be had.
