@@ -182,9 +182,7 @@ MUST_RUN = [
 
 # Tests that may skip on the CI machine, and why.
 ALLOWED = {
-    "e2e TestJobControlCycles/nono": "nono 0.78.0 cannot start on a terminal under agent-sandbox (its PTY proxy's Unix socket is refused by the seccomp layer): a separate bug",
-    "e2e-user TestJobControlCycles/nono": "nono 0.78.0 cannot start on a terminal under agent-sandbox (its PTY proxy's Unix socket is refused by the seccomp layer): a separate bug",
-    "guard TestScanReportsUnreadable": "root reads a mode-0111 directory anyway; the case runs as agentsb in e2e-user TestScanNotBlinded",
+    "workscan TestScanReportsUnreadable": "root reads a mode-0111 directory anyway; the case runs as agentsb in e2e-user TestScanNotBlinded",
     "e2e TestSbxRealRun": "sbx (Docker Sandboxes) needs KVM and `sbx login`",
     "e2e TestSbxRealOffline": "sbx (Docker Sandboxes) needs KVM and `sbx login`",
     "e2e TestSbxRealStalePrune": "sbx (Docker Sandboxes) needs KVM and `sbx login`",

@@ -74,7 +74,7 @@ var rules = []rule{
 	{
 		name:    "the decision is pure",
 		from:    anyOf("internal/cli", "internal/posture", "internal/spec", "internal/sandboxfile"),
-		to:      anyOf("internal/launch", "internal/view", "internal/guard", "internal/backend", "internal/backends", "internal/plan", "internal/scope", "internal/broker"),
+		to:      anyOf("internal/launch", "internal/view", "internal/guard", "internal/workscan", "internal/backend", "internal/backends", "internal/plan", "internal/scope", "internal/broker"),
 		because: "parsing, the posture and the spec start nothing and know no engine",
 	},
 	{

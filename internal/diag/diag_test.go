@@ -15,3 +15,17 @@ func TestLines(t *testing.T) {
 		t.Errorf("got %q, want %q", b.String(), want)
 	}
 }
+
+func TestQuoteName(t *testing.T) {
+	for in, want := range map[string]string{
+		"/w/.git/hooks/pre-commit": "/w/.git/hooks/pre-commit",
+		"/w/a b":                   `"/w/a b"`,
+		"/w/x,y":                   `"/w/x,y"`,
+		"/w/x\ny":                  `"/w/x\ny"`,
+		"/w/\xff":                  `"/w/\xff"`,
+	} {
+		if got := QuoteName(in); got != want {
+			t.Errorf("QuoteName(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

@@ -27,7 +27,7 @@ func TestAuditLargeSettingsFile(t *testing.T) {
 	e := protect.Entry{Path: p, Name: "agent config", Guard: protect.Audited, Format: protect.FormatJSON, Keys: []string{"mcpServers"}, Why: "claude runs them"}
 	g := newTest(t, root, e)
 	write(t, p, `{"mcpServers": {"evil": {"command": "touch /tmp/pwned"}}, "history": "`+pad+`", "theme": "dark"}`+"\n")
-	got := endText(g, false)
+	got, fs := endRun(g, false)
 	var m map[string]any
 	if err := json.Unmarshal([]byte(read(t, p)), &m); err != nil {
 		t.Fatalf("after the run: %v", err)
@@ -35,7 +35,7 @@ func TestAuditLargeSettingsFile(t *testing.T) {
 	if s, _ := json.Marshal(m["mcpServers"]); string(s) != `{"mine":{"command":"my-server"}}` {
 		t.Errorf("mcpServers after the run: %s\n%s", s, got)
 	}
-	if strings.Contains(got, "not valid JSON") || !strings.Contains(got, "restored as before the run") {
+	if strings.Contains(got, "not valid JSON") || kindOf(fs, p) != KindRestored {
 		t.Errorf("finding: %s", got)
 	}
 }
@@ -60,7 +60,7 @@ func TestAuditSymlinkOnTheWay(t *testing.T) {
 	if err := os.Symlink(evil, filepath.Join(grant, "agent")); err != nil {
 		t.Fatal(err)
 	}
-	got := endText(g, false)
+	got, fs := endRun(g, false)
 	fi, err := os.Lstat(filepath.Join(grant, "agent"))
 	if err != nil || !fi.IsDir() {
 		t.Fatalf("%s is not a directory after the run (%v): %s", filepath.Join(grant, "agent"), err, got)
@@ -68,7 +68,7 @@ func TestAuditSymlinkOnTheWay(t *testing.T) {
 	if read(t, p) != before {
 		t.Errorf("models.json after the run: %s\n%s", read(t, p), got)
 	}
-	if !strings.Contains(got, "moved aside") || strings.Contains(got, "DANGER") {
+	if kindOf(fs, filepath.Join(grant, "agent")) != KindRestored || hasKind(fs, KindDanger) {
 		t.Errorf("finding: %s", got)
 	}
 }
@@ -89,9 +89,9 @@ func TestAuditUnreadablePlanted(t *testing.T) {
 	g := newTest(t, root, e)
 	write(t, cfg, before+"\tfsmonitor = touch /tmp/pwned\n")
 	os.Chmod(cfg, 0)
-	got := endText(g, false)
+	got, fs := endRun(g, false)
 	os.Chmod(cfg, 0o644)
-	if read(t, cfg) != before || strings.Contains(got, "not be checked") {
+	if read(t, cfg) != before || hasKind(fs, KindUnchecked) || kindOf(fs, cfg) != KindRestored {
 		t.Errorf("after the run: %q\n%s", read(t, cfg), got)
 	}
 }
@@ -143,9 +143,9 @@ func TestAuditQuarantineOtherFilesystem(t *testing.T) {
 		}
 		g.Watch(nil)
 		var out bytes.Buffer
-		g.End(&out, quiet(t), nil, nil)
+		fs := g.End(&out, quiet(t), nil, nil)
 		names, _ := os.ReadDir(hooks)
-		if len(names) != 1 || strings.Contains(out.String(), "DANGER") {
+		if len(names) != 1 || hasKind(fs, KindDanger) {
 			var n []string
 			for _, d := range names {
 				n = append(n, d.Name())

@@ -6,9 +6,10 @@
 // the agent runs (Linux: inotify), a read-only entry the host replaces is
 // handed to the engine to be bound read-only again (Options.Reprotect, the
 // namespace view's; nil for engines that bind nothing), and every change
-// is audited at once. End audits everything once more and then scans the
-// working directory for what no ledger can predict (a .git planted in a
-// subdirectory, tool files at any depth).
+// is audited at once. End audits everything once more and then has
+// internal/workscan scan the working directory for what no ledger can
+// predict (a .git planted in a subdirectory, tool files at any depth),
+// over the tree it read during the run (Watch starts that reading).
 //
 // The audit compares what runs code, not bytes: a git configuration's
 // settings other than the harmless ones git writes in ordinary work, the
@@ -29,7 +30,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -40,6 +40,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/protect"
 	"github.com/agent-sandbox/agent-sandbox/internal/quiesce"
+	"github.com/agent-sandbox/agent-sandbox/internal/workscan"
 )
 
 // noFollow opens a path that was a regular file when statted: not through
@@ -101,7 +102,7 @@ type Guard struct {
 	started time.Time
 	// before is what changed at the workdir's top just before the run,
 	// as it was then (the scan does not report it while unchanged).
-	before map[string]fingerprint
+	before workscan.Before
 	states []*state
 	byPath map[string]*state
 
@@ -114,12 +115,12 @@ type Guard struct {
 	w *watcher
 	// tw watches the workdir's directories for the scan after the run
 	// (nil for none), through w's instance.
-	tw *treeWatch
+	tw *workscan.Watch
 	// shared says the sandbox holds the watch's instance (Share).
 	shared bool
 	// pre reads the workdir's tree while the agent runs, for the scan
 	// after it (started by Watch).
-	pre *prewalk
+	pre *workscan.Prewalk
 	// bound says that the engine keeps the read-only entries read-only
 	// (the namespace view: Watch got a Reprotect): a change to one then
 	// comes from the host, unless the host replaced it first (the agent
@@ -131,6 +132,58 @@ type Guard struct {
 	// it that were not directories before the run (the user's own
 	// symlinks): the final audit leaves them alone (repairWay).
 	notDir map[string]bool
+}
+
+// Kind is what a finding says was done.
+type Kind int
+
+// The kinds of finding.
+const (
+	// KindRestored: the run's change was undone, put back as before
+	// the run (what the run left moved aside or kept in the quarantine).
+	KindRestored Kind = iota + 1
+	// KindNamed: a change the user could have made too (.envrc,
+	// .vscode) was named for review, not undone.
+	KindNamed
+	// KindPlanted: the scan after the run found files planted where
+	// git or a tool runs code from them (internal/workscan).
+	KindPlanted
+	// KindUnchecked: something could not be checked (unreadable, the
+	// scan stopped): what lies there is unknown.
+	KindUnchecked
+	// KindDanger: a change could not be undone, or an entry could not
+	// be protected again; the text says what to do.
+	KindDanger
+	// KindNotFinal: the audit after the run is not final, a process of
+	// the run may still run and undo what it restored.
+	KindNotFinal
+)
+
+// String names the kind (for messages and tests).
+func (k Kind) String() string {
+	switch k {
+	case KindRestored:
+		return "restored"
+	case KindNamed:
+		return "named"
+	case KindPlanted:
+		return "planted"
+	case KindUnchecked:
+		return "unchecked"
+	case KindDanger:
+		return "danger"
+	case KindNotFinal:
+		return "not final"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// scanKind is the kind of a finding of the workdir's scan.
+func scanKind(f workscan.Finding) Kind {
+	if f.Unchecked {
+		return KindUnchecked
+	}
+	return KindPlanted
 }
 
 // state is one ledger entry with what the guard knows of it.
@@ -161,6 +214,9 @@ type state struct {
 type Finding struct {
 	// Path is the ledger entry (or, from the scan, the path found).
 	Path string
+	// Kind is what was done: the decision the text words, for a
+	// program (and the tests) to act on rather than the words.
+	Kind Kind
 	// Text says what changed and what was done, without the warning
 	// prefix.
 	Text string
@@ -186,7 +242,7 @@ func Begin(o Options) (*Guard, error) {
 		g.states = append(g.states, st)
 		g.byPath[e.Path] = st
 	}
-	g.before = recentBefore(o.Workdir, g.started)
+	g.before = workscan.RecentBefore(o.Workdir, g.started)
 	g.notDir = g.waysNotDirs()
 	if err := g.writeMarker(); err != nil {
 		return nil, errMarker(err)
@@ -220,13 +276,13 @@ func (g *Guard) Watch(r Reprotect, masks ...string) {
 		// Only where the instance's destruction is the sandbox's
 		// (Share): destroying a thousand watches costs this process
 		// about 5 ms more than the scan spares.
-		g.tw = newTreeWatch(g.w.inotifyFd(), g.opts.Workdir) // before the events are read
+		g.tw = workscan.NewWatch(g.w.inotifyFd(), g.opts.Workdir) // before the events are read
 	}
 	if g.w != nil {
 		g.w.start()
 	}
 	if walk {
-		g.pre = startPrewalk(g.opts.Workdir, g.opts.TreeFile, g.tw)
+		g.pre = workscan.StartPrewalk(g.opts.Workdir, g.opts.TreeFile, g.tw)
 	}
 }
 
@@ -252,7 +308,7 @@ func (g *Guard) End(stderr io.Writer, gone quiesce.Gone, interrupted <-chan stru
 	case gone.Unsupported():
 		diag.Warnf(stderr, "%s", gone.Problem())
 	case !gone.Proven():
-		g.note(g.opts.Workdir, fmt.Sprintf("DANGER: the audit after this run is not final: %s. What it restored may be undone by a process of the run that still runs: stop it, then start agent-sandbox in %s again, whose start audits this run once more", gone.Problem(), g.opts.Workdir))
+		g.note(g.opts.Workdir, KindNotFinal, fmt.Sprintf("DANGER: the audit after this run is not final: %s. What it restored may be undone by a process of the run that still runs: stop it, then start agent-sandbox in %s again, whose start audits this run once more", gone.Problem(), g.opts.Workdir))
 	}
 	if r := gone.Remote(); r != "" {
 		diag.Warnf(stderr, "the agent ran in %s, which is kept between runs and is not stopped by agent-sandbox: a process the agent left there can still change the workdir after this audit (stop it to be sure)", r)
@@ -263,8 +319,8 @@ func (g *Guard) End(stderr io.Writer, gone quiesce.Gone, interrupted <-chan stru
 		g.w.stop()
 	}
 	// The reading of the tree, if still going, stops now: the scan
-	// starts from the previous run's tree instead (prewalk.finish).
-	g.pre.stop()
+	// starts from the previous run's tree instead (workscan.Prewalk.Finish).
+	g.pre.Stop()
 	g.finalAudit()
 	var placeholders []string
 	if release != nil {
@@ -283,13 +339,13 @@ func (g *Guard) End(stderr io.Writer, gone quiesce.Gone, interrupted <-chan stru
 			skip[p] = true
 		}
 	}
-	during := g.pre.finish(interrupted)
-	findings, next := scan(g.opts.Workdir, g.started, skip, g.before, interrupted, during, g.pre.previous())
+	during := g.pre.Finish(interrupted)
+	findings, next := workscan.Scan(g.opts.Workdir, g.started, skip, g.before, interrupted, during, g.pre.Previous())
 	for _, f := range findings {
-		g.note(f.Path, f.Text)
+		g.note(f.Path, scanKind(f), f.Text)
 	}
-	if next.complete {
-		saveTree(g.opts.TreeFile, g.pre.previous(), next)
+	if next.Complete() {
+		workscan.SaveTree(g.opts.TreeFile, g.pre.Previous(), next)
 	}
 	if ws := g.Windows(); len(ws) > 0 {
 		sorted := append([]time.Duration(nil), ws...)
@@ -320,7 +376,7 @@ func (g *Guard) End(stderr io.Writer, gone quiesce.Gone, interrupted <-chan stru
 // instance's destruction, which waits for the kernel's SRCU grace period,
 // then happens in that process's exit rather than on this one's way out.
 // Called before Watch, it lets Watch follow the workdir's directories too
-// (treeWatch), whose watches go with the instance.
+// (workscan.Watch), whose watches go with the instance.
 func (g *Guard) Share(keep func(*os.File) error) error {
 	if g == nil || g.w == nil || keep == nil {
 		return nil
@@ -362,16 +418,16 @@ func (g *Guard) restoreLink(st *state, cur snapshot) {
 	if cur.exists {
 		kept, err := g.moveAside(e.Path)
 		if err != nil {
-			g.note(e.Path, fmt.Sprintf("DANGER: %s, a symlink to %s, changed during the run (%s) and could not be moved aside (%v): inspect it before you use it (%s)", e.Path, e.Link, what, err, e.Why))
+			g.note(e.Path, KindDanger, fmt.Sprintf("DANGER: %s, a symlink to %s, changed during the run (%s) and could not be moved aside (%v): inspect it before you use it (%s)", e.Path, e.Link, what, err, e.Why))
 			return
 		}
 		text += "; what was there is kept at " + kept
 	}
 	if err := os.Symlink(e.Link, e.Path); err != nil {
-		g.note(e.Path, fmt.Sprintf("DANGER: %s, a symlink to %s, changed during the run (%s) and could not be made again (%v): make it again yourself (%s)", e.Path, e.Link, what, err, e.Why))
+		g.note(e.Path, KindDanger, fmt.Sprintf("DANGER: %s, a symlink to %s, changed during the run (%s) and could not be made again (%v): make it again yourself (%s)", e.Path, e.Link, what, err, e.Why))
 		return
 	}
-	g.note(e.Path, text)
+	g.note(e.Path, KindRestored, text)
 }
 
 // refusedLocks are the notes on the read-only entries a tool inside tried
@@ -419,9 +475,9 @@ func shellWord(p string) string {
 	return p
 }
 
-// note records a finding for path (the latest text wins; the count
+// note records a finding for path (the latest kind and text win; the count
 // grows).
-func (g *Guard) note(path, text string) {
+func (g *Guard) note(path string, kind Kind, text string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	f, ok := g.findings[path]
@@ -430,7 +486,7 @@ func (g *Guard) note(path, text string) {
 		g.findings[path] = f
 		g.order = append(g.order, path)
 	}
-	f.Text = text
+	f.Kind, f.Text = kind, text
 	f.Count++
 }
 
@@ -453,7 +509,7 @@ func (g *Guard) audit(st *state, final bool) {
 	}
 	switch {
 	case cur.err != nil:
-		g.note(e.Path, fmt.Sprintf("%s could not be checked after the run (%v): inspect it (%s)", e.Path, cur.err, e.Why))
+		g.note(e.Path, KindUnchecked, fmt.Sprintf("%s could not be checked after the run (%v): inspect it (%s)", e.Path, cur.err, e.Why))
 	case e.Link != "":
 		g.restoreLink(st, cur)
 	case e.Guard == protect.Audited && cur.exists && (cur.other || st.base.exists && cur.dir != st.base.dir || !st.base.exists && cur.dir):
@@ -524,26 +580,51 @@ func (g *Guard) auditKeys(st *state, cur snapshot, final bool) {
 		// between two writes. The audit after the run decides.
 		return
 	}
-	var changes []string
-	switch {
-	case cur.content == nil:
-		changes = []string{"the file grew too large to read"}
-	case !ok:
-		changes = []string{fmt.Sprintf("it is no longer valid %s", formatName(e.Format))}
-	case !st.baseOK:
-		changes = []string{fmt.Sprintf("it was not valid %s before the run", formatName(e.Format))}
-	default:
-		changes = diffKeys(st.baseKeys, curKeys)
-	}
+	changes := keysChanges(st, cur, curKeys, ok)
 	kept, err := g.keep(e.Path, "changed", cur.content)
 	if err != nil {
-		g.note(e.Path, fmt.Sprintf("DANGER: the run changed settings of %s that run code (%s), and keeping a copy of it failed (%v): it was left as it is; inspect it before you use the tool it belongs to", e.Path, strings.Join(changes, "; "), err))
+		g.note(e.Path, KindDanger, fmt.Sprintf("DANGER: the run changed settings of %s that run code (%s), and keeping a copy of it failed (%v): it was left as it is; inspect it before you use the tool it belongs to", e.Path, strings.Join(changes, "; "), err))
 		return
 	}
+	restored, err := g.restoredKeys(st, cur, curKeys, ok)
+	if err == nil {
+		err = putBackKeys(st, cur, restored, final)
+	}
+	if err != nil {
+		g.note(e.Path, KindDanger, fmt.Sprintf("DANGER: the run changed settings of %s that run code (%s), and restoring them failed (%v): the changed file is kept at %s; restore it before you use the tool it belongs to", e.Path, strings.Join(changes, "; "), err, kept))
+		return
+	}
+	g.note(e.Path, KindRestored, g.keysRestoredText(st, changes, kept))
+}
+
+// keysChanges says what changed in a file read in its format: its
+// code-running keys, or why they cannot be compared (ok: cur's keys
+// could be read).
+func keysChanges(st *state, cur snapshot, curKeys map[string]string, ok bool) []string {
+	e := st.e
+	switch {
+	case cur.content == nil:
+		return []string{"the file grew too large to read"}
+	case !ok:
+		return []string{fmt.Sprintf("it is no longer valid %s", formatName(e.Format))}
+	case !st.baseOK:
+		return []string{fmt.Sprintf("it was not valid %s before the run", formatName(e.Format))}
+	default:
+		return diffKeys(st.baseKeys, curKeys)
+	}
+}
+
+// restoredKeys decides what a file whose code-running keys changed is
+// put back as: nothing (it did not exist), the agent's version with only
+// the changed keys put back (JSON, a few keys, and the result reads as
+// before), or its last accepted content.
+func (g *Guard) restoredKeys(st *state, cur snapshot, curKeys map[string]string, ok bool) ([]byte, error) {
+	e := st.e
 	g.mu.Lock()
 	accepted := st.accepted
 	g.mu.Unlock()
 	var restored []byte
+	var err error
 	switch {
 	case !st.base.exists:
 		restored = nil
@@ -561,17 +642,22 @@ func (g *Guard) auditKeys(st *state, cur snapshot, final bool) {
 	default:
 		restored = accepted
 	}
-	if err == nil {
-		if !st.base.exists {
-			err = removeFile(e.Path)
-		} else {
-			err = writeBack(e.Path, restored, cur.mode, final)
-		}
+	return restored, err
+}
+
+// putBackKeys removes a file that did not exist before the run, or
+// writes restored back over it.
+func putBackKeys(st *state, cur snapshot, restored []byte, final bool) error {
+	if !st.base.exists {
+		return removeFile(st.e.Path)
 	}
-	if err != nil {
-		g.note(e.Path, fmt.Sprintf("DANGER: the run changed settings of %s that run code (%s), and restoring them failed (%v): the changed file is kept at %s; restore it before you use the tool it belongs to", e.Path, strings.Join(changes, "; "), err, kept))
-		return
-	}
+	return writeBack(st.e.Path, restored, cur.mode, final)
+}
+
+// keysRestoredText is the finding for a file whose code-running keys
+// were put back.
+func (g *Guard) keysRestoredText(st *state, changes []string, kept string) string {
+	e := st.e
 	what := "restored as before the run"
 	if !st.base.exists {
 		what = "removed (it did not exist before the run)"
@@ -583,7 +669,7 @@ func (g *Guard) auditKeys(st *state, cur snapshot, final bool) {
 	if windows > 0 {
 		text += "; the host replaced this file during the run, and a change made on the host while the agent runs cannot be told from the agent's: if you made this change yourself, apply it again once the run is over"
 	}
-	g.note(e.Path, text)
+	return text
 }
 
 // maxPatched bounds the code-running keys restoreJSON puts back one by
@@ -604,14 +690,14 @@ func (g *Guard) restoreOversize(st *state, cur snapshot, final bool) {
 		err = writeBack(e.Path, accepted, cur.mode, true)
 	}
 	if err != nil {
-		g.note(e.Path, fmt.Sprintf("DANGER: %s grew past %d bytes during the run, too large to compare its settings that run code, and could not be put back (%v): inspect it before you use the tool it belongs to (%s)", e.Path, limitOf(e), err, e.Why))
+		g.note(e.Path, KindDanger, fmt.Sprintf("DANGER: %s grew past %d bytes during the run, too large to compare its settings that run code, and could not be put back (%v): inspect it before you use the tool it belongs to (%s)", e.Path, limitOf(e), err, e.Why))
 		return
 	}
 	what := "restored as before the run"
 	if !st.base.exists {
 		what = "removed (it did not exist before the run)"
 	}
-	g.note(e.Path, fmt.Sprintf("%s grew past %d bytes during the run, too large to compare its settings that run code (%s): moved aside to %s and %s", e.Path, limitOf(e), e.Why, aside, what))
+	g.note(e.Path, KindRestored, fmt.Sprintf("%s grew past %d bytes during the run, too large to compare its settings that run code (%s): moved aside to %s and %s", e.Path, limitOf(e), e.Why, aside, what))
 }
 
 // auditWhole acts on a change to a file or directory compared whole.
@@ -639,7 +725,7 @@ func (g *Guard) auditWhole(st *state, cur snapshot, final bool) {
 			text += "; its version from before the run is kept at " + kept
 		}
 	}
-	g.note(e.Path, text)
+	g.note(e.Path, KindNamed, text)
 }
 
 // restoresWhole says whether a change to e is undone rather than
@@ -727,10 +813,10 @@ func (g *Guard) repairWay(st *state) []string {
 			err = os.Mkdir(way, 0o700)
 		}
 		if err != nil {
-			g.note(way, fmt.Sprintf("DANGER: the run replaced %s, on the way to %s, by something that is not a directory (%s), and it could not be put back (%v): inspect it before you use the tool it belongs to (%s)", way, e.Path, fi.Mode().Type(), err, e.Why))
+			g.note(way, KindDanger, fmt.Sprintf("DANGER: the run replaced %s, on the way to %s, by something that is not a directory (%s), and it could not be put back (%v): inspect it before you use the tool it belongs to (%s)", way, e.Path, fi.Mode().Type(), err, e.Why))
 			return repaired
 		}
-		g.note(way, fmt.Sprintf("the run replaced the directory %s, on the way to %s, by a symlink or a file: moved aside to %s, and the directory made again with what it held before the run that runs code", way, e.Path, aside))
+		g.note(way, KindRestored, fmt.Sprintf("the run replaced the directory %s, on the way to %s, by a symlink or a file: moved aside to %s, and the directory made again with what it held before the run that runs code", way, e.Path, aside))
 		repaired = append(repaired, way)
 	}
 	return repaired
@@ -744,7 +830,7 @@ func (g *Guard) putBack(st *state) {
 		return
 	}
 	if err := os.MkdirAll(filepath.Dir(e.Path), 0o700); err != nil {
-		g.note(e.Path, fmt.Sprintf("DANGER: %s could not be written back after the run replaced a directory on its way (%v): inspect it before you use the tool it belongs to", e.Path, err))
+		g.note(e.Path, KindDanger, fmt.Sprintf("DANGER: %s could not be written back after the run replaced a directory on its way (%v): inspect it before you use the tool it belongs to", e.Path, err))
 		return
 	}
 	if st.base.dir {
@@ -754,14 +840,14 @@ func (g *Guard) putBack(st *state) {
 		return
 	}
 	if st.base.content == nil {
-		g.note(e.Path, fmt.Sprintf("DANGER: %s could not be written back after the run replaced a directory on its way (%v): inspect it before you use the tool it belongs to", e.Path, errTooLarge))
+		g.note(e.Path, KindDanger, fmt.Sprintf("DANGER: %s could not be written back after the run replaced a directory on its way (%v): inspect it before you use the tool it belongs to", e.Path, errTooLarge))
 		return
 	}
 	if err := writeBack(e.Path, st.base.content, st.base.mode, true); err != nil {
-		g.note(e.Path, fmt.Sprintf("DANGER: %s could not be written back after the run replaced a directory on its way (%v): inspect it before you use the tool it belongs to", e.Path, err))
+		g.note(e.Path, KindDanger, fmt.Sprintf("DANGER: %s could not be written back after the run replaced a directory on its way (%v): inspect it before you use the tool it belongs to", e.Path, err))
 		return
 	}
-	g.note(e.Path, fmt.Sprintf("%s was written back as before the run, in the directory made again (%s)", e.Path, e.Why))
+	g.note(e.Path, KindRestored, fmt.Sprintf("%s was written back as before the run, in the directory made again (%s)", e.Path, e.Why))
 }
 
 // within says whether p lies strictly below dir.
@@ -774,85 +860,128 @@ func within(p, dir string) bool {
 // are moved aside and its removed or changed files written back.
 func (g *Guard) restoreWhole(st *state, cur snapshot, what string, final bool) {
 	e := st.e
-	fail := func(err error) {
-		g.note(e.Path, fmt.Sprintf("DANGER: %s changed during the run (%s; %s) and could not be restored (%v): inspect it before you use it", e.Path, what, e.Why, err))
-	}
+	var err error
 	if !st.base.dir {
-		switch {
-		case !cur.exists:
-			if st.base.content == nil {
-				fail(errTooLarge)
-				return
-			}
-			if err := writeBack(e.Path, st.base.content, st.base.mode, true); err != nil {
-				fail(err)
-				return
-			}
-			g.note(e.Path, fmt.Sprintf("%s was removed during the run (%s): written back as before the run", e.Path, e.Why))
-		case cur.dir || cur.other || st.base.content == nil && st.base.exists:
-			aside, err := g.moveAside(e.Path)
-			if err != nil {
-				fail(err)
-				return
-			}
-			if st.base.exists && st.base.content != nil {
-				if err := writeBack(e.Path, st.base.content, st.base.mode, true); err != nil {
-					fail(err)
-					return
-				}
-			}
-			g.note(e.Path, fmt.Sprintf("%s changed during the run (%s; %s): moved aside to %s and restored as before the run", e.Path, what, e.Why, aside))
-		default:
-			kept, err := g.keep(e.Path, "changed", cur.content)
-			if err == nil {
-				if st.base.exists {
-					err = writeBack(e.Path, st.base.content, st.base.mode, final)
-				} else {
-					err = removeFile(e.Path)
-				}
-			}
-			if err != nil {
-				fail(err)
-				return
-			}
-			g.note(e.Path, fmt.Sprintf("%s changed during the run (%s; %s): restored as before the run; the changed version is kept at %s", e.Path, what, e.Why, kept))
-		}
-		return
+		err = g.restoreFile(st, cur, what, final)
+	} else {
+		err = g.restoreDir(st, cur, what)
 	}
+	if err != nil {
+		g.note(e.Path, KindDanger, fmt.Sprintf("DANGER: %s changed during the run (%s; %s) and could not be restored (%v): inspect it before you use it", e.Path, what, e.Why, err))
+	}
+}
+
+// restoreFile undoes a change to what was a file (or nothing) before the
+// run, and notes what it did; an error: it could not.
+func (g *Guard) restoreFile(st *state, cur snapshot, what string, final bool) error {
+	switch {
+	case !cur.exists:
+		return g.writeBackRemoved(st)
+	case cur.dir || cur.other || st.base.content == nil && st.base.exists:
+		return g.replaceAside(st, what)
+	default:
+		return g.restoreChanged(st, cur, what, final)
+	}
+}
+
+// writeBackRemoved writes back a file the run removed.
+func (g *Guard) writeBackRemoved(st *state) error {
+	e := st.e
+	if st.base.content == nil {
+		return errTooLarge
+	}
+	if err := writeBack(e.Path, st.base.content, st.base.mode, true); err != nil {
+		return err
+	}
+	g.note(e.Path, KindRestored, fmt.Sprintf("%s was removed during the run (%s): written back as before the run", e.Path, e.Why))
+	return nil
+}
+
+// replaceAside moves aside what took a file's place (a directory, a
+// link, something else), or a changed file too large to keep, and writes
+// back the file from before the run where there was one.
+func (g *Guard) replaceAside(st *state, what string) error {
+	e := st.e
+	aside, err := g.moveAside(e.Path)
+	if err != nil {
+		return err
+	}
+	if st.base.exists && st.base.content != nil {
+		if err := writeBack(e.Path, st.base.content, st.base.mode, true); err != nil {
+			return err
+		}
+	}
+	g.note(e.Path, KindRestored, fmt.Sprintf("%s changed during the run (%s; %s): moved aside to %s and restored as before the run", e.Path, what, e.Why, aside))
+	return nil
+}
+
+// restoreChanged keeps a copy of a changed file and writes back its
+// content from before the run, or removes it when it did not exist.
+func (g *Guard) restoreChanged(st *state, cur snapshot, what string, final bool) error {
+	e := st.e
+	kept, err := g.keep(e.Path, "changed", cur.content)
+	if err == nil {
+		if st.base.exists {
+			err = writeBack(e.Path, st.base.content, st.base.mode, final)
+		} else {
+			err = removeFile(e.Path)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	g.note(e.Path, KindRestored, fmt.Sprintf("%s changed during the run (%s; %s): restored as before the run; the changed version is kept at %s", e.Path, what, e.Why, kept))
+	return nil
+}
+
+// restoreDir undoes a change to what was a directory before the run:
+// what took its place is moved aside and the directory made again, its
+// added or changed entries are moved aside and its removed or changed
+// files written back.
+func (g *Guard) restoreDir(st *state, cur snapshot, what string) error {
+	e := st.e
 	if !cur.dir {
 		aside, err := g.moveAside(e.Path)
 		if err != nil {
-			fail(err)
-			return
+			return err
 		}
 		if err := os.Mkdir(e.Path, 0o755); err != nil {
-			fail(err)
-			return
+			return err
 		}
-		g.note(e.Path, fmt.Sprintf("%s was replaced during the run (%s; %s): moved aside to %s", e.Path, what, e.Why, aside))
+		g.note(e.Path, KindRestored, fmt.Sprintf("%s was replaced during the run (%s; %s): moved aside to %s", e.Path, what, e.Why, aside))
 		cur = takeEntry(e)
 	}
+	moved, err := g.restoreEntries(st, cur)
+	if err != nil {
+		return err
+	}
+	if len(moved) > 0 {
+		g.note(e.Path, KindRestored, fmt.Sprintf("the run changed %s (%s): moved aside %s, and restored what was there before the run; inspect them, then delete them", e.Path, e.Why, strings.Join(moved, ", ")))
+	}
+	return nil
+}
+
+// restoreEntries moves aside each entry of a directory added or changed
+// since the snapshot before the run, and writes back each file removed
+// or changed; it returns what it moved aside, and where to.
+func (g *Guard) restoreEntries(st *state, cur snapshot) ([]string, error) {
 	var moved []string
 	for _, name := range st.base.changedEntries(cur) {
-		p := filepath.Join(e.Path, name)
+		p := filepath.Join(st.e.Path, name)
 		if _, now := cur.entries[name]; now {
 			aside, err := g.moveAside(p)
 			if err != nil {
-				fail(err)
-				return
+				return nil, err
 			}
-			moved = append(moved, fmt.Sprintf("%s to %s", quoteName(p), aside))
+			moved = append(moved, fmt.Sprintf("%s to %s", diag.QuoteName(p), aside))
 		}
 		if b, was := st.base.entries[name]; was && !b.dir && b.content != nil {
 			if err := writeBack(p, b.content, b.mode, true); err != nil {
-				fail(err)
-				return
+				return nil, err
 			}
 		}
 	}
-	if len(moved) > 0 {
-		g.note(e.Path, fmt.Sprintf("the run changed %s (%s): moved aside %s, and restored what was there before the run; inspect them, then delete them", e.Path, e.Why, strings.Join(moved, ", ")))
-	}
+	return moved, nil
 }
 
 // describeChange says in a few words how cur differs from base.
@@ -865,7 +994,7 @@ func describeChange(base, cur snapshot) string {
 	case base.dir && cur.dir:
 		names := base.changedEntries(cur)
 		for i, n := range names {
-			names[i] = quoteName(n)
+			names[i] = diag.QuoteName(n)
 		}
 		if len(names) > 8 {
 			names = append(names[:8], fmt.Sprintf("and %d more", len(names)-8))
@@ -916,17 +1045,4 @@ func formatName(f protect.Format) string {
 		return "TOML"
 	}
 	return string(f)
-}
-
-// quoteName is a path as a message shows one the agent may have chosen:
-// as it is when it holds only printable characters that cannot be taken
-// for the message's own words (no blank, quote, comma or backslash),
-// quoted (control characters escaped) otherwise.
-func quoteName(p string) string {
-	for _, r := range p {
-		if !unicode.IsPrint(r) || r == ' ' || r == '"' || r == '\'' || r == '\\' || r == ',' || r == ';' || r == utf8.RuneError {
-			return strconv.Quote(p)
-		}
-	}
-	return p
 }

@@ -58,11 +58,11 @@ func TestAuditManyChangedKeys(t *testing.T) {
 	b.WriteString(`}}`)
 	g := newTest(t, root, protect.Entry{Path: p, Name: "agent config", Guard: protect.Audited, Format: protect.FormatJSON, Keys: []string{"mcpServers", "projects.*.mcpServers"}})
 	write(t, p, b.String())
-	got := endText(g, true)
+	got, fs := endRun(g, true)
 	if read(t, p) != "{}\n" {
 		t.Errorf("not restored whole: %.200s", read(t, p))
 	}
-	if !strings.Contains(got, "restored as before the run") {
+	if kindOf(fs, p) != KindRestored {
 		t.Errorf("findings: %s", got)
 	}
 }

@@ -68,6 +68,12 @@ type snapshot struct {
 // fileReads counts the files a snapshot read (tests).
 var fileReads atomic.Int64
 
+// racyMargin is how far back a file's ctime must lie, when it is read,
+// for its reading to be settled (2 s: FAT's granularity; ext4 and the
+// others are finer). internal/workscan trusts a directory's record by the
+// same rule. A variable for the tests.
+var racyMargin = 2 * time.Second
+
 // fileID is what takeSince compares of a regular file.
 type fileID struct {
 	dev, ino uint64
@@ -107,6 +113,8 @@ func takeSince(e protect.Entry, base snapshot) snapshot {
 	return takeDepth(e.Path, 1, &base, limitOf(e))
 }
 
+// takeDepth is take of path, reading directories depth levels below it
+// and reusing what base read where it still holds (see takeSince).
 func takeDepth(path string, depth int, base *snapshot, limit int64) snapshot {
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -118,8 +126,7 @@ func takeDepth(path string, depth int, base *snapshot, limit int64) snapshot {
 	s := snapshot{exists: true, mode: fi.Mode()}
 	if fi.Mode().IsRegular() {
 		s.id = idOf(fi)
-		if base != nil && base.settled && base.exists && base.err == nil && !base.dir && !base.other &&
-			base.mode == s.mode && base.id == s.id {
+		if base.reusableFor(s) {
 			return *base
 		}
 		// Read as of now: a change in the same clock tick as a ctime
@@ -128,66 +135,11 @@ func takeDepth(path string, depth int, base *snapshot, limit int64) snapshot {
 	}
 	switch {
 	case fi.Mode().IsRegular() && fi.Size() > maxHash:
-		h := sha256.New()
-		fmt.Fprintf(h, "large\x00%d\x00%d\x00%v", fi.Size(), fi.ModTime().UnixNano(), fi.Sys())
-		h.Sum(s.sum[:0])
+		s.sumLarge(fi)
 	case fi.Mode().IsRegular():
-		fileReads.Add(1)
-		f, err := openRead(path)
-		if err != nil {
-			s.err = err
-			return s
-		}
-		defer f.Close()
-		h := sha256.New()
-		var buf bytes.Buffer
-		w := io.Writer(h)
-		if fi.Size() <= limit {
-			w = io.MultiWriter(h, &buf)
-		}
-		if _, err := io.Copy(w, f); err != nil {
-			s.err = err
-			return s
-		}
-		h.Sum(s.sum[:0])
-		if fi.Size() <= limit && int64(buf.Len()) <= limit {
-			s.content = buf.Bytes()
-			if s.content == nil {
-				s.content = []byte{}
-			}
-		}
+		s.readFile(path, fi, limit)
 	case fi.IsDir():
-		s.dir = true
-		ents, err := os.ReadDir(path)
-		if err != nil {
-			s.err = err
-			return s
-		}
-		s.entries = map[string]snapshot{}
-		h := sha256.New()
-		for i, e := range ents {
-			if i >= maxTree {
-				break
-			}
-			var sub snapshot
-			if depth > 0 {
-				var was *snapshot
-				if b, ok := base.entry(e.Name()); ok {
-					was = &b
-				}
-				sub = takeDepth(filepath.Join(path, e.Name()), depth-1, was, maxContent)
-			} else {
-				sub = snapshot{exists: true, dir: e.IsDir(), mode: e.Type()}
-			}
-			s.entries[e.Name()] = sub
-			h.Write([]byte(e.Name()))
-			h.Write([]byte{0})
-			h.Write(sub.sum[:])
-			// An entry's mode counts too: chmod +x on a hook that
-			// was there, unused, makes git run it.
-			h.Write(binary.LittleEndian.AppendUint32(nil, uint32(sub.mode)))
-		}
-		h.Sum(s.sum[:0])
+		s.readDir(path, depth, base)
 	default:
 		s.other = true
 		if t, err := os.Readlink(path); err == nil {
@@ -195,6 +147,88 @@ func takeDepth(path string, depth int, base *snapshot, limit int64) snapshot {
 		}
 	}
 	return s
+}
+
+// reusableFor reports whether base (possibly nil), a settled reading of
+// a regular file, shows the file s was just found to be (same mode, same
+// identity): its reading holds and the file is not read again.
+func (base *snapshot) reusableFor(s snapshot) bool {
+	return base != nil && base.settled && base.exists && base.err == nil && !base.dir && !base.other &&
+		base.mode == s.mode && base.id == s.id
+}
+
+// sumLarge sums a regular file above maxHash by its size, time and
+// status, not its content.
+func (s *snapshot) sumLarge(fi fs.FileInfo) {
+	h := sha256.New()
+	fmt.Fprintf(h, "large\x00%d\x00%d\x00%v", fi.Size(), fi.ModTime().UnixNano(), fi.Sys())
+	h.Sum(s.sum[:0])
+}
+
+// readFile sums the regular file at path and keeps its content when it
+// is at most limit bytes.
+func (s *snapshot) readFile(path string, fi fs.FileInfo, limit int64) {
+	fileReads.Add(1)
+	f, err := openRead(path)
+	if err != nil {
+		s.err = err
+		return
+	}
+	defer f.Close()
+	h := sha256.New()
+	var buf bytes.Buffer
+	w := io.Writer(h)
+	if fi.Size() <= limit {
+		w = io.MultiWriter(h, &buf)
+	}
+	if _, err := io.Copy(w, f); err != nil {
+		s.err = err
+		return
+	}
+	h.Sum(s.sum[:0])
+	if fi.Size() <= limit && int64(buf.Len()) <= limit {
+		s.content = buf.Bytes()
+		if s.content == nil {
+			s.content = []byte{}
+		}
+	}
+}
+
+// readDir records the directory at path: its entries (at most maxTree),
+// each taken depth-1 levels deeper (reusing base's) or, at depth 0, by
+// its kind only, and a sum over their names, sums and modes.
+func (s *snapshot) readDir(path string, depth int, base *snapshot) {
+	s.dir = true
+	ents, err := os.ReadDir(path)
+	if err != nil {
+		s.err = err
+		return
+	}
+	s.entries = map[string]snapshot{}
+	h := sha256.New()
+	for i, e := range ents {
+		if i >= maxTree {
+			break
+		}
+		var sub snapshot
+		if depth > 0 {
+			var was *snapshot
+			if b, ok := base.entry(e.Name()); ok {
+				was = &b
+			}
+			sub = takeDepth(filepath.Join(path, e.Name()), depth-1, was, maxContent)
+		} else {
+			sub = snapshot{exists: true, dir: e.IsDir(), mode: e.Type()}
+		}
+		s.entries[e.Name()] = sub
+		h.Write([]byte(e.Name()))
+		h.Write([]byte{0})
+		h.Write(sub.sum[:])
+		// An entry's mode counts too: chmod +x on a hook that
+		// was there, unused, makes git run it.
+		h.Write(binary.LittleEndian.AppendUint32(nil, uint32(sub.mode)))
+	}
+	h.Sum(s.sum[:0])
 }
 
 // entry is base's entry name, if base (possibly nil) is a directory's

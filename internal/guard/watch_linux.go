@@ -153,11 +153,11 @@ func (w *watcher) inotifyFd() int { return w.fd }
 
 // drain gives the tree's watch, and the lock files of read-only entries
 // (lockEvent), the events still queued once the loop has ended, then
-// ends the tree's watch (treeWatch.finish). A read that fails leaves the
+// ends the tree's watch (workscan.Watch.Finish). A read that fails leaves the
 // tree's watch vouching for nothing.
 func (w *watcher) drain() {
 	tw := w.g.tw // nil when only the lock files of read-only entries are to be seen (lockEvent)
-	defer tw.finish()
+	defer tw.Finish()
 	buf := make([]byte, 64*1024)
 	for {
 		fds := []unix.PollFd{{Fd: int32(w.fd), Events: unix.POLLIN}}
@@ -166,7 +166,7 @@ func (w *watcher) drain() {
 			continue
 		}
 		if err != nil {
-			tw.event(-1, unix.IN_Q_OVERFLOW, "", true)
+			tw.Event(-1, unix.IN_Q_OVERFLOW, "", true)
 			return
 		}
 		if n == 0 {
@@ -177,11 +177,11 @@ func (w *watcher) drain() {
 			continue
 		}
 		if err != nil || n <= 0 {
-			tw.event(-1, unix.IN_Q_OVERFLOW, "", true)
+			tw.Event(-1, unix.IN_Q_OVERFLOW, "", true)
 			return
 		}
 		events(buf[:n], func(ev *unix.InotifyEvent, name string) {
-			tw.event(ev.Wd, ev.Mask, name, true) // nothing to remove: the instance is closed next
+			tw.Event(ev.Wd, ev.Mask, name, true) // nothing to remove: the instance is closed next
 			w.mu.Lock()
 			dir, ok := w.wds[ev.Wd]
 			w.mu.Unlock()
@@ -230,13 +230,13 @@ func (w *watcher) handle(buf []byte) {
 	var pinsHit []string
 	events(buf, func(ev *unix.InotifyEvent, name string) {
 		if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
-			w.g.tw.event(ev.Wd, ev.Mask, "", true)
+			w.g.tw.Event(ev.Wd, ev.Mask, "", true)
 			all = true
 			return
 		}
 		w.mu.Lock()
 		dir, ok := w.wds[ev.Wd]
-		w.g.tw.event(ev.Wd, ev.Mask, name, ok) // under w.mu, as ensure's watches are placed
+		w.g.tw.Event(ev.Wd, ev.Mask, name, ok) // under w.mu, as ensure's watches are placed
 		if ev.Mask&unix.IN_IGNORED != 0 {
 			delete(w.wds, ev.Wd)
 			if w.dirs[dir] == ev.Wd {
@@ -258,7 +258,7 @@ func (w *watcher) handle(buf []byte) {
 		}
 		if w.masks[path] && ev.Mask&structural != 0 && w.g.reprotect != nil {
 			if err := w.g.reprotect(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-				w.g.note(path, "DANGER: "+path+" was replaced on the host during the run and could not be hidden again ("+err.Error()+"): the agent could read it for the rest of the run")
+				w.g.note(path, KindDanger, "DANGER: "+path+" was replaced on the host during the run and could not be hidden again ("+err.Error()+"): the agent could read it for the rest of the run")
 			}
 		}
 		if w.pins[path] && ev.Mask&(unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_DELETE|unix.IN_MOVED_FROM) != 0 {
@@ -369,7 +369,7 @@ func (w *watcher) reprotect(st *state) {
 	w.g.windows = append(w.g.windows, d)
 	w.g.mu.Unlock()
 	if err != nil {
-		w.g.note(st.e.Path, "DANGER: "+st.e.Path+" was replaced on the host during the run and could not be made read-only again ("+err.Error()+"): the agent could write it for the rest of the run; inspect it ("+st.e.Why+")")
+		w.g.note(st.e.Path, KindDanger, "DANGER: "+st.e.Path+" was replaced on the host during the run and could not be made read-only again ("+err.Error()+"): the agent could write it for the rest of the run; inspect it ("+st.e.Why+")")
 	}
 }
 
@@ -399,7 +399,7 @@ func (w *watcher) all() {
 		if st.e.Guard == protect.ReadOnly && w.g.reprotect != nil {
 			// Reprotect leaves a mount that is still there alone.
 			if err := w.g.reprotect(st.e.Path); err != nil {
-				w.g.note(st.e.Path, "DANGER: "+st.e.Path+" could not be made read-only again ("+err.Error()+"): inspect it ("+st.e.Why+")")
+				w.g.note(st.e.Path, KindDanger, "DANGER: "+st.e.Path+" could not be made read-only again ("+err.Error()+"): inspect it ("+st.e.Why+")")
 			}
 		}
 		w.act(st, 0)

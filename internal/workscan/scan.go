@@ -1,4 +1,4 @@
-package guard
+package workscan
 
 import (
 	"crypto/sha256"
@@ -13,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/protect"
 )
 
@@ -22,7 +23,7 @@ const (
 	scanMaxTime    = 5 * time.Second
 )
 
-// scan walks the working directory after a run for what no ledger can
+// Scan walks the working directory after a run for what no ledger can
 // predict: git directories anywhere below it (a .git directory or file,
 // with their submodules and worktrees) whose config, commondir, hooks or
 // .git file were created or changed since started; the protected project
@@ -34,11 +35,11 @@ const (
 // user's next git status), and a directory the scan cannot read is
 // reported, not passed over. skip are paths the ledger's audit speaks for,
 // and the run's own placeholders; before is what changed at the top just
-// before the run (recentBefore), not reported while still as it was. The
+// before the run (RecentBefore), not reported while still as it was. The
 // scan is bounded (scanMaxEntries, scanMaxTime) and stops when interrupted
 // is closed; either way it says what it did not check. t, when not nil, is
-// the tree read during the run (prewalk), or the one the previous run left
-// when the run ended before that reading did (prewalk.finish): the
+// the tree read during the run (Prewalk), or the one the previous run left
+// when the run ended before that reading did (Prewalk.Finish): the
 // directories unchanged since are not read again. prev, when not nil, is
 // the tree the previous run left: a directory below the workdir that it
 // does not record at that path (another inode, or none) and whose ctime
@@ -48,96 +49,152 @@ const (
 // in one run, and moved into sight in the next, keeps its ctime). It
 // returns the tree as it found it, for the next run (complete only when
 // the scan was).
-func scan(workdir string, started time.Time, skip map[string]bool, before map[string]fingerprint, interrupted <-chan struct{}, t, prev *tree) ([]Finding, *tree) {
-	since := scanSince(started)
-	planted := func(paths []string) []string {
-		var out []string
-		for _, p := range paths {
-			if skip[p] {
-				continue
-			}
-			if was, ok := before[p]; ok {
-				if now, ok := fingerprintOf(p); ok && now == was {
-					continue
-				}
-			}
-			out = append(out, p)
-		}
-		return out
-	}
+func Scan(workdir string, started time.Time, skip map[string]bool, before Before, interrupted <-chan struct{}, t, prev *Tree) ([]Finding, *Tree) {
 	b := newBudget(interrupted)
 	t = t.precheck(interrupted)
-	stopped := ""
-	var out []Finding
-	var tools, others, unreadable []string
-	next := &tree{Dirs: make(map[string]treeDir, t.size())}
-	var walk func(dir string, moved bool) bool
-	walk = func(dir string, moved bool) bool {
-		ents, err := t.list(dir, next, nil)
-		if err != nil {
-			// The workdir itself too (an agent that takes its read bit
-			// away hides everything below it from the scan, not from
-			// git); not a directory that is gone (a placeholder the run
-			// removed: nothing lies below it).
-			if !errors.Is(err, fs.ErrNotExist) {
-				unreadable = append(unreadable, fmt.Sprintf("%s (%v)", quoteName(dir), errText(err)))
-			}
-			if len(ents) == 0 {
-				return true
-			}
-		}
-		if !moved && dir != workdir && prev != nil {
-			if td, ok := next.Dirs[dir]; ok && !td.Ctime.Before(since) {
-				pd, had := prev.Dirs[dir]
-				moved = !had || pd.Ino != td.Ino
-			}
-		}
-		since := since
-		if moved {
-			since = time.Time{}
-		}
-		for _, d := range ents {
-			if stopped = b.spend(); stopped != "" {
-				return false
-			}
-			name, path := d.Name(), filepath.Join(dir, d.Name())
-			git, top, reported := nameKind(name)
-			if git {
-				if changed := planted(gitChanged(path, d, since)); len(changed) > 0 {
-					out = append(out, Finding{Path: path, Text: fmt.Sprintf("the agent created or changed git metadata that git runs on the host: %s; your next git command in %s runs what it planted: inspect it (or remove that .git) before running git there", quoteAll(changed), quoteName(dir))})
-				}
-				if name == ".git" {
-					continue // a .GIT is walked too: on a filesystem that tells case apart it is no git dir
-				}
-			} else if top && dir != workdir {
-				tools = append(tools, planted(changedTree(path, d.IsDir(), since))...)
-			} else if reported {
-				others = append(others, planted(changedTree(path, d.IsDir(), since))...)
-			}
-			if d.IsDir() && !walk(path, moved) {
-				return false
-			}
-		}
-		return true
+	w := &scanWalk{
+		workdir: workdir, since: scanSince(started), skip: skip, before: before,
+		b: b, t: t, prev: prev,
+		next: &Tree{Dirs: make(map[string]treeDir, t.size())},
 	}
-	walk(workdir, false)
-	if len(tools) > 0 {
-		out = append(out, Finding{Path: "(tools)", Text: fmt.Sprintf("the agent created or changed files your tools run code from, in subdirectories of the project (only its top is kept read-only): %s; inspect them before opening those folders or entering them with direnv", quoteAll(tools))})
+	w.walk(workdir, false)
+	out := w.summary()
+	w.next.complete = w.stopped == ""
+	return out, w.next
+}
+
+// scanWalk is one scan's walk of the workdir (see Scan): what it was
+// given, and what it found so far.
+type scanWalk struct {
+	workdir    string
+	since      time.Time
+	skip       map[string]bool
+	before     map[string]fingerprint
+	b          *budget
+	t, prev    *Tree
+	next       *Tree
+	stopped    string
+	out        []Finding
+	tools      []string
+	others     []string
+	unreadable []string
+}
+
+// planted returns the paths the scan reports: neither one the ledger's
+// audit speaks for (skip), nor one still as it was just before the run.
+func (w *scanWalk) planted(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if w.skip[p] {
+			continue
+		}
+		if was, ok := w.before[p]; ok {
+			if now, ok := fingerprintOf(p); ok && now == was {
+				continue
+			}
+		}
+		out = append(out, p)
 	}
-	if len(others) > 0 {
-		out = append(out, Finding{Path: "(reported)", Text: fmt.Sprintf("the agent created or changed files other tools run code from, which the sandbox does not keep read-only: %s; inspect them before you run the tool they belong to (another agent, your editor, a git hook manager, mise, a dev container) in this project outside the sandbox", quoteAll(others))})
+	return out
+}
+
+// walk scans dir and every directory below it; moved: dir lies below a
+// directory made or moved there during the run. It returns false when
+// the scan stopped (budget spent, interrupted).
+func (w *scanWalk) walk(dir string, moved bool) bool {
+	ents, err := w.t.list(dir, w.next, nil)
+	if err != nil {
+		// The workdir itself too (an agent that takes its read bit
+		// away hides everything below it from the scan, not from
+		// git); not a directory that is gone (a placeholder the run
+		// removed: nothing lies below it).
+		if !errors.Is(err, fs.ErrNotExist) {
+			w.unreadable = append(w.unreadable, fmt.Sprintf("%s (%v)", diag.QuoteName(dir), errText(err)))
+		}
+		if len(ents) == 0 {
+			return true
+		}
 	}
-	if len(unreadable) > 0 {
+	moved = moved || w.madeDuringRun(dir)
+	since := w.since
+	if moved {
+		since = time.Time{}
+	}
+	for _, d := range ents {
+		if w.stopped = w.b.spend(); w.stopped != "" {
+			return false
+		}
+		path := filepath.Join(dir, d.Name())
+		if !w.entry(dir, path, d, since) {
+			continue
+		}
+		if d.IsDir() && !w.walk(path, moved) {
+			return false
+		}
+	}
+	return true
+}
+
+// madeDuringRun reports whether dir, below the workdir, was made or
+// moved to its path during the run: its ctime moved during the run and
+// the previous run's tree does not record it at that path (another
+// inode, or none).
+func (w *scanWalk) madeDuringRun(dir string) bool {
+	if dir == w.workdir || w.prev == nil {
+		return false
+	}
+	td, ok := w.next.Dirs[dir]
+	if !ok || td.Ctime.Before(w.since) {
+		return false
+	}
+	pd, had := w.prev.Dirs[dir]
+	return !had || pd.Ino != td.Ino
+}
+
+// entry records what the entry d of dir, at path, shows was planted
+// since: git metadata, a protected project name below the top, a name
+// other tools run code from. It returns false when the walk does not
+// enter it (a .git: its metadata is checked here).
+func (w *scanWalk) entry(dir, path string, d treeEnt, since time.Time) bool {
+	name := d.Name()
+	git, top, reported := nameKind(name)
+	switch {
+	case git:
+		if changed := w.planted(gitChanged(path, d, since)); len(changed) > 0 {
+			w.out = append(w.out, Finding{Path: path, Text: fmt.Sprintf("the agent created or changed git metadata that git runs on the host: %s; your next git command in %s runs what it planted: inspect it (or remove that .git) before running git there", quoteAll(changed), diag.QuoteName(dir))})
+		}
+		if name == ".git" {
+			return false // a .GIT is walked too: on a filesystem that tells case apart it is no git dir
+		}
+	case top && dir != w.workdir:
+		w.tools = append(w.tools, w.planted(changedTree(path, d.IsDir(), since))...)
+	case reported:
+		w.others = append(w.others, w.planted(changedTree(path, d.IsDir(), since))...)
+	}
+	return true
+}
+
+// summary returns the walk's findings, with one for each kind of file
+// planted in bulk, for what could not be read, and for a scan that
+// stopped.
+func (w *scanWalk) summary() []Finding {
+	out := w.out
+	if len(w.tools) > 0 {
+		out = append(out, Finding{Path: "(tools)", Text: fmt.Sprintf("the agent created or changed files your tools run code from, in subdirectories of the project (only its top is kept read-only): %s; inspect them before opening those folders or entering them with direnv", quoteAll(w.tools))})
+	}
+	if len(w.others) > 0 {
+		out = append(out, Finding{Path: "(reported)", Text: fmt.Sprintf("the agent created or changed files other tools run code from, which the sandbox does not keep read-only: %s; inspect them before you run the tool they belong to (another agent, your editor, a git hook manager, mise, a dev container) in this project outside the sandbox", quoteAll(w.others))})
+	}
+	if unreadable := w.unreadable; len(unreadable) > 0 {
 		if len(unreadable) > 20 {
 			unreadable = append(unreadable[:20], fmt.Sprintf("and %d more", len(unreadable)-20))
 		}
-		out = append(out, Finding{Path: "(unreadable)", Text: fmt.Sprintf("the scan of %s for git metadata and tool files planted during the run could not read %s: what lies there was not checked (git can still enter a directory it cannot list); inspect them, or make them readable, before running git or opening the project", quoteName(workdir), strings.Join(unreadable, ", "))})
+		out = append(out, Finding{Path: "(unreadable)", Unchecked: true, Text: fmt.Sprintf("the scan of %s for git metadata and tool files planted during the run could not read %s: what lies there was not checked (git can still enter a directory it cannot list); inspect them, or make them readable, before running git or opening the project", diag.QuoteName(w.workdir), strings.Join(unreadable, ", "))})
 	}
-	if stopped != "" {
-		out = append(out, Finding{Path: "(stopped)", Text: fmt.Sprintf("the scan of %s for git metadata and tool files planted during the run stopped after %d entries because %s: what lies beyond was not checked", quoteName(workdir), b.entries, stopped)})
+	if w.stopped != "" {
+		out = append(out, Finding{Path: "(stopped)", Unchecked: true, Text: fmt.Sprintf("the scan of %s for git metadata and tool files planted during the run stopped after %d entries because %s: what lies beyond was not checked", diag.QuoteName(w.workdir), w.b.entries, w.stopped)})
 	}
-	next.complete = stopped == ""
-	return out, next
+	return out
 }
 
 func errText(err error) string {
@@ -149,11 +206,11 @@ func errText(err error) string {
 	return err.Error()
 }
 
-// quoteAll joins paths for a message, each quoteName'd.
+// quoteAll joins paths for a message, each diag.QuoteName'd.
 func quoteAll(paths []string) string {
 	q := make([]string, len(paths))
 	for i, p := range paths {
-		q[i] = quoteName(p)
+		q[i] = diag.QuoteName(p)
 	}
 	return strings.Join(q, ", ")
 }
@@ -162,18 +219,18 @@ func quoteAll(paths []string) string {
 // change as the agent's. It lies before started by more than the coarse
 // clock the kernel stamps ctimes with lags behind (a tick: 1 to 10 ms), so
 // that nothing the agent changes is missed; what changed in that margin
-// before the run is told apart by recentBefore.
+// before the run is told apart by RecentBefore.
 func scanSince(started time.Time) time.Time {
 	return started.Add(-10 * time.Millisecond)
 }
 
-// recentBefore fingerprints, as a run starts, what the scan after it would
+// RecentBefore fingerprints, as a run starts, what the scan after it would
 // report at the top of the workdir already (a git command or an editor
 // that wrote .git/config or .husky/ in the moment before the run): the
 // workdir's own .git and the protect.Reported names at its top. Usually
 // nothing there changed that recently, and it costs one directory read
 // and a few stats. Deeper paths changed in that moment are still reported.
-func recentBefore(workdir string, started time.Time) map[string]fingerprint {
+func RecentBefore(workdir string, started time.Time) Before {
 	since := scanSince(started)
 	ents, err := os.ReadDir(workdir)
 	if err != nil {
@@ -188,11 +245,11 @@ func recentBefore(workdir string, started time.Time) map[string]fingerprint {
 			paths = append(paths, changedTree(path, e.IsDir(), since)...)
 		}
 	}
-	var out map[string]fingerprint
+	var out Before
 	for _, p := range paths {
 		if f, ok := fingerprintOf(p); ok {
 			if out == nil {
-				out = map[string]fingerprint{}
+				out = Before{}
 			}
 			out[p] = f
 		}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package guard
+package workscan
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// treeWatch follows the workdir's recorded directories while the agent
+// Watch follows the workdir's recorded directories while the agent
 // runs, with the guard's inotify instance (whose destruction is left to
 // the sandbox's init: Guard.Share), so that the scan after the run need
 // not ask each directory again whether it changed (issue 27, item 4). The
@@ -53,7 +53,7 @@ import (
 // is asked as before (tree.holds). The watches are bounded
 // (treeWatchLimit; a directory with many events loses its watch), since
 // the user's editor and IDE share fs.inotify.max_user_watches with them.
-type treeWatch struct {
+type Watch struct {
 	fd    int // the guard's inotify instance; not closed here
 	root  string
 	limit int // watches it may place; -1 until the first add reads it
@@ -70,7 +70,7 @@ type treeWatch struct {
 	rootInPlace bool
 }
 
-// watchedDir is one directory under treeWatch.
+// watchedDir is one directory under Watch.
 type watchedDir struct {
 	wd int32
 	// gone: it was moved or removed, or its watch was lost, since its
@@ -152,15 +152,15 @@ var localFS = map[int64]bool{
 	unix.TMPFS_MAGIC:          true,
 }
 
-// newTreeWatch returns the tree's watch of root through the inotify
+// NewWatch returns the tree's watch of root through the inotify
 // instance fd, or nil when there is none to be had (no instance). Its
 // bound is read by the first add, in the walk's goroutine rather than on
 // the run's path.
-func newTreeWatch(fd int, root string) *treeWatch {
+func NewWatch(fd int, root string) *Watch {
 	if fd < 0 || root == "" {
 		return nil
 	}
-	return &treeWatch{fd: fd, root: root, limit: -1, byWd: map[int32][]string{}, removed: map[int32]bool{}, dirs: map[string]*watchedDir{}}
+	return &Watch{fd: fd, root: root, limit: -1, byWd: map[int32][]string{}, removed: map[int32]bool{}, dirs: map[string]*watchedDir{}}
 }
 
 // watchToken is a watch add placed, for keep; wd < 0 for none.
@@ -169,7 +169,7 @@ type watchToken struct{ wd int32 }
 // add places a watch on dir, when there is room and dir qualifies, and
 // returns it with dir's lstat taken after it (nil when add took none:
 // the caller takes its own).
-func (w *treeWatch) add(dir string) (watchToken, fs.FileInfo) {
+func (w *Watch) add(dir string) (watchToken, fs.FileInfo) {
 	none := watchToken{wd: -1}
 	if w == nil {
 		return none, nil
@@ -211,14 +211,14 @@ func (w *treeWatch) add(dir string) (watchToken, fs.FileInfo) {
 // register makes dir's watch wd count from the moment add placed it: an
 // event the guard's loop reads before the walk has read dir (keep) must
 // not be lost. Called with w.mu held.
-func (w *treeWatch) register(dir string, wd int32) {
+func (w *Watch) register(dir string, wd int32) {
 	w.dirs[dir] = &watchedDir{wd: wd, own: true}
 	w.byWd[wd] = append(w.byWd[wd], dir)
 }
 
 // addRoot places the workdir's watch through a descriptor of it, on a
 // local filesystem only.
-func (w *treeWatch) addRoot() (watchToken, fs.FileInfo) {
+func (w *Watch) addRoot() (watchToken, fs.FileInfo) {
 	none := watchToken{wd: -1}
 	fd, err := unix.Open(w.root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -259,7 +259,7 @@ func (w *treeWatch) addRoot() (watchToken, fs.FileInfo) {
 // lstat after the watch (fi, from add) verified it, it is trusted or was
 // read after the watch (a change after the watch is an event, whatever
 // the ctime), and no event came since add.
-func (w *treeWatch) keep(dir string, tok watchToken, fi fs.FileInfo, td treeDir, ok, fresh bool) {
+func (w *Watch) keep(dir string, tok watchToken, fi fs.FileInfo, td treeDir, ok, fresh bool) {
 	if w == nil || tok.wd < 0 || fi == nil {
 		return
 	}
@@ -275,13 +275,13 @@ func (w *treeWatch) keep(dir string, tok watchToken, fi fs.FileInfo, td treeDir,
 	wdir.own = wdir.own && wdir.verified
 }
 
-// event records one inotify event of the guard's instance (name is the
+// Event records one inotify event of the guard's instance (name is the
 // entry it is about, "" for the watched directory itself). A watch that
 // is of no more use to the tree (its directory gone, or too many of its
 // entries changed) is removed, so that the directory's later changes (a
 // build's output) do not fill the queue; not when shared says the guard
 // watches the directory too.
-func (w *treeWatch) event(wd int32, mask uint32, name string, shared bool) {
+func (w *Watch) Event(wd int32, mask uint32, name string, shared bool) {
 	if w == nil {
 		return
 	}
@@ -332,26 +332,13 @@ func (w *treeWatch) event(wd int32, mask uint32, name string, shared bool) {
 // removed in a large directory then cost a few lstats, not a reading of
 // the directory. The record returned has dir's ctime now and is not
 // trusted: the next run reads dir again.
-func (w *treeWatch) patched(dir string, td treeDir, t *tree) (treeDir, bool) {
+func (w *Watch) patched(dir string, td treeDir, t *Tree) (treeDir, bool) {
 	if w == nil || t == nil {
 		return td, false
 	}
-	w.mu.Lock()
-	wdir := w.dirs[dir]
-	ok := w.finished && !w.overflow && w.rootInPlace && wdir != nil && wdir.verified && !wdir.gone && !wdir.many && !wdir.attr &&
-		td.Ino == wdir.ino && td.Ctime.Equal(wdir.ctime) && (td.Trusted || t.watched) && w.leads(dir)
-	var changed map[string]bool
-	if ok {
-		changed = maps.Clone(wdir.names)
-	}
-	w.mu.Unlock()
-	if !ok {
+	changed, ok := w.changedNames(dir, td, t)
+	if !ok || !entryNames(changed) {
 		return td, false
-	}
-	for n := range changed {
-		if n == "" || n == "." || n == ".." || strings.Contains(n, "/") {
-			return td, false // not an entry's name: the kernel gives none such
-		}
 	}
 	fi, err := os.Lstat(dir)
 	if err != nil || !fi.IsDir() {
@@ -360,8 +347,63 @@ func (w *treeWatch) patched(dir string, td treeDir, t *tree) (treeDir, bool) {
 	if _, ino := devIno(fi); ino != td.Ino {
 		return td, false
 	}
-	ents := make([]treeEnt, 0, len(td.Ents)+len(changed))
-	for _, e := range td.Ents {
+	ents, ok := patchEntries(dir, td.Ents, changed)
+	if !ok {
+		return td, false
+	}
+	// Never trusted: the ctime is this moment's, and a change after the
+	// events were read (another run's agent in the same workdir, the
+	// user) is in no event: the next run reads dir again.
+	return treeDir{Ctime: ctime(fi), Ino: td.Ino, Ents: ents}, true
+}
+
+// changedNames returns the names of dir's entries the watch saw created,
+// removed or renamed, when it vouches for everything else of dir (see
+// patched); false when it does not.
+func (w *Watch) changedNames(dir string, td treeDir, t *Tree) (map[string]bool, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	wdir := w.dirs[dir]
+	ok := w.complete() && wdir.heldSince(td) && (td.Trusted || t.watched) && w.leads(dir)
+	if !ok {
+		return nil, false
+	}
+	return maps.Clone(wdir.names), true
+}
+
+// complete reports whether the watch is over, saw every event and the
+// workdir is still at its path. Called with w.mu held.
+func (w *Watch) complete() bool {
+	return w.finished && !w.overflow && w.rootInPlace
+}
+
+// heldSince reports whether the directory's record td was verified after
+// its watch was placed, on the same inode and ctime, and the directory
+// was neither moved nor removed, nor had too many events, nor its own
+// attributes changed since. Called with the watch's mu held.
+func (wdir *watchedDir) heldSince(td treeDir) bool {
+	return wdir != nil && wdir.verified && !wdir.gone && !wdir.many && !wdir.attr &&
+		td.Ino == wdir.ino && td.Ctime.Equal(wdir.ctime)
+}
+
+// entryNames reports whether every name in changed is an entry's name:
+// the kernel gives no other.
+func entryNames(changed map[string]bool) bool {
+	for n := range changed {
+		if n == "" || n == "." || n == ".." || strings.Contains(n, "/") {
+			return false
+		}
+	}
+	return true
+}
+
+// patchEntries returns dir's entries made from its recorded ones and the
+// changed names, each asked by lstat (gone: dropped; a directory or a
+// scanned file: kept), sorted by name; false when an lstat fails
+// otherwise.
+func patchEntries(dir string, recorded []treeEnt, changed map[string]bool) ([]treeEnt, bool) {
+	ents := make([]treeEnt, 0, len(recorded)+len(changed))
+	for _, e := range recorded {
 		if !changed[e.N] {
 			ents = append(ents, e)
 		}
@@ -372,17 +414,14 @@ func (w *treeWatch) patched(dir string, td treeDir, t *tree) (treeDir, bool) {
 			continue
 		}
 		if err != nil {
-			return td, false
+			return nil, false
 		}
 		if nfi.IsDir() || scanned(n) {
 			ents = append(ents, treeEnt{N: n, T: nfi.Mode().Type()})
 		}
 	}
 	slices.SortFunc(ents, func(a, b treeEnt) int { return strings.Compare(a.N, b.N) })
-	// Never trusted: the ctime is this moment's, and a change after the
-	// events were read (another run's agent in the same workdir, the
-	// user) is in no event: the next run reads dir again.
-	return treeDir{Ctime: ctime(fi), Ino: td.Ino, Ents: ents}, true
+	return ents, true
 }
 
 // leads reports whether dir's path still leads to the directory its
@@ -391,7 +430,7 @@ func (w *treeWatch) patched(dir string, td treeDir, t *tree) (treeDir, bool) {
 // entry on the way created, removed or renamed, or its own attributes
 // changed. Once the watch is finished the answer is kept on the
 // directory. Called with w.mu held.
-func (w *treeWatch) leads(dir string) bool {
+func (w *Watch) leads(dir string) bool {
 	wdir := w.dirs[dir]
 	if wdir == nil || wdir.gone {
 		return false
@@ -424,10 +463,10 @@ func parentDir(p string) string {
 	return p[:i]
 }
 
-// finish ends the watch: read (the caller's) has given it every event
+// Finish ends the watch: read (the caller's) has given it every event
 // queued until now, once the agent's sandbox is over. No watch placed
 // after counts.
-func (w *treeWatch) finish() {
+func (w *Watch) Finish() {
 	if w == nil {
 		return
 	}
@@ -441,11 +480,11 @@ func (w *treeWatch) finish() {
 }
 
 // vouches reports whether the watch vouches for td, dir's record in t
-// (see treeWatch): the scan does not ask dir again. A record not trusted
+// (see Watch): the scan does not ask dir again. A record not trusted
 // counts only from the tree the watched walk read (tree.watched), where
 // it was read after its watch. Once the watch is finished, nothing
 // changes it.
-func (w *treeWatch) vouches(dir string, td treeDir, t *tree) bool {
+func (w *Watch) vouches(dir string, td treeDir, t *Tree) bool {
 	if w == nil || t == nil {
 		return false
 	}

@@ -1,4 +1,4 @@
-package guard
+package workscan
 
 import (
 	"fmt"
@@ -18,13 +18,13 @@ func shortRacyMargin(t testing.TB) {
 	t.Cleanup(func() { racyMargin = old })
 }
 
-func scanJoin(root string, started time.Time, tr *tree) (string, *tree) {
+func scanJoin(root string, started time.Time, tr *Tree) (string, *Tree) {
 	return scanWith(root, started, tr, nil)
 }
 
 // scanWith is scanJoin with the previous run's tree prev.
-func scanWith(root string, started time.Time, tr, prev *tree) (string, *tree) {
-	fs, next := scan(root, started, nil, nil, nil, tr, prev)
+func scanWith(root string, started time.Time, tr, prev *Tree) (string, *Tree) {
+	fs, next := Scan(root, started, nil, nil, nil, tr, prev)
 	var b strings.Builder
 	for _, f := range fs {
 		b.WriteString(f.Text + "\n")
@@ -85,7 +85,7 @@ func testScanTree(t *testing.T) {
 			t.Errorf("the full scan misses %s:\n%s", want, full)
 		}
 	}
-	for name, tr := range map[string]*tree{"read before the changes": before, "read after them": after} {
+	for name, tr := range map[string]*Tree{"read before the changes": before, "read after them": after} {
 		dirReads.Store(0)
 		got, next := scanJoin(root, started, tr)
 		if got != full {
@@ -139,13 +139,13 @@ func TestTreeFile(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	file := filepath.Join(t.TempDir(), "scan", "w.tree")
 	_, next := scanJoin(root, time.Now(), nil)
-	saveTree(file, nil, next)
+	SaveTree(file, nil, next)
 	if st, err := os.Stat(file); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("the tree file: %v %v", st, err)
 	}
 	write(t, filepath.Join(root, "d07", "new"), "x")
 	dirReads.Store(0)
-	pre := startPrewalk(root, file, nil)
+	pre := StartPrewalk(root, file, nil)
 	tr := walked(pre)
 	if tr == nil || len(tr.Dirs) != 41 {
 		t.Fatalf("the prewalk from the saved tree gave %v", tr)
@@ -166,14 +166,14 @@ func TestTreeFile(t *testing.T) {
 		if err := os.Chtimes(file, past, past); err != nil {
 			t.Fatal(err)
 		}
-		saveTree(file, pre.previous(), next)
+		SaveTree(file, pre.Previous(), next)
 		if st1, err := os.Stat(file); err != nil || !st1.ModTime().After(past) {
 			t.Errorf("%s: the tree file was not marked used: %v", what, err)
 		} else if written := !os.SameFile(st0, st1); written != wantWritten {
 			t.Errorf("%s: the tree file written: %v, want %v", what, written, wantWritten)
 		}
 		dirReads.Store(0)
-		pre = startPrewalk(root, file, nil)
+		pre = StartPrewalk(root, file, nil)
 		tr = walked(pre)
 		if n := dirReads.Load(); n != wantReads {
 			t.Errorf("%s: the next prewalk read %d directories, want %d", what, n, wantReads)
@@ -203,7 +203,7 @@ func TestTreeFile(t *testing.T) {
 	if err := os.Chtimes(stale, old, old); err != nil {
 		t.Fatal(err)
 	}
-	saveTree(file, nil, next)
+	SaveTree(file, nil, next)
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Errorf("a stale tree was kept: %v", err)
 	}
@@ -232,7 +232,7 @@ func appendTo(t *testing.T, p, s string) {
 
 // walked waits for the prewalk p to end and returns its tree (nil when
 // incomplete).
-func walked(p *prewalk) *tree {
+func walked(p *Prewalk) *Tree {
 	<-p.done
 	if p.t == nil || !p.t.complete {
 		return nil
@@ -248,18 +248,18 @@ func walked(p *prewalk) *tree {
 func TestPrewalkFinish(t *testing.T) {
 	root := t.TempDir()
 	write(t, filepath.Join(root, "a", "f"), "x")
-	p := startPrewalk(root, "", nil)
+	p := StartPrewalk(root, "", nil)
 	<-p.done
-	if tr := p.finish(nil); tr == nil || !tr.complete || len(tr.Dirs) != 2 {
+	if tr := p.Finish(nil); tr == nil || !tr.complete || len(tr.Dirs) != 2 {
 		t.Fatalf("a finished prewalk gave %+v", tr)
 	}
 	done := make(chan struct{})
 	close(done)
-	if tr := (&prewalk{done: done, cancel: make(chan struct{}), t: &tree{}}).finish(nil); tr != nil {
+	if tr := (&Prewalk{done: done, cancel: make(chan struct{}), t: &Tree{}}).Finish(nil); tr != nil {
 		t.Errorf("an incomplete tree was used: %+v", tr)
 	}
-	var none *prewalk
-	if none.finish(nil) != nil {
+	var none *Prewalk
+	if none.Finish(nil) != nil {
 		t.Error("no prewalk gave a tree")
 	}
 	// A walk told to stop stops at the next directory, not only every
@@ -270,22 +270,22 @@ func TestPrewalkFinish(t *testing.T) {
 		t.Errorf("a walk told to stop read %d directories (complete %v)", len(tr.Dirs), tr.complete)
 	}
 	// A reading still going: it ends only when told to stop.
-	going := func() *prewalk {
-		p := &prewalk{done: make(chan struct{}), cancel: make(chan struct{}), saved: &tree{Dirs: map[string]treeDir{root: {}}}}
+	going := func() *Prewalk {
+		p := &Prewalk{done: make(chan struct{}), cancel: make(chan struct{}), saved: &Tree{Dirs: map[string]treeDir{root: {}}}}
 		go func() {
 			<-p.cancel
-			p.t = &tree{Dirs: map[string]treeDir{}}
+			p.t = &Tree{Dirs: map[string]treeDir{}}
 			close(p.done)
 		}()
 		return p
 	}
 	p = going()
-	if tr := p.finish(nil); tr != p.saved {
+	if tr := p.Finish(nil); tr != p.saved {
 		t.Errorf("a reading still going gave %+v, want the previous run's tree", tr)
 	}
 	interrupted := make(chan struct{})
 	close(interrupted)
-	if tr := going().finish(interrupted); tr != nil {
+	if tr := going().Finish(interrupted); tr != nil {
 		t.Errorf("an interrupted end gave %+v", tr)
 	}
 }
@@ -320,18 +320,18 @@ func BenchmarkScanAfterRun(b *testing.B) {
 	}
 	cases := []struct {
 		name string
-		t    *tree
+		t    *Tree
 	}{{"full", nil}, {"prewalked", tr}}
 	if watched := benchWatchedTree(b, root, tr); watched != nil {
 		cases = append(cases, struct {
 			name string
-			t    *tree
+			t    *Tree
 		}{"watched", watched})
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				if f, _ := scan(root, started, nil, nil, nil, c.t, nil); len(f) != 0 {
+				if f, _ := Scan(root, started, nil, nil, nil, c.t, nil); len(f) != 0 {
 					b.Fatalf("findings: %v", f)
 				}
 			}
@@ -339,7 +339,7 @@ func BenchmarkScanAfterRun(b *testing.B) {
 	}
 	for _, c := range []struct {
 		name string
-		prev *tree
+		prev *Tree
 	}{{"prewalk", nil}, {"prewalk-from-previous-run", tr}} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {

@@ -1,4 +1,4 @@
-package guard
+package workscan
 
 import (
 	"encoding/binary"
@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// The tree file's format (TreeFile; written by saveTree, read by
+// The tree file's format (TreeFile; written by SaveTree, read by
 // loadTree), version 1: the magic line, then the number of directories
 // and each directory in ascending order of its path: the path, its
 // ctime's seconds (signed) and nanoseconds, its inode, 1 if trusted else

@@ -1,4 +1,4 @@
-package guard
+package workscan
 
 import (
 	"fmt"
@@ -15,7 +15,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/protect"
 )
 
-// tree is what the end-of-run scan needs of the working directory: every
+// Tree is what the end-of-run scan needs of the working directory: every
 // directory's status change time (ctime) and inode, taken before its
 // entries were read, and the entries the scan looks at (subdirectories to
 // descend into, .git, the protected and reported names). An entry added,
@@ -25,13 +25,14 @@ import (
 // again. Entries changed in place (a nested .git/config) are checked by
 // their own ctime, as in a full walk.
 //
-// The tree is read while the agent runs (startPrewalk), from the one the
+// The tree is read while the agent runs (StartPrewalk), from the one the
 // previous run in the same workdir left (TreeFile; only its directories
 // whose ctime has not moved are taken as recorded), and the scan after
 // the run reads again only the directories changed since: its cost grows
 // with the directories and the changed ones, not with every file. The
 // scan leaves the tree as it found it for the next run.
-type tree struct {
+type Tree struct {
+	// Dirs are the recorded directories, by absolute path.
 	Dirs     map[string]treeDir
 	complete bool
 	// fresh counts the directories read rather than taken as recorded.
@@ -42,7 +43,7 @@ type tree struct {
 	// watch is the run's watch of the directories (nil for none), whose
 	// word the scan takes for those it vouches for (precheck); watched
 	// says this tree is the one the watched walk read.
-	watch   *treeWatch
+	watch   *Watch
 	watched bool
 }
 
@@ -90,8 +91,8 @@ func scanned(name string) bool {
 // record reads dir now into next (an lstat before its entries, the
 // entries the scan looks at) and returns its entries, all of them. fi,
 // when not nil, is dir's lstat the caller took just before (after placing
-// a watch on dir: treeWatch.add).
-func (next *tree) record(dir string, fi fs.FileInfo) ([]treeEnt, error) {
+// a watch on dir: Watch.add).
+func (next *Tree) record(dir string, fi fs.FileInfo) ([]treeEnt, error) {
 	var lerr error
 	if fi == nil {
 		fi, lerr = os.Lstat(dir)
@@ -121,7 +122,7 @@ func (next *tree) record(dir string, fi fs.FileInfo) ([]treeEnt, error) {
 // of the same workdir is made that big at once, not grown (and rehashed)
 // one directory at a time, in a process whose every new heap page costs a
 // page fault.
-func (t *tree) size() int {
+func (t *Tree) size() int {
 	if t == nil {
 		return 0
 	}
@@ -132,7 +133,7 @@ func (t *tree) size() int {
 // still has the recorded inode and ctime, and the record is trusted (a
 // change after its reading would have moved the ctime). fi, when not nil,
 // is dir's lstat taken just before by the caller.
-func (t *tree) same(dir string, fi fs.FileInfo) (treeDir, bool) {
+func (t *Tree) same(dir string, fi fs.FileInfo) (treeDir, bool) {
 	if t == nil {
 		return treeDir{}, false
 	}
@@ -190,8 +191,8 @@ var precheckMin = 256
 // directories a moment earlier than the scan's walk would, after the
 // agent has ended. A directory whose answer is missing (interrupted) is
 // asked again by same. t itself is not changed. The directories the
-// run's watch vouches for (treeWatch.vouches) are not asked at all.
-func (t *tree) precheck(interrupted <-chan struct{}) *tree {
+// run's watch vouches for (Watch.vouches) are not asked at all.
+func (t *Tree) precheck(interrupted <-chan struct{}) *Tree {
 	if t == nil {
 		return nil
 	}
@@ -238,7 +239,7 @@ func (t *tree) precheck(interrupted <-chan struct{}) *tree {
 // list gives dir's entries for the scan: its recorded ones when they are
 // still dir's (same), else read now; either way next gets dir's record.
 // fi, when not nil, is dir's lstat taken just before by the caller.
-func (t *tree) list(dir string, next *tree, fi fs.FileInfo) ([]treeEnt, error) {
+func (t *Tree) list(dir string, next *Tree, fi fs.FileInfo) ([]treeEnt, error) {
 	if td, ok := t.same(dir, fi); ok {
 		if next != nil {
 			next.Dirs[dir] = td
@@ -251,13 +252,13 @@ func (t *tree) list(dir string, next *tree, fi fs.FileInfo) ([]treeEnt, error) {
 // readTree records workdir's tree within the scan's bounds, taking
 // prev's trusted records of the directories unchanged since; complete is
 // false when a bound stopped it or it was cancelled. tw, when not nil,
-// places a watch on each directory before its lstat (treeWatch).
-func readTree(workdir string, cancel <-chan struct{}, prev *tree, tw *treeWatch) *tree {
-	t := &tree{Dirs: make(map[string]treeDir, prev.size()), watch: tw, watched: tw != nil}
+// places a watch on each directory before its lstat (Watch).
+func readTree(workdir string, cancel <-chan struct{}, prev *Tree, tw *Watch) *Tree {
+	t := &Tree{Dirs: make(map[string]treeDir, prev.size()), watch: tw, watched: tw != nil}
 	b := newBudget(cancel)
 	var walk func(dir string) bool
 	walk = func(dir string) bool {
-		// Stopped at once when asked (prewalk.finish: the run is
+		// Stopped at once when asked (Prewalk.Finish: the run is
 		// over), not only every 1,024 entries: a tree taken as recorded
 		// has few entries per directory.
 		if b.cancelled() {
@@ -328,7 +329,7 @@ func (b *budget) spend() string {
 
 // loadTree reads the tree a previous run left at path; nil when there is
 // none or it cannot be read (the walk then reads every directory).
-func loadTree(path string) *tree {
+func loadTree(path string) *Tree {
 	if path == "" {
 		return nil
 	}
@@ -340,15 +341,15 @@ func loadTree(path string) *tree {
 	if err != nil {
 		return nil
 	}
-	return &tree{Dirs: dirs}
+	return &Tree{Dirs: dirs}
 }
 
-// saveTree writes t for the next run (mode 0600, replaced atomically);
+// SaveTree writes t for the next run (mode 0600, replaced atomically);
 // failing is harmless (the next run reads every directory). When t
 // teaches the next run nothing that saved (the tree on disk, nil for
 // none) does not already say, the file is only marked used: see
 // [tree.improves].
-func saveTree(path string, saved, t *tree) {
+func SaveTree(path string, saved, t *Tree) {
 	if path == "" || t == nil {
 		return
 	}
@@ -383,7 +384,7 @@ const treeMaxAge = 30 * 24 * time.Hour
 // and removed again leaves the same entries, as the placeholders of the
 // protected names do in the workdir on every run, and the next run reads
 // that directory again, its record holding the old ctime.
-func (t *tree) improves(saved *tree) bool {
+func (t *Tree) improves(saved *Tree) bool {
 	if len(t.Dirs) != len(saved.Dirs) {
 		return true
 	}
@@ -407,27 +408,27 @@ func (t *tree) improves(saved *tree) bool {
 // A variable for the tests.
 var maxStaleDirs = 16
 
-// prewalk reads the tree in the background; finish stops it and returns
+// Prewalk reads the tree in the background; Finish stops it and returns
 // the tree the scan starts from. saved is the tree the previous run left,
 // as read from its file.
-type prewalk struct {
+type Prewalk struct {
 	done   chan struct{}
 	cancel chan struct{}
 	once   sync.Once
-	t      *tree
-	saved  *tree
-	watch  *treeWatch
+	t      *Tree
+	saved  *Tree
+	watch  *Watch
 }
 
-// startPrewalk starts reading workdir's tree, from the one a previous run
+// StartPrewalk starts reading workdir's tree, from the one a previous run
 // left at treeFile ("" for none). An ordinary goroutine: not a thread of
 // its own at a lower priority, because such a thread ends with its
 // goroutine, and a child forked from it earlier (the view's init, whose
 // parent-death signal is bound to the forking thread) would be killed
 // with it; nor can an ordinary user raise a thread's priority back.
 // tw (nil for none) watches the directories as the walk reaches them.
-func startPrewalk(workdir, treeFile string, tw *treeWatch) *prewalk {
-	p := &prewalk{done: make(chan struct{}), cancel: make(chan struct{}), watch: tw}
+func StartPrewalk(workdir, treeFile string, tw *Watch) *Prewalk {
+	p := &Prewalk{done: make(chan struct{}), cancel: make(chan struct{}), watch: tw}
 	go func() {
 		defer close(p.done)
 		p.saved = loadTree(treeFile)
@@ -436,27 +437,27 @@ func startPrewalk(workdir, treeFile string, tw *treeWatch) *prewalk {
 	return p
 }
 
-// stop tells the walk to stop, if it is still going (the run is over:
+// Stop tells the walk to stop, if it is still going (the run is over:
 // its reading would now compete with the audit and do the scan's work
 // ahead of it).
-func (p *prewalk) stop() {
+func (p *Prewalk) Stop() {
 	if p != nil {
 		p.once.Do(func() { close(p.cancel) })
 	}
 }
 
-// finish stops the walk and returns the tree the scan after the run
+// Finish stops the walk and returns the tree the scan after the run
 // starts from: the one read during the run when that reading was
 // complete; otherwise (a short run, or a bound reached) the one the
 // previous run left, from which the scan does in one pass what the
 // reading would have done ahead of it. Either only spares reading the
 // directories whose inode and ctime are as recorded. nil when there is
 // neither, or when interrupted is closed.
-func (p *prewalk) finish(interrupted <-chan struct{}) *tree {
+func (p *Prewalk) Finish(interrupted <-chan struct{}) *Tree {
 	if p == nil {
 		return nil
 	}
-	p.stop()
+	p.Stop()
 	<-p.done
 	select {
 	case <-interrupted:
@@ -475,9 +476,9 @@ func (p *prewalk) finish(interrupted <-chan struct{}) *tree {
 	return &s
 }
 
-// previous is the tree the previous run left (nil for none, or without a
+// Previous is the tree the previous run left (nil for none, or without a
 // prewalk), once the walk is over.
-func (p *prewalk) previous() *tree {
+func (p *Prewalk) Previous() *Tree {
 	if p == nil {
 		return nil
 	}

@@ -1,8 +1,8 @@
 //go:build !linux
 
-package guard
+package workscan
 
 import "testing"
 
 // benchWatchedTree: no watch where inotify is missing.
-func benchWatchedTree(*testing.B, string, *tree) *tree { return nil }
+func benchWatchedTree(*testing.B, string, *Tree) *Tree { return nil }
