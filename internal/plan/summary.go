@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -46,8 +45,8 @@ func (p *Plan) Facts() Facts {
 	f := Facts{Engine: "none (unsandboxed)", Network: p.Network.Mode, Mode: p.Network.Mode, Hosts: p.Network.AllowDomains}
 	if p.Backend != nil {
 		f.Engine = *p.Backend
-		if kind := engineKind(p.Landlock); kind != "" {
-			f.Engine += ": " + kind
+		if e, ok := p.EngineInfo(); ok {
+			f.Engine += ": " + e.Name
 		}
 	}
 	if len(p.Network.AllowDomains) > 0 {
@@ -104,32 +103,6 @@ func secretName(n string) bool {
 		}
 	}
 	return false
-}
-
-// engineKind is the built-in engine's kind from its JSON description
-// ("namespace view", "weaker sandbox"), or "".
-func engineKind(landlockJSON any) string {
-	if landlockJSON == nil {
-		return ""
-	}
-	b, err := json.Marshal(landlockJSON)
-	if err != nil {
-		return ""
-	}
-	var d struct {
-		Engine string `json:"engine"`
-	}
-	if json.Unmarshal(b, &d) != nil {
-		return ""
-	}
-	switch d.Engine {
-	case "view":
-		return "the built-in engine's namespace view"
-	case "":
-		return ""
-	default:
-		return "the weaker sandbox (Landlock and seccomp only, no namespace view)"
-	}
 }
 
 // maxListed bounds the paths a summary line names; the rest are counted.
