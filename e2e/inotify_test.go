@@ -153,8 +153,11 @@ func TestInotifyHogGuard(t *testing.T) {
 			flags := []string{"--sandbox-backend", "landlock"}
 			var prefix, extra []string
 			if engine == "nono" {
+				// nono alone (no view: noUserns); inside the view the
+				// run's own user namespace bounds the instances.
 				skipWithoutNono(t)
 				flags = nonoFlags
+				prefix = noUserns(t)
 			} else {
 				prefix, extra = noUserns(t), []string{"AGENT_SANDBOX_WEAKER_SANDBOX=1"}
 			}

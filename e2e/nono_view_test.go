@@ -85,7 +85,7 @@ func nonoInViewPlan(t *testing.T, c *nonoInViewCase) {
 		t.Errorf("the plan does not show nono's command inside the view: %q", plan.Commands)
 	}
 	_, text := r.cli(60*time.Second, nonoDefaultEnv(t), "--dry-run", r.folder())
-	if !strings.Contains(text, "engine: nono-in-view") {
+	if !strings.Contains(text, "engine: nono inside the namespace view") {
 		t.Errorf("the text dry run does not name the engine:\n%s", text)
 	}
 }

@@ -100,6 +100,10 @@ true`
 	}
 	t.Run("nono-refuses-it", func(t *testing.T) {
 		nonoOrSkip(t)
+		// nono alone (no view: noUserns): inside the view nono's
+		// network is left to the view, which keeps NETLINK_ROUTE.
+		r.prefix = noUserns(t)
+		defer func() { r.prefix = nil }()
 		code, out := r.cli(60*time.Second, nil, "--sandbox-backend", "nono", "--offline", r.folder(), "-c", script)
 		if code != 0 || !strings.Contains(out, "NODE-THREW") {
 			t.Errorf("under nono with the network blocked, Node's os.networkInterfaces() no longer throws (nono's refusal of NETLINK_ROUTE changed: update README's netlink paragraph) (exit %d): %s", code, out)

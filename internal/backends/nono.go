@@ -70,8 +70,9 @@ func (b nonoEngine) Prepare(s spec.Spec) (backend.Prepared, error) {
 	}
 	shownProfile := nono.InViewProfilePath(s)
 	inner := &landlock.Inner{
-		Name: "nono",
-		Exec: execs,
+		Name:  "nono",
+		Stdio: nono.PipedFiles,
+		Exec:  execs,
 		Shown: func(argv []string) spec.Command {
 			return spec.Command{
 				Argv: nono.InViewArgv(np, shownProfile, argv),

@@ -407,5 +407,14 @@ func (p *Prepared) Execute(stdio launch.Stdio) int {
 		diag.Errorf(stdio.Err, "%s", p.Refusal)
 		return launch.ExitRefused
 	}
-	return execute(p.Spec, p.Policy, p.Net, stdio, p.Verbose, p.Engine == EngineWeaker, !p.Verbose && !p.Quiet, p.Early, p.Inner)
+	early := p.Early
+	if p.Inner != nil && p.Inner.Stdio != nil {
+		if s, changed := p.Inner.Stdio(stdio); changed {
+			// The init started early holds the caller's streams as
+			// they were: one is started with the new ones instead.
+			early.Abort()
+			early, stdio = nil, s
+		}
+	}
+	return execute(p.Spec, p.Policy, p.Net, stdio, p.Verbose, p.Engine == EngineWeaker, !p.Verbose && !p.Quiet, early, p.Inner)
 }

@@ -3,6 +3,7 @@ package landlock
 import (
 	"fmt"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
 
@@ -30,6 +31,10 @@ type Inner struct {
 	// JSON are its keys of the --dry-run --json plan ("profile",
 	// "profile_path").
 	JSON map[string]any
+	// Stdio, when not nil, is what the agent's standard streams become
+	// before the view starts (nono: a file reaches it as a relayed pipe),
+	// and whether any changed.
+	Stdio func(launch.Stdio) (launch.Stdio, bool)
 	// Start is called when the view is about to start the agent (run:
 	// what the view gives it) and returns the command to start instead.
 	Start func(run InnerRun) (InnerStart, error)

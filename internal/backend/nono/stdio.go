@@ -23,6 +23,19 @@ import (
 // file shows no size. Terminals and other devices are handed on as they
 // are.
 
+// PipedFiles is pipedFiles, for nono inside the namespace view (the
+// view's init hands the agent what it was given, and nono's own Landlock
+// layer inside would refuse reopening a file the view does not show),
+// and whether any stream changed.
+func PipedFiles(stdio launch.Stdio) (launch.Stdio, bool) {
+	for _, s := range []any{stdio.In, stdio.Out, stdio.Err} {
+		if f, ok := s.(*os.File); ok && isFileStream(f) {
+			return pipedFiles(stdio), true
+		}
+	}
+	return stdio, false
+}
+
 // pipedFiles returns stdio with each stream that is a file wrapped so
 // that exec hands the agent a pipe; stdout and stderr on one file share
 // one pipe (their order is kept).
