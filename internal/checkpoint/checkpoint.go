@@ -185,7 +185,10 @@ func StoreDir(stateRoot, workdir string) string {
 // store of another format, naming it, and changes nothing in it.
 func Open(stateRoot, workdir string, set Settings) (*Store, error) {
 	s := &Store{Dir: StoreDir(stateRoot, workdir), Workdir: workdir, StateRoot: stateRoot, Settings: set.withDefaults()}
-	for _, d := range []string{filepath.Join(stateRoot, "checkpoints"), s.Dir, s.path("objects"), s.path("manifests"), s.path("runs")} {
+	if err := os.MkdirAll(filepath.Join(stateRoot, "checkpoints"), 0o700); err != nil {
+		return nil, fmt.Errorf("checkpoint store: %v", err)
+	}
+	for _, d := range []string{s.Dir, s.path("objects"), s.path("manifests"), s.path("runs")} {
 		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("checkpoint store: creating %s: %v", d, err)
 		}

@@ -159,7 +159,6 @@ func (t *taker) skip(rel, why string) {
 // dir records the directory open at fd (rel "" is the workdir) and what
 // it holds.
 func (t *taker) dir(fd int, rel string) error {
-	f := os.NewFile(uintptr(fd), rel)
 	dup, err := unix.Dup(fd)
 	if err != nil {
 		return err
@@ -167,7 +166,6 @@ func (t *taker) dir(fd int, rel string) error {
 	df := os.NewFile(uintptr(dup), rel)
 	names, err := df.Readdirnames(-1)
 	df.Close()
-	_ = f
 	if err != nil {
 		return fmt.Errorf("checkpoint: reading %s: %v", t.s.Workdir+"/"+rel, err)
 	}
