@@ -61,6 +61,7 @@ type checkpointWorld struct {
 	t                *testing.T
 	bin, home, work  string
 	victim, state    string
+	marker           string // created if host-side work ran the repository's git config
 	prefix, extraEnv []string
 }
 
@@ -126,6 +127,26 @@ func newCheckpointWorld(t *testing.T, weaker bool) *checkpointWorld {
 	if err := os.Symlink("src/main.go", filepath.Join(c.work, "main-link")); err != nil {
 		t.Fatal(err)
 	}
+	// A repository whose configuration would run code (a filter the
+	// agent's .gitattributes names, an fsmonitor) if anything on the host
+	// ran git in it.
+	if git, err := exec.LookPath("git"); err == nil {
+		c.marker = filepath.Join(base, "RAN")
+		for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-qm", "init"}} {
+			cmd := exec.Command(git, args...)
+			cmd.Dir = c.work
+			cmd.Env = []string{"HOME=" + c.home, "PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1"}
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("git %v: %v: %s", args, err, out)
+			}
+		}
+		f, err := os.OpenFile(filepath.Join(c.work, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(f, "[core]\n\tfsmonitor = touch %s\n[filter \"evil\"]\n\tclean = touch %s\n\tsmudge = touch %s\n", c.marker, c.marker, c.marker)
+		f.Close()
+	}
 	return c
 }
 
@@ -152,6 +173,7 @@ func TestCheckpointUndo(t *testing.T) {
 				"chmod 600 tool.sh",
 				"printf '* filter=evil\\n' > .gitattributes",
 				"ln -s " + c.victim + " src",
+				"rm -rf .git/objects/* 2>/dev/null",
 				"for f in " + store + "/*/format " + store + "/*/manifests/*; do echo x > \"$f\" && echo STORE-WRITTEN; done 2>/dev/null",
 				"ls " + store + " 2>/dev/null && echo STORE-LISTED",
 				"true",
@@ -163,6 +185,11 @@ func TestCheckpointUndo(t *testing.T) {
 			damaged := treeState(t, c.work)
 			if damaged == before {
 				t.Fatal("control: the agent changed nothing")
+			}
+			if c.marker != "" {
+				if err := exec.Command("git", "-C", c.work, "cat-file", "-e", "HEAD^{tree}").Run(); err == nil {
+					t.Fatal("control: the agent's rm -rf .git/objects/* left the repository's objects")
+				}
 			}
 
 			out, code = c.run("runs")
@@ -190,6 +217,14 @@ func TestCheckpointUndo(t *testing.T) {
 			}
 			if ents, _ := os.ReadDir(c.victim); len(ents) != 0 {
 				t.Fatalf("undo wrote through the planted symlink into %s: %v", c.victim, ents)
+			}
+			if c.marker != "" {
+				if _, err := os.Stat(c.marker); err == nil {
+					t.Fatal("host-side work ran the repository's filter or fsmonitor")
+				}
+				if out, err := exec.Command("git", "-C", c.work, "cat-file", "-e", "HEAD^{tree}").CombinedOutput(); err != nil {
+					t.Fatalf("the repository's objects were not restored: %v: %s", err, out)
+				}
 			}
 			// The undo of the undo brings the agent's state back.
 			out, code = c.run("undo", "--yes")
