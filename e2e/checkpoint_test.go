@@ -247,7 +247,7 @@ func TestCheckpointUndoRefusesLiveRun(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := c.cmd("--sandbox-backend", "landlock", "shell", "-c", "echo READY; read x < go.fifo; echo changed > README.md")
+	cmd := c.cmd("--sandbox-backend", "landlock", "-v", "shell", "-c", "echo READY; read x < go.fifo; echo changed > README.md")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

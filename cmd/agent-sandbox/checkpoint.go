@@ -72,7 +72,7 @@ func beginCheckpoint(e env, r cli.Run, folder *agent.Folder, workdir string) (*c
 	}
 	return checkpoint.Begin(checkpoint.BeginOptions{
 		StateRoot: e.home.StateRoot(), Workdir: workdir, Command: name,
-		Mode: checkpointMode(r, folder), Settings: set, Warn: e.stdio.Err,
+		Mode: checkpointMode(r, folder), Settings: set, Warn: e.stdio.Err, Verbose: r.Verbose,
 	})
 }
 

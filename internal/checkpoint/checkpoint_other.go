@@ -25,6 +25,7 @@ type BeginOptions struct {
 	StateRoot, Workdir, Command, Mode string
 	Settings                          Settings
 	Warn                              io.Writer
+	Verbose                           bool
 }
 
 // Begin refuses mode required; otherwise it takes no checkpoint.

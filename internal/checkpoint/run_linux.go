@@ -51,8 +51,11 @@ type BeginOptions struct {
 	Mode     string
 	Settings Settings
 	// Warn receives the warnings (a checkpoint that failed in mode on,
-	// what it left out, what was pruned).
+	// what was pruned).
 	Warn io.Writer
+	// Verbose also names what the checkpoint left out when that changed
+	// (`agent-sandbox diff` and the manifest always name it).
+	Verbose bool
 }
 
 // Begin marks a run live in the workdir (undo refuses while it is) and,
@@ -98,7 +101,7 @@ func Begin(o BeginOptions) (*Active, error) {
 		a.store = nil
 		return fail(fmt.Errorf("checkpoint store %s: %v", s.Dir, err))
 	}
-	if n := len(m.Skipped); m.NewSkips() {
+	if n := len(m.Skipped); o.Verbose && m.NewSkips() {
 		diag.Notef(o.Warn, "checkpoint %s left out %d path(s): %s", m.ID, n, skipList(m.Skipped, 3))
 	}
 	return a, nil
