@@ -14,7 +14,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -86,9 +88,13 @@ func (s *Store) walk(base *Manifest, store bool) (*Manifest, error) {
 	head, herr := s.head()
 	t.m.newSkips = len(t.m.Skipped) > 0 && (herr != nil || head.Skipped != skipDigest(t.m.Skipped))
 	if herr == nil && head.Digest == t.m.Digest {
-		if m, err := s.Manifest(head.ID); err == nil {
-			s.saveCache(t.next)
-			return m, nil
+		if _, err := os.Stat(s.path("manifests", head.ID+".json.gz")); err == nil {
+			// The tree is the last checkpoint's: that one stands.
+			t.m.ID = head.ID
+			if t.cacheChanged() {
+				s.saveCache(t.next)
+			}
+			return t.m, nil
 		}
 	}
 	t.m.ID = NewID(now)
@@ -97,7 +103,9 @@ func (s *Store) walk(base *Manifest, store bool) (*Manifest, error) {
 	}
 	b, _ := json.Marshal(headRecord{ID: t.m.ID, Digest: t.m.Digest, Skipped: skipDigest(t.m.Skipped)})
 	_ = writeFileAtomic(s.path("head"), b)
-	s.saveCache(t.next)
+	if t.cacheChanged() {
+		s.saveCache(t.next)
+	}
 	return t.m, nil
 }
 
@@ -134,6 +142,19 @@ func digest(m *Manifest) string {
 	_ = enc.Encode(m.Entries)
 	_ = enc.Encode(m.Skipped)
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// cacheChanged reports whether the stat cache learnt or forgot anything.
+func (t *taker) cacheChanged() bool {
+	if len(t.next) != len(t.cache) {
+		return true
+	}
+	for k, v := range t.next {
+		if t.cache[k] != v {
+			return true
+		}
+	}
+	return false
 }
 
 // readSmall reads the lines of the regular file rel below root (never
@@ -177,21 +198,59 @@ func (t *taker) dir(fd int, rel string) error {
 			}
 		}
 	}
-	for _, name := range names {
+	sts := statAll(fd, names)
+	for i, name := range names {
 		r := name
 		if rel != "" {
 			r = rel + "/" + name
 		}
-		if err := t.one(fd, name, r); err != nil {
+		if err := t.one(fd, name, r, &sts[i]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (t *taker) one(dirfd int, name, rel string) error {
-	var st unix.Stat_t
-	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+// statted is one name's lstat, taken ahead of the walk.
+type statted struct {
+	st  unix.Stat_t
+	err error
+}
+
+// statAll lstats the names in the directory fd, in parallel for a large
+// directory (the stat walk is most of a checkpoint of an unchanged tree).
+func statAll(fd int, names []string) []statted {
+	out := make([]statted, len(names))
+	const chunk = 64
+	if len(names) < 2*chunk {
+		for i, n := range names {
+			out[i].err = unix.Fstatat(fd, n, &out[i].st, unix.AT_SYMLINK_NOFOLLOW)
+		}
+		return out
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, statWorkers)
+	for lo := 0; lo < len(names); lo += chunk {
+		hi := min(lo+chunk, len(names))
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(lo, hi int) {
+			defer func() { <-sem; wg.Done() }()
+			for i := lo; i < hi; i++ {
+				out[i].err = unix.Fstatat(fd, names[i], &out[i].st, unix.AT_SYMLINK_NOFOLLOW)
+			}
+		}(lo, hi)
+	}
+	wg.Wait()
+	return out
+}
+
+// statWorkers bounds the parallel lstats of one directory.
+var statWorkers = max(2, min(8, runtime.NumCPU()*2))
+
+func (t *taker) one(dirfd int, name, rel string, pre *statted) error {
+	st := pre.st
+	if err := pre.err; err != nil {
 		if errors.Is(err, unix.ENOENT) {
 			return nil
 		}
