@@ -171,8 +171,11 @@ type Store struct {
 	// registry).
 	StateRoot string
 	Settings  Settings
-	// wrote counts the blobs this process added.
+	// wrote counts the blobs this process wrote.
 	wrote int
+	// racyAfter, when set, replaces the walk's start as the time from
+	// which a file's stat is too recent to be trusted by the cache (tests).
+	racyAfter time.Time
 }
 
 // StoreDir is the store directory of workdir under stateRoot.

@@ -68,7 +68,11 @@ func (s *Store) walk(base *Manifest, store bool) (*Manifest, error) {
 		return nil, fmt.Errorf("checkpoint: opening %s: %v", s.Workdir, err)
 	}
 	defer unix.Close(root)
-	t := &taker{s: s, store: store, racy: now.Add(-2 * time.Second).UnixNano(), next: map[string]cached{},
+	racy := now.Add(-2 * time.Second)
+	if !s.racyAfter.IsZero() {
+		racy = s.racyAfter
+	}
+	t := &taker{s: s, store: store, racy: racy.UnixNano(), next: map[string]cached{},
 		m: &Manifest{Format: Format, Workdir: s.Workdir, Time: now.UTC()}}
 	if base != nil {
 		t.m.Rules = base.Rules
@@ -362,15 +366,18 @@ func (s *Store) putBlob(r io.Reader, store bool, max int64) (string, int64, erro
 		return "", n, err
 	}
 	hash := hex.EncodeToString(h.Sum(nil))
+	// A blob already there has these bytes: renaming over it is
+	// harmless, and cheaper than looking first.
 	dst := s.objectPath(hash)
-	if _, err := os.Lstat(dst); err == nil {
-		return hash, n, nil
-	}
-	if err := os.Mkdir(filepath.Dir(dst), 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", n, err
+	err = os.Rename(tmp.Name(), dst)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := os.Mkdir(filepath.Dir(dst), 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return "", n, err
+		}
+		err = os.Rename(tmp.Name(), dst)
 	}
 	s.wrote++
-	return hash, n, os.Rename(tmp.Name(), dst)
+	return hash, n, err
 }
 
 func readlinkat(dirfd int, name string) (string, error) {
