@@ -62,6 +62,7 @@ type checkpointWorld struct {
 	bin, home, work  string
 	victim, state    string
 	marker           string // created if host-side work ran the repository's git config
+	path             string // PATH ("": agentPath())
 	prefix, extraEnv []string
 }
 
@@ -69,7 +70,11 @@ func (c *checkpointWorld) cmd(args ...string) *exec.Cmd {
 	argv := append(append(append([]string{}, c.prefix...), c.bin), args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = c.work
-	cmd.Env = withCover(append([]string{"HOME=" + c.home, "PATH=" + agentPath(),
+	path := c.path
+	if path == "" {
+		path = agentPath()
+	}
+	cmd.Env = withCover(append([]string{"HOME=" + c.home, "PATH=" + path,
 		"XDG_CONFIG_HOME=" + filepath.Join(c.home, ".config"), "XDG_STATE_HOME=" + c.state}, c.extraEnv...))
 	return cmd
 }
@@ -154,9 +159,15 @@ func TestCheckpointUndo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the real binary; skipped with -short")
 	}
-	for _, engine := range []string{"view", "weaker"} {
+	for _, engine := range []string{"view", "weaker", "nono"} {
 		t.Run(engine, func(t *testing.T) {
 			c := newCheckpointWorld(t, engine == "weaker")
+			backend := "landlock"
+			if engine == "nono" {
+				nono := nonoOrSkip(t)
+				backend = "nono"
+				c.path = filepath.Dir(nono) + ":" + agentPath()
+			}
 			before := treeState(t, c.work)
 			store := filepath.Join(c.state, "agent-sandbox", "checkpoints")
 			// The agent's damage: rm -rf, a rewritten file, the ignored
@@ -178,7 +189,7 @@ func TestCheckpointUndo(t *testing.T) {
 				"ls " + store + " 2>/dev/null && echo STORE-LISTED",
 				"true",
 			}, "; ")
-			out, code := c.run("--sandbox-backend", "landlock", "shell", "-c", script)
+			out, code := c.run("--sandbox-backend", backend, "shell", "-c", script)
 			if code != 0 || strings.Contains(out, "STORE-") {
 				t.Fatalf("agent run: exit %d, or it reached the store: %s", code, out)
 			}
