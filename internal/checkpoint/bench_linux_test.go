@@ -36,7 +36,8 @@ func benchTree(b *testing.B, n int) string {
 
 func gitIn(b *testing.B, dir string, args ...string) {
 	b.Helper()
-	cmd := exec.Command("git", args...)
+	// No automatic gc: a detached one would outlive the benchmark.
+	cmd := exec.Command("git", append([]string{"-c", "gc.auto=0", "-c", "maintenance.auto=false"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = []string{"HOME=" + dir, "PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1"}
 	if out, err := cmd.CombinedOutput(); err != nil {
