@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // tree makes a small project: tracked-looking files, an ignored .env and
@@ -236,5 +238,31 @@ func TestIgnoreRules(t *testing.T) {
 		if got := rs.ignored(c.p, c.dir); got != c.want {
 			t.Errorf("ignored(%q, %v) = %v, want %v", c.p, c.dir, got, c.want)
 		}
+	}
+}
+
+// TestRestoreKeepsWhatItDidNotRecord: what the checkpoint of the current
+// state left out (a FIFO, an ignored file over the cap, in a directory the
+// agent made) is not deleted by the undo: nothing is lost.
+func TestRestoreKeepsWhatItDidNotRecord(t *testing.T) {
+	root, w := tree(t)
+	s, err := Open(root, w, Settings{IgnoredFileMax: 4})
+	must(t, err)
+	before, err := s.Take(nil)
+	must(t, err)
+	must(t, os.MkdirAll(filepath.Join(w, "made/deep"), 0o755))
+	must(t, unix.Mkfifo(filepath.Join(w, "made/deep/pipe"), 0o600))
+	must(t, os.WriteFile(filepath.Join(w, "made/big.log"), []byte("more than four bytes"), 0o644))
+	must(t, os.WriteFile(filepath.Join(w, "made/small"), []byte("x"), 0o644))
+	cur, err := s.Take(before)
+	must(t, err)
+	must(t, s.Restore(before, cur))
+	for _, p := range []string{"made/deep/pipe", "made/big.log"} {
+		if _, err := os.Lstat(filepath.Join(w, p)); err != nil {
+			t.Errorf("%s was not kept by the checkpoint and is gone: %v", p, err)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(w, "made/small")); err == nil {
+		t.Error("made/small (recorded) was not removed")
 	}
 }

@@ -57,8 +57,10 @@ func (s *Store) Restore(target, cur *Manifest) error {
 			extra = append(extra, e.Path)
 		}
 	}
+	// One by one (cur lists everything it kept, deepest first): a
+	// directory that still holds what cur did not keep stays.
 	for i := len(extra) - 1; i >= 0; i-- {
-		if err := r.remove(extra[i]); err != nil {
+		if err := r.removeOne(extra[i]); err != nil {
 			return err
 		}
 	}
@@ -122,6 +124,33 @@ func (r *restorer) remove(rel string) error {
 	}
 	defer unix.Close(pfd)
 	if err := removeAt(pfd, name); err != nil && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("undo: removing %s: %v", r.where(rel), err)
+	}
+	return nil
+}
+
+// removeOne deletes rel, an empty directory or anything else, never
+// following a symlink; a missing rel, or a directory that is not empty
+// (it holds what the current checkpoint did not keep), is no error.
+func (r *restorer) removeOne(rel string) error {
+	pfd, name, err := r.parent(rel)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		return err
+	}
+	defer unix.Close(pfd)
+	var st unix.Stat_t
+	if err := unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil
+	}
+	flags := 0
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		flags = unix.AT_REMOVEDIR
+	}
+	err = unix.Unlinkat(pfd, name, flags)
+	if err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTEMPTY) && !errors.Is(err, unix.EEXIST) {
 		return fmt.Errorf("undo: removing %s: %v", r.where(rel), err)
 	}
 	return nil

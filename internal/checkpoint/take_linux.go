@@ -271,6 +271,12 @@ func (t *taker) one(dirfd int, name, rel string, pre *statted) error {
 			return nil
 		}
 		sub, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.EACCES) {
+			// Left as it is, and named: an unreadable directory must
+			// not stop every later checkpoint.
+			t.skip(rel, "unreadable directory")
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("checkpoint: cannot open %s: %v", Quote(t.s.Workdir+"/"+rel), err)
 		}
@@ -315,6 +321,11 @@ func (t *taker) file(dirfd int, name, rel string, st *unix.Stat_t, e Entry) erro
 		}
 	}
 	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.EACCES) {
+		t.m.Bytes -= st.Size
+		t.skip(rel, "unreadable file")
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("checkpoint: cannot read %s: %v", Quote(t.s.Workdir+"/"+rel), err)
 	}
