@@ -101,6 +101,9 @@ type Manifest struct {
 	// Digest is the sha256 of the entries and skips: equal digests mean
 	// equal trees.
 	Digest string `json:"digest"`
+	// Note is one line about how the checkpoint was taken (a workdir on
+	// a filesystem whose stat a cache cannot trust).
+	Note string `json:"note,omitempty"`
 
 	newSkips bool
 }

@@ -4,6 +4,7 @@ package checkpoint
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -264,5 +265,42 @@ func TestRestoreKeepsWhatItDidNotRecord(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(w, "made/small")); err == nil {
 		t.Error("made/small (recorded) was not removed")
+	}
+}
+
+func TestPruneByAge(t *testing.T) {
+	root, w := tree(t)
+	var warn strings.Builder
+	for i := 0; i < 3; i++ {
+		a, err := Begin(BeginOptions{StateRoot: root, Workdir: w, Command: fmt.Sprintf("agent%d", i), Mode: ModeOn, Warn: &warn})
+		must(t, err)
+		must(t, os.WriteFile(filepath.Join(w, "README"), []byte(fmt.Sprintf("round %d\n", i)), 0o644))
+		a.End(0)
+	}
+	s, err := Open(root, w, Settings{KeepAge: time.Hour})
+	must(t, err)
+	runs, _, err := s.Runs()
+	must(t, err)
+	if len(runs) != 3 {
+		t.Fatalf("%d runs recorded, want 3", len(runs))
+	}
+	// The first two are made old; the latest is always kept.
+	for _, r := range runs[:2] {
+		r.Start = r.Start.Add(-48 * time.Hour)
+		must(t, s.SaveRun(r))
+	}
+	lines := s.Prune(time.Now())
+	if len(lines) != 2 || !strings.Contains(lines[0], "pruned run "+runs[0].ID) || !strings.Contains(lines[0], "older than") {
+		t.Fatalf("prune said %q", lines)
+	}
+	left, _, _ := s.Runs()
+	if len(left) != 1 || left[0].ID != runs[2].ID {
+		t.Fatalf("runs left: %v", left)
+	}
+	m, err := s.Manifest(left[0].Before)
+	must(t, err)
+	must(t, s.CheckBlobs(m))
+	if _, err := s.Manifest(runs[0].Before); err == nil && runs[0].Before != left[0].Before && runs[0].Before != left[0].After {
+		t.Error("a pruned run's checkpoint is still there")
 	}
 }

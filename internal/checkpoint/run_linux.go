@@ -91,11 +91,16 @@ func Begin(o BeginOptions) (*Active, error) {
 	if err != nil {
 		return fail(err)
 	}
+	_, herr := s.head()
+	first := herr != nil // the store's first checkpoint
 	m, err := s.Take(nil)
 	if err != nil {
 		return fail(err)
 	}
 	a.store, a.before = s, m
+	if m.Note != "" && (first || o.Verbose) {
+		diag.Notef(o.Warn, "checkpoint: %s", m.Note)
+	}
 	a.run = &Run{ID: NewID(time.Now()), Kind: "run", Command: o.Command, Before: m.ID, Start: time.Now().UTC(), Exit: -1}
 	if err := s.SaveRun(a.run); err != nil {
 		a.store = nil

@@ -81,7 +81,14 @@ func (s *Store) walk(base *Manifest, store bool) (*Manifest, error) {
 	}
 	t.rules = parseRules(t.m.Rules)
 	t.skipSet = s.livePlaceholders()
-	t.cache = s.loadCache()
+	if fs := unreliableStat(root); fs != "" {
+		// Inode numbers or change times that a network or FUSE
+		// filesystem may not keep: every file is read each time.
+		t.cache = map[string]cached{}
+		t.m.Note = "the workdir is on " + fs + ", whose inode numbers and change times a stat cache cannot trust: every checkpoint reads every file"
+	} else {
+		t.cache = s.loadCache()
+	}
 	if err := t.dir(root, ""); err != nil {
 		return nil, err
 	}
@@ -107,7 +114,7 @@ func (s *Store) walk(base *Manifest, store bool) (*Manifest, error) {
 	}
 	b, _ := json.Marshal(headRecord{ID: t.m.ID, Digest: t.m.Digest, Skipped: skipDigest(t.m.Skipped)})
 	_ = writeFileAtomic(s.path("head"), b)
-	if t.cacheChanged() {
+	if t.m.Note == "" && t.cacheChanged() {
 		s.saveCache(t.next)
 	}
 	return t.m, nil
@@ -146,6 +153,27 @@ func digest(m *Manifest) string {
 	_ = enc.Encode(m.Entries)
 	_ = enc.Encode(m.Skipped)
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// unreliableStat names the filesystem of the directory fd when it is
+// one whose stat a cache cannot trust (network and FUSE filesystems);
+// "" otherwise.
+func unreliableStat(fd int) string {
+	var st unix.Statfs_t
+	if unix.Fstatfs(fd, &st) != nil {
+		return "a filesystem it cannot identify"
+	}
+	switch uint32(st.Type) {
+	case unix.NFS_SUPER_MAGIC:
+		return "NFS"
+	case unix.FUSE_SUPER_MAGIC:
+		return "a FUSE filesystem"
+	case unix.V9FS_MAGIC:
+		return "9p"
+	case unix.CIFS_SUPER_MAGIC, unix.SMB2_SUPER_MAGIC, unix.SMB_SUPER_MAGIC:
+		return "SMB/CIFS"
+	}
+	return ""
 }
 
 // cacheChanged reports whether the stat cache learnt or forgot anything.
