@@ -90,18 +90,23 @@ func runAgent(e env, r cli.Run) int {
 	if p.Refusal != nil {
 		return fail(e.stdio.Err, errors.New(*p.Refusal))
 	}
-	// The checkpoint is taken before anything of the run touches the
-	// workdir (Execute's Prepare makes the placeholders), and the run is
-	// recorded once its agent is gone.
+	code := execute(e, r, folder, workdir, p)
+	if hint := failureHint(p, r, code); hint != "" {
+		diag.Notef(e.stdio.Err, "%s", hint)
+	}
+	return code
+}
+
+// execute runs the plan between the run's checkpoints: the one before is
+// taken before anything of the run touches the workdir (Execute's Prepare
+// makes the placeholders), and the run is recorded once its agent is gone.
+func execute(e env, r cli.Run, folder *agent.Folder, workdir string, p *plan.Plan) int {
 	cp, err := beginCheckpoint(e, r, folder, workdir)
 	if err != nil {
 		return fail(e.stdio.Err, err)
 	}
 	code := p.Prepared.Execute(e.stdio)
 	cp.End(code)
-	if hint := failureHint(p, r, code); hint != "" {
-		diag.Notef(e.stdio.Err, "%s", hint)
-	}
 	return code
 }
 

@@ -130,6 +130,15 @@ type Credential struct {
 	Git bool `toml:"git"`
 }
 
+// checkCheckpoint checks the checkpoint key's value.
+func checkCheckpoint(v string) error {
+	switch v {
+	case "", "on", "off", "required":
+		return nil
+	}
+	return fmt.Errorf("checkpoint = %q: want \"on\", \"off\" or \"required\"", v)
+}
+
 // TmpSizeBytes is TmpSize in bytes (0 when unset); Validate has checked it.
 func (c *Config) TmpSizeBytes() int64 {
 	n, _ := ParseSize(c.TmpSize)
@@ -238,6 +247,9 @@ func ParseConfig(path string, b []byte) (*Config, error) {
 	if err := c.validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if err := checkCheckpoint(c.Checkpoint); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	return &c, nil
 }
 
@@ -327,11 +339,6 @@ func (c *Config) validate() error {
 	}
 	if _, err := ParseSize(c.TmpSize); err != nil {
 		return fmt.Errorf("tmp_size: %v", err)
-	}
-	switch c.Checkpoint {
-	case "", "on", "off", "required":
-	default:
-		return fmt.Errorf("checkpoint = %q: want \"on\", \"off\" or \"required\"", c.Checkpoint)
 	}
 	if c.MemoryMax != MemoryMaxNone {
 		if _, err := ParseSize(c.MemoryMax); err != nil {

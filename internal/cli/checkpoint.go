@@ -63,12 +63,21 @@ func parseCheckpoint(cmd string, args []string) (Invocation, error) {
 	return Invocation{Command: cmd, Checkpoint: c}, nil
 }
 
-// checkCheckpointFlag checks --checkpoint's value.
-func checkCheckpointFlag(v string) error {
+// checkpointValue is --checkpoint's value, checked as it is set.
+type checkpointValue string
+
+func (v *checkpointValue) String() string { return string(*v) }
+
+// Type is the flag's type name, for pflag.
+func (v *checkpointValue) Type() string { return "mode" }
+
+// Set checks and sets the value.
+func (v *checkpointValue) Set(s string) error {
 	for _, m := range CheckpointModes {
-		if v == m {
+		if s == m {
+			*v = checkpointValue(s)
 			return nil
 		}
 	}
-	return errors.New("--checkpoint " + fmt.Sprintf("%q", v) + ": want on, off or required")
+	return errors.New("want on, off or required")
 }

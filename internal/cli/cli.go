@@ -235,7 +235,7 @@ func parseRun(args []string, program bool) (Invocation, error) {
 	fs.BoolVarP(&help, "help", "h", false, "")
 	fs.StringArrayVar(&r.AllowEdit, "allow-edit", nil, "")
 	fs.BoolVar(&r.AllowUserns, "allow-userns", false, "")
-	fs.StringVar(&r.Checkpoint, "checkpoint", "", "")
+	fs.Var((*checkpointValue)(&r.Checkpoint), "checkpoint", "")
 	fs.Lookup("checkpoint").NoOptDefVal = "on"
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -287,11 +287,6 @@ func parseRun(args []string, program bool) (Invocation, error) {
 			if strings.TrimSpace(p) == "" {
 				return Invocation{}, fmt.Errorf("%s: empty path", l.flag)
 			}
-		}
-	}
-	if fs.Changed("checkpoint") {
-		if err := checkCheckpointFlag(r.Checkpoint); err != nil {
-			return Invocation{}, err
 		}
 	}
 	if fs.Changed("workdir") && strings.TrimSpace(r.Workdir) == "" {
