@@ -23,6 +23,10 @@ import sys
 # real agents and nono installed by .ci/run). A skip here fails CI, whatever
 # the reason.
 MUST_RUN = [
+    "e2e TestCheckpointUndo",
+    "e2e-user TestCheckpointUndo",
+    "e2e TestCheckpointUndoRefusesLiveRun",
+    "e2e-user TestCheckpointUndoRefusesLiveRun",
     "e2e TestEscapes/landlock",
     "e2e TestEscapeView/landlock",
     "e2e-user TestEscapeView/landlock",

@@ -36,6 +36,7 @@ rec {
     "memory_max"
     "credentials"
     "expected_refusals"
+    "checkpoint"
     "sbx"
   ];
   agentTomlSbxKeys = [

@@ -78,6 +78,8 @@ func Main(args []string, stdio launch.Stdio) int {
 		return showLog(e, inv.Log)
 	case cli.CmdWhy:
 		return whyAccess(e, inv.Why)
+	case cli.CmdRuns, cli.CmdDiff, cli.CmdUndo:
+		return checkpointCommand(e, inv.Command, inv.Checkpoint)
 	default:
 		return runAgent(e, inv.Run)
 	}

@@ -69,7 +69,7 @@ func runAgent(e env, r cli.Run) int {
 	if p.Refusal != nil {
 		return fail(e.stdio.Err, errors.New(*p.Refusal))
 	}
-	code := p.Prepared.Execute(e.stdio)
+	code := execute(e, r, folder, workdir, p)
 	if hint := failureHint(p, r, code); hint != "" {
 		diag.Notef(e.stdio.Err, "%s", hint)
 	}
@@ -108,6 +108,19 @@ func dryRun(e env, r cli.Run, p *plan.Plan) int {
 		return fail(e.stdio.Err, fmt.Errorf("a real run would refuse: %s", *p.Refusal))
 	}
 	return 0
+}
+
+// execute runs the plan between the run's checkpoints: the one before is
+// taken before anything of the run touches the workdir (Execute's Prepare
+// makes the placeholders), and the run is recorded once its agent is gone.
+func execute(e env, r cli.Run, folder *agent.Folder, workdir string, p *plan.Plan) int {
+	cp, err := beginCheckpoint(e, r, folder, workdir)
+	if err != nil {
+		return fail(e.stdio.Err, err)
+	}
+	code := p.Prepared.Execute(e.stdio)
+	cp.End(code)
+	return code
 }
 
 // resolveRun finds the run's working directory, agent folder and posture;

@@ -84,6 +84,11 @@ type Config struct {
 	// allow_domain's grammar: the built-in engine's broker still refuses
 	// and logs them, but does not warn of them. They never widen egress.
 	ExpectedRefusals []string `toml:"expected_refusals"`
+	// Checkpoint is whether each run records the workdir first, so that
+	// `agent-sandbox undo` can put it back: "on" (a failure warns),
+	// "off", or "required" (a failure refuses the run); "" is on for an
+	// agent. --checkpoint wins over it.
+	Checkpoint string `toml:"checkpoint"`
 }
 
 // Credential is one [[credentials]] table of agent.toml: an API key the
@@ -123,6 +128,15 @@ type Credential struct {
 	// credential helper that gives the phantom as the password; with
 	// header = "basic" (GitHub: a token as the password).
 	Git bool `toml:"git"`
+}
+
+// checkCheckpoint checks the checkpoint key's value.
+func checkCheckpoint(v string) error {
+	switch v {
+	case "", "on", "off", "required":
+		return nil
+	}
+	return fmt.Errorf("checkpoint = %q: want \"on\", \"off\" or \"required\"", v)
 }
 
 // TmpSizeBytes is TmpSize in bytes (0 when unset); Validate has checked it.
@@ -228,9 +242,12 @@ func ParseConfig(path string, b []byte) (*Config, error) {
 			known = append(known, k)
 		}
 		sort.Strings(known)
-		return nil, fmt.Errorf("%s: %s: unknown key%s; agent.toml accepts command, args, description, config_paths, read_paths, code_paths, env, set_env, exec_paths, allow_edit, loopback_env, tmp_size, memory_max, nested_userns, expected_refusals, [[code_keys]] file, keys, commands, [[credentials]] and [sbx] install, version_command, home", path, keys[0], suggest.Phrase(keys[0], known))
+		return nil, fmt.Errorf("%s: %s: unknown key%s; agent.toml accepts command, args, description, config_paths, read_paths, code_paths, env, set_env, exec_paths, allow_edit, loopback_env, tmp_size, memory_max, nested_userns, expected_refusals, checkpoint, [[code_keys]] file, keys, commands, [[credentials]] and [sbx] install, version_command, home", path, keys[0], suggest.Phrase(keys[0], known))
 	}
 	if err := c.validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := checkCheckpoint(c.Checkpoint); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &c, nil

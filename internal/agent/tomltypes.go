@@ -17,7 +17,7 @@ var tomlSchema = map[string]string{
 	"sbx.install": "String", "sbx.version_command": "Array", "sbx.home": "String",
 	"code_paths": "Array", "code_keys": "ArrayHash",
 	"code_keys.file": "String", "code_keys.keys": "Array", "code_keys.commands": "String",
-	"memory_max": "String", "expected_refusals": "Array",
+	"memory_max": "String", "expected_refusals": "Array", "checkpoint": "String",
 }
 
 // typeWords are TOML types as a message says them.

@@ -35,6 +35,10 @@ const Usage = `Usage:
                                                     check the host, agent folders and the launcher
   agent-sandbox resolve [--json] COMMAND            list the files COMMAND needs to start
   agent-sandbox log [--json] [-n N] [AGENT]         recent egress decisions of the broker (all agents, or AGENT)
+  agent-sandbox runs [--workdir DIR]                the workdir's runs, their checkpoints and what they changed
+  agent-sandbox diff [--workdir DIR] [RUN]          what a run (default: the latest) changed in the workdir
+  agent-sandbox undo [--yes] [--workdir DIR] [RUN]  put the workdir back as it was before RUN (shows the
+                                                    plan; changes it only with --yes or a yes at a terminal)
   agent-sandbox version                             print the version
 
 AGENT is an agent name (looked up in $AGENT_SANDBOX_PATH,
@@ -61,6 +65,9 @@ Run flags:
                                  repeatable; the built-in engine keeps them read-only)
       --allow-userns             let the agent create user namespaces (containers,
                                  bubblewrap inside); the built-in engine refuses them
+      --checkpoint[=MODE]        checkpoint the workdir before the run (on, off, required;
+                                 default on for an agent, off for run --); required
+                                 refuses to start the agent when it fails
       --dry-run                  print what would run; start nothing
       --json                     with --dry-run: print the plan as one JSON object
   -v, --verbose                  show the posture and the backend's own banner
@@ -116,6 +123,10 @@ type Run struct {
 	// AllowUserns is --allow-userns: the agent may create user
 	// namespaces of its own this run.
 	AllowUserns bool
+	// Checkpoint is --checkpoint: "on", "off" or "required"; "" when not
+	// given (the folder's checkpoint key, else on for an agent and off
+	// for run --).
+	Checkpoint string
 }
 
 // Prune holds the flags of `agent-sandbox prune`.
@@ -162,6 +173,8 @@ type Invocation struct {
 	Log     Log
 	Why     Why
 	Agents  Agents
+	// Checkpoint is runs', diff's and undo's.
+	Checkpoint Checkpoint
 }
 
 // Parse parses the arguments after the program name.
@@ -189,6 +202,8 @@ func Parse(args []string) (Invocation, error) {
 			return parseRun(args[1:], true)
 		case CmdWhy:
 			return parseWhy(args[1:])
+		case CmdRuns, CmdDiff, CmdUndo:
+			return parseCheckpoint(args[0], args[1:])
 		}
 	}
 	return parseRun(args, false)
@@ -222,6 +237,8 @@ func runFlagSet(r *Run, v *runFlagValues) *pflag.FlagSet {
 	fs.BoolVarP(&v.help, "help", "h", false, "")
 	fs.StringArrayVar(&r.AllowEdit, "allow-edit", nil, "")
 	fs.BoolVar(&r.AllowUserns, "allow-userns", false, "")
+	fs.Var((*checkpointValue)(&r.Checkpoint), "checkpoint", "")
+	fs.Lookup("checkpoint").NoOptDefVal = "on"
 	return fs
 }
 

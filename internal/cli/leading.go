@@ -24,6 +24,9 @@ var subUsage = map[string]string{
 	CmdPrune:   "agent-sandbox prune [--yes]",
 	CmdVersion: "agent-sandbox version",
 	CmdHelp:    "agent-sandbox help",
+	CmdRuns:    "agent-sandbox runs [--workdir DIR]",
+	CmdDiff:    "agent-sandbox diff [--workdir DIR] [RUN]",
+	CmdUndo:    "agent-sandbox undo [--yes] [--workdir DIR] [RUN]",
 }
 
 // ownFlags are the subcommands' own flags that share a name with a run
@@ -34,6 +37,9 @@ var ownFlags = map[string][]string{
 	CmdLog:     {"json"},
 	CmdDoctor:  {"json"},
 	CmdResolve: {"json"},
+	CmdRuns:    {"workdir"},
+	CmdDiff:    {"workdir"},
+	CmdUndo:    {"workdir"},
 }
 
 func isSubcommand(s string) bool { return slices.Contains(Subcommands, s) }

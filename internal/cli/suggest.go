@@ -10,7 +10,7 @@ import (
 )
 
 // Subcommands are the first words that are not agent names.
-var Subcommands = []string{CmdRun, CmdAgents, CmdPrune, CmdDoctor, CmdResolve, CmdLog, CmdVersion, CmdHelp, CmdWhy}
+var Subcommands = []string{CmdRun, CmdAgents, CmdPrune, CmdDoctor, CmdResolve, CmdLog, CmdVersion, CmdHelp, CmdWhy, CmdRuns, CmdDiff, CmdUndo}
 
 // flagSuggestion is the did-you-mean of pflag's "unknown flag: --NAME".
 func flagSuggestion(fs *pflag.FlagSet, err error) string {

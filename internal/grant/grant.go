@@ -50,6 +50,10 @@ func HomeFromEnv(getenv func(string) string, goos string) (Home, error) {
 // StateRoot is agent-sandbox's own state directory, $XDG_STATE_HOME/agent-sandbox.
 func (h Home) StateRoot() string { return filepath.Join(h.XDGStateHome, "agent-sandbox") }
 
+// CheckpointRoot is the checkpoint stores' directory (internal/checkpoint),
+// StateRoot/checkpoints: no grant, read-only or writable, reaches it.
+func (h Home) CheckpointRoot() string { return filepath.Join(h.StateRoot(), "checkpoints") }
+
 // SystemConfigDir is the system-wide agent-sandbox configuration
 // (/etc/agent-sandbox, where the system's agent folders live).
 const SystemConfigDir = "/etc/agent-sandbox"
@@ -315,6 +319,13 @@ func (c Checker) Check(p string, writable bool) error {
 				return fmt.Errorf("would let the agent write %s, where agent-sandbox keeps policy or state; the agent must not widen its own next run", prot)
 			}
 		}
+	}
+	// The checkpoint store holds the files of every workdir checkpointed
+	// (.env files included): no grant reaches it, read-only ones neither.
+	if store := canonicalCached(c.Home.CheckpointRoot()); Within(p, store) {
+		return fmt.Errorf("lies inside agent-sandbox's checkpoint store %s, which holds the files of every workdir checkpointed and is never granted", store)
+	} else if Within(store, p) {
+		return fmt.Errorf("contains agent-sandbox's checkpoint store %s, which holds the files of every workdir checkpointed and is never granted; grant a narrower path", store)
 	}
 	return nil
 }

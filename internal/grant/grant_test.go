@@ -97,6 +97,9 @@ func TestCheck(t *testing.T) {
 		"~/.nono":                 "inside nono's protected state root",
 		"~/.local/share/keyrings": "credential path",
 		"~/.mozilla":              "contains the credential path",
+		// The checkpoint store, read-only too (issue 42).
+		"~/.local/state/agent-sandbox/checkpoints/0a1b": "checkpoint store",
+		"~/.local/state/agent-sandbox":                  "contains agent-sandbox's checkpoint store",
 	}
 	for p, why := range refused {
 		_, err := c.Resolve(p, false)
@@ -104,8 +107,10 @@ func TestCheck(t *testing.T) {
 			t.Errorf("Resolve(%q) = %v, want refusal mentioning %q", p, err, why)
 		}
 	}
-	// Writable grants may not overlap agent-sandbox's own policy and state.
-	for _, p := range []string{"~/.config/agent-sandbox", "~/.config/agent-sandbox/agents/x", "~/.local/state/agent-sandbox"} {
+	// Writable grants may not overlap agent-sandbox's own policy and state
+	// (the state root as a whole contains the checkpoint store, refused
+	// read-only too: above).
+	for _, p := range []string{"~/.config/agent-sandbox", "~/.config/agent-sandbox/agents/x", "~/.local/state/agent-sandbox/agents/x"} {
 		if _, err := c.Resolve(p, true); err == nil || !strings.Contains(err.Error(), "widen its own next run") {
 			t.Errorf("writable %q: %v", p, err)
 		}

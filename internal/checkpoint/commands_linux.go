@@ -1,0 +1,155 @@
+//go:build linux
+
+package checkpoint
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/diag"
+)
+
+// ListRuns prints the workdir's runs, oldest first: id, time, command,
+// exit status, the checkpoint before it and a one-line summary.
+func (s *Store) ListRuns(out, errw io.Writer) error {
+	runs, bad, err := s.Runs()
+	if err != nil {
+		return err
+	}
+	for _, b := range bad {
+		diag.Warnf(errw, "%s", b)
+	}
+	if len(runs) == 0 {
+		fmt.Fprintf(out, "no runs recorded for %s\n", s.Workdir)
+		return nil
+	}
+	for _, r := range runs {
+		what := r.Command
+		if r.Kind == "undo" {
+			what = "undo of " + r.Undid
+		}
+		exit := fmt.Sprint(r.Exit)
+		if r.Exit < 0 {
+			exit = "running or killed"
+		}
+		fmt.Fprintf(out, "%s  %s  %s  exit %s  checkpoint %s  %s\n", r.ID, r.Start.Local().Format("2006-01-02 15:04"), Quote(what), exit, r.Before, r.Summary)
+	}
+	return nil
+}
+
+// ShowDiff prints what run changed: its checkpoint before against the
+// one after (or, for a run with none after, against the workdir now).
+func (s *Store) ShowDiff(runID string, out io.Writer) error {
+	r, err := s.FindRun(runID)
+	if err != nil {
+		return err
+	}
+	before, err := s.Manifest(r.Before)
+	if err != nil {
+		return err
+	}
+	var after *Manifest
+	if r.After != "" {
+		after, err = s.Manifest(r.After)
+	} else {
+		after, err = s.Scan(before)
+	}
+	if err != nil {
+		return err
+	}
+	cs := Diff(before, after)
+	fmt.Fprintf(out, "run %s (%s): %s\n", r.ID, Quote(r.Command), Summary(cs))
+	for _, c := range cs {
+		fmt.Fprintln(out, "  "+c.String())
+	}
+	if len(before.Skipped) > 0 {
+		fmt.Fprintf(out, "not compared (left out of the checkpoint): %s\n", skipList(before.Skipped, 10))
+	}
+	return nil
+}
+
+// UndoOptions are the choices of `agent-sandbox undo`.
+type UndoOptions struct {
+	// Run is the run to undo ("": the latest).
+	Run string
+	// Confirm is asked once the plan is shown; nil or false changes
+	// nothing.
+	Confirm func() bool
+	Out     io.Writer
+	Err     io.Writer
+}
+
+// Undo puts the workdir back as run's checkpoint before it recorded it.
+// It refuses while a run is live in the workdir, shows what it will do,
+// checkpoints the current state first (so that the undo is a run that
+// can itself be undone) and writes nothing unless o.Confirm says yes.
+func Undo(stateRoot, workdir string, set Settings, o UndoOptions) error {
+	lock, err := lockExclusive(stateRoot, workdir)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	s, err := Open(stateRoot, workdir, set)
+	if err != nil {
+		return err
+	}
+	r, err := s.FindRun(o.Run)
+	if err != nil {
+		return err
+	}
+	target, err := s.Manifest(r.Before)
+	if err != nil {
+		return err
+	}
+	if err := s.CheckBlobs(target); err != nil {
+		return err
+	}
+	cur, err := s.Take(target)
+	if err != nil {
+		return fmt.Errorf("undo: the current state could not be checkpointed, so nothing was changed: %v", err)
+	}
+	cs := Diff(cur, target)
+	fmt.Fprintf(o.Out, "undo of run %s (%s) puts back checkpoint %s: %s\n", r.ID, Quote(r.Command), target.ID, Summary(cs))
+	for _, c := range cs {
+		fmt.Fprintln(o.Out, "  "+c.String())
+	}
+	if r.After != "" && r.After != cur.ID {
+		fmt.Fprintf(o.Out, "note: the workdir changed after the run ended (checkpoint %s); those changes are undone too, and kept in checkpoint %s\n", r.After, cur.ID)
+	}
+	for _, k := range sortedSkips(cur.Skipped) {
+		if !under(k.Path, target.Skipped) {
+			fmt.Fprintf(o.Out, "left as it is: %s (%s, not in the checkpoint of the current state)\n", Quote(k.Path), k.Why)
+		}
+	}
+	if len(cs) == 0 {
+		fmt.Fprintln(o.Out, "nothing to do")
+		return nil
+	}
+	if o.Confirm == nil || !o.Confirm() {
+		fmt.Fprintln(o.Out, "nothing changed (run `agent-sandbox undo --yes` to do it)")
+		return nil
+	}
+	u := &Run{ID: NewID(time.Now()), Kind: "undo", Command: "undo", Undid: r.ID, Before: cur.ID, Start: time.Now().UTC(), Exit: -1}
+	if err := s.SaveRun(u); err != nil {
+		return fmt.Errorf("checkpoint store %s: recording the undo: %v; nothing was changed", s.Dir, err)
+	}
+	if err := s.Restore(target, cur); err != nil {
+		return fmt.Errorf("%v (the state before the undo is checkpoint %s: `agent-sandbox undo` puts it back)", err, cur.ID)
+	}
+	u.End, u.Exit = time.Now().UTC(), 0
+	if after, err := s.Take(target); err == nil {
+		u.After = after.ID
+		u.Summary = Summary(Diff(cur, after))
+	}
+	if err := s.SaveRun(u); err != nil {
+		diag.Warnf(o.Err, "checkpoint store %s: recording the undo: %v", s.Dir, err)
+	}
+	fmt.Fprintf(o.Out, "done: the workdir is as checkpoint %s recorded it; `agent-sandbox undo` undoes this undo\n", target.ID)
+	return nil
+}
+
+// OpenExisting opens the store of workdir for runs and diff.
+func OpenExisting(stateRoot, workdir string, set Settings) (*Store, error) {
+	return Open(stateRoot, workdir, set)
+}
