@@ -61,6 +61,10 @@ func (h Home) Protected(lookupDirs ...string) []string {
 	return append([]string{h.ConfigRoot(), h.StateRoot(), SystemConfigDir}, lookupDirs...)
 }
 
+// SessionsDir holds the control channels of running sessions
+// (internal/session): no grant, read-only ones included, may overlap it.
+func (h Home) SessionsDir() string { return filepath.Join(h.StateRoot(), "sessions") }
+
 // AgentStateDir is the per-agent state directory for agent id.
 func (h Home) AgentStateDir(id string) string { return filepath.Join(h.StateRoot(), "agents", id) }
 
@@ -247,6 +251,9 @@ type fixedPaths struct {
 	creds []string
 	// persist are PersistencePaths, canonical.
 	persist []string
+	// sessions is the state root's sessions directory (SessionsDir),
+	// canonical.
+	sessions string
 }
 
 var fixedByHome sync.Map // Home → *fixedPaths
@@ -266,6 +273,7 @@ func (h Home) fixed() *fixedPaths {
 	for _, pp := range h.PersistencePaths() {
 		f.persist = append(f.persist, r.canonical(pp))
 	}
+	f.sessions = r.canonical(h.SessionsDir())
 	v, _ := fixedByHome.LoadOrStore(h, f)
 	return v.(*fixedPaths)
 }
@@ -315,6 +323,11 @@ func (c Checker) Check(p string, writable bool) error {
 				return fmt.Errorf("would let the agent write %s, where agent-sandbox keeps policy or state; the agent must not widen its own next run", prot)
 			}
 		}
+	}
+	// The sessions' control sockets (internal/session): no grant, not
+	// even a read-only one, may show them to the agent.
+	if Overlaps(p, f.sessions) {
+		return fmt.Errorf("would show the agent %s, where the control sockets of running sessions live (agent-sandbox exec, allow); grant a narrower path", f.sessions)
 	}
 	return nil
 }

@@ -98,6 +98,11 @@ type Lifecycle struct {
 	// Done, when not nil, runs once the agent has ended and the audit
 	// is done (the broker's report).
 	Done func()
+	// Session, when set, is called once the agent has started: it opens
+	// the run's control channel (internal/session) and returns what
+	// closes it, called as soon as the run's last process has ended,
+	// before the after-run checks.
+	Session func(run Started) (end func())
 }
 
 // callerUmask is the umask agent-sandbox was started with, once OwnUmask
@@ -219,6 +224,12 @@ func (l Lifecycle) Execute() int {
 		diag.Warnf(l.Stdio.Err, "handing the protection watch to the sandbox: %v (the run ends about 10 ms later)", err)
 	}
 	g.Watch(run.Reprotect, run.Masks...)
+	endSession := func() {}
+	if l.Session != nil {
+		if end := l.Session(run); end != nil {
+			endSession = end
+		}
+	}
 	// The terminal sends keyboard signals and window changes to the whole
 	// foreground process group, agent included; forward those only when
 	// agent-sandbox has no terminal. Everything else (kill, hang-up)
@@ -226,6 +237,7 @@ func (l Lifecycle) Execute() int {
 	fromTTY := IsTerminal(l.Stdio.In)
 	skip := func(s os.Signal) bool { return fromTTY && terminalSignal(s) }
 	_, err = Forward(sigs, func() *os.Process { return cmd.Process }, skip, run.Wait)
+	endSession()
 	code := ExitStatus(err)
 	if run.Ended && cmd.Process != nil {
 		doneChild = cmd.Process.Pid

@@ -58,6 +58,10 @@ type report struct {
 	// loopback port nothing is forwarded to, an address past the
 	// broker), each reported once; more reports follow.
 	Connect string `json:"connect,omitempty"`
+	// Exec, when not 0, is an exec'd process (Process.Exec) that ended
+	// with the wait status ExecStatus; more reports follow.
+	Exec       int `json:"exec,omitempty"`
+	ExecStatus int `json:"exec_status,omitempty"`
 }
 
 // Init is the sandbox init: it reads the Config from its parent, builds the
@@ -147,6 +151,7 @@ func Init() int {
 	say(report{Ready: true, Notes: notes})
 	stopped = func(sig unix.Signal) { say(report{Stopped: int(sig)}) }
 	attempted = func(addr string) { say(report{Connect: addr}) }
+	execEnded = func(pid int, ws unix.WaitStatus) { say(report{Exec: pid, ExecStatus: int(ws)}) }
 	r := runAgent(c, rules, agent, sigs)
 	code := say(r)
 	if r.Status != nil {
@@ -281,8 +286,8 @@ func runAgent(c Config, rules *landlock.Ruleset, agent chan<- agentJob, sigs <-c
 	done := make(chan started, 1)
 	agent <- agentJob{c: c, rules: rules, done: done}
 	s := <-done
-	rules.Close()
 	if s.err != nil {
+		rules.Close()
 		code := 125
 		switch {
 		case errors.Is(s.err, unix.ENOENT):
@@ -298,6 +303,7 @@ func runAgent(c Config, rules *landlock.Ruleset, agent chan<- agentJob, sigs <-c
 	if s.listener > 0 {
 		go watchConnects(c, s.listener)
 	}
+	keepRules(c, rules) // for the session's exec'd processes
 	for {
 		st, done := reap(s.pid)
 		if done {
@@ -369,15 +375,31 @@ func reap(agent int) (unix.WaitStatus, bool) {
 			continue
 		}
 		if pid <= 0 || err != nil {
+			if st, over := sessionOver(); over {
+				return endSession(st), true
+			}
 			return stop, false
 		}
 		if pid != agent {
+			execExited(pid, ws)
 			continue
 		}
 		if ws.Stopped() {
 			stop = ws // reported to the caller (job control)
 			continue
 		}
+		if !agentExited(ws) {
+			continue // an exec'd process still runs: the session lasts
+		}
+		return endSession(ws), true
+	}
+}
+
+// endSession ends the session once its last process (the agent, or an
+// exec'd one after it) has ended: every other process of the namespace is
+// killed and reaped; it returns the agent's status ws.
+func endSession(ws unix.WaitStatus) unix.WaitStatus {
+	{
 		// From PID 1, kill(-1) reaches every other process of the
 		// namespace.
 		_ = unix.Kill(-1, unix.SIGKILL)
@@ -390,7 +412,7 @@ func reap(agent int) (unix.WaitStatus, bool) {
 				break
 			}
 		}
-		return ws, true
+		return ws
 	}
 }
 
@@ -969,9 +991,9 @@ func serveControl(c Config) {
 			guarded[m.Path] = m
 		}
 	}
-	buf := make([]byte, 4096+2)
-	oob := make([]byte, unix.CmsgSpace(4))
-	var kept []int // files held for the parent until init exits
+	buf := make([]byte, 1<<16)               // an exec request carries a command line
+	oob := make([]byte, unix.CmsgSpace(4*4)) // an exec request carries three descriptors
+	var kept []int                           // files held for the parent until init exits
 	for {
 		n, oobn, _, _, err := unix.Recvmsg(controlFd, buf, oob, unix.MSG_CMSG_CLOEXEC)
 		if err == unix.EINTR {
@@ -981,16 +1003,24 @@ func serveControl(c Config) {
 			unix.Close(controlFd)
 			return
 		}
+		var fds []int
 		if oobn > 0 {
 			if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
 				for _, m := range msgs {
-					if fds, err := unix.ParseUnixRights(&m); err == nil {
-						kept = append(kept, fds...)
+					if got, err := unix.ParseUnixRights(&m); err == nil {
+						fds = append(fds, got...)
 					}
 				}
 			}
 		}
+		if n > 0 && buf[0] == 'X' {
+			execRequest(buf[1:n], fds) // an exec'd command's stdio
+			continue
+		}
+		kept = append(kept, fds...)
 		switch req := string(buf[:n]); {
+		case strings.HasPrefix(req, "Z"):
+			signalRequest(req[1:])
 		case (req == "4" || req == "6") && c.Inbound:
 			family := unix.AF_INET
 			if req == "6" {

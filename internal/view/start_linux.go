@@ -44,7 +44,13 @@ type Process struct {
 	// notes are init's notes on building the view (Notes).
 	notes []string
 
-	result error         // what Ended returned, once reaped is set
+	result error // what Ended returned, once reaped is set
+	// execs are the exit codes' channels of the exec'd processes
+	// (Exec), by pid; running counts those still running.
+	execMu  sync.Mutex
+	execs   map[int]chan int
+	running int
+
 	reaped chan struct{} // set by Ended; closed once init itself is reaped
 }
 
@@ -535,8 +541,10 @@ func (p *Process) Ended() error {
 	}
 	var r report
 	derr := p.dec.Decode(&r)
-	for derr == nil && (r.Stopped != 0 || r.Connect != "") {
-		if r.Stopped != 0 {
+	for derr == nil && (r.Stopped != 0 || r.Connect != "" || r.Exec != 0) {
+		if r.Exec != 0 {
+			p.execReport(r.Exec, r.ExecStatus)
+		} else if r.Stopped != 0 {
 			p.jobStopped()
 		} else if p.Attempted != nil {
 			p.Attempted(r.Connect)

@@ -20,6 +20,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/piext"
 	"github.com/agent-sandbox/agent-sandbox/internal/placeholder"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
+	"github.com/agent-sandbox/agent-sandbox/internal/session"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
 
@@ -231,6 +232,10 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 	} else {
 		v := &viewRun{early: early, scope: sc, p: p, s: s, n: n, sess: sess, stderr: stdio.Err, fallback: weak}
 		l.Prepare, l.Start = v.prepare, v.start
+		l.Session = sessionHook(s, n, sess, v, false, stdio)
+	}
+	if weaker {
+		l.Session = sessionHook(s, n, sess, nil, true, stdio)
 	}
 	return l.Execute()
 }
@@ -375,4 +380,8 @@ type viewRun struct {
 	masks map[string]bool
 	// layers are the caches' writable layers for this run (cacheLayers).
 	layers map[string]string
+	// exec starts a command in the running view (agent-sandbox exec) and
+	// execs counts those still running: set once the view started.
+	exec  func(argv []string, stdio []*os.File) (session.Proc, error)
+	execs func() int
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/placeholder"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/protect"
+	"github.com/agent-sandbox/agent-sandbox/internal/session"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 	"github.com/agent-sandbox/agent-sandbox/internal/view"
 )
@@ -383,6 +384,8 @@ func (v *viewRun) start(cmd *exec.Cmd) (launch.Started, error) {
 		return launch.Started{}, &launch.SetupError{Err: err}
 	}
 	proc.Attempted = v.sess.recordDirect
+	v.exec = func(argv []string, stdio []*os.File) (session.Proc, error) { return proc.Exec(argv, stdio) }
+	v.execs = proc.Execs
 	serveView(proc, v.n, v.sess)
 	for _, n := range proc.Notes() {
 		diag.Notef(v.stderr, "%s", n)

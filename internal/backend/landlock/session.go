@@ -1,0 +1,57 @@
+package landlock
+
+import (
+	"os"
+	"time"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/diag"
+	"github.com/agent-sandbox/agent-sandbox/internal/engine"
+	"github.com/agent-sandbox/agent-sandbox/internal/launch"
+	"github.com/agent-sandbox/agent-sandbox/internal/session"
+	"github.com/agent-sandbox/agent-sandbox/internal/spec"
+)
+
+// weakerExecRefusal is why exec is refused in the weaker sandbox.
+const weakerExecRefusal = "exec needs the namespace view: in the weaker sandbox no process of agent-sandbox stays inside the agent's Landlock domain that could start another, and a Landlock domain cannot be entered from outside (not supported by this engine yet)"
+
+// sessionHook is the run's control channel (launch.Lifecycle.Session):
+// ps sees the session; exec reaches the view's init (v, when the view
+// started); allow reaches the broker (sess).
+func sessionHook(s spec.Spec, n Net, sess *netSession, v *viewRun, weaker bool, stdio launch.Stdio) func(launch.Started) func() {
+	return func(launch.Started) func() {
+		id := engine.View
+		if weaker || v == nil || v.exec == nil {
+			id = engine.Weaker
+		}
+		info := session.Info{Agent: s.AgentID, Workdir: s.Workdir, Engine: string(id), Network: string(n.Mode), Started: time.Now()}
+		h := session.Handlers{
+			Info: func(i *session.Info) {
+				i.Processes = 1
+				if v != nil && v.execs != nil {
+					i.Processes += v.execs()
+				}
+				if sess != nil && sess.proxy != nil {
+					sum := sess.proxy.Summary()
+					i.Allowed, i.Refused = sum.Allowed, sum.Refused
+				}
+			},
+			Unsupported: map[string]string{"exec": weakerExecRefusal},
+		}
+		if id == engine.View {
+			h.Exec = func(argv []string, fds []*os.File) (session.Proc, error) { return v.exec(argv, fds) }
+		}
+		h.Allow, h.Unsupported["allow"] = sessionAllow(s, n, sess)
+		srv, err := session.Open(s.StateRoot(), info, h)
+		if err != nil {
+			diag.Warnf(stdio.Err, "this run has no control channel (agent-sandbox ps, exec and allow cannot reach it): %v", err)
+			return nil
+		}
+		return srv.Close
+	}
+}
+
+// sessionAllow is the session's allow request, or why this run's network
+// cannot change.
+func sessionAllow(s spec.Spec, n Net, sess *netSession) (func(string) (string, error), string) {
+	return nil, "allow: not supported by this engine yet"
+}
