@@ -35,6 +35,11 @@ const Usage = `Usage:
                                                     check the host, agent folders and the launcher
   agent-sandbox resolve [--json] COMMAND            list the files COMMAND needs to start
   agent-sandbox log [--json] [-n N] [AGENT]         recent egress decisions of the broker (all agents, or AGENT)
+  agent-sandbox ps [--json]                         list the live sessions (running sandboxes)
+  agent-sandbox exec SESSION|AGENT -- CMD [ARGS...] run CMD inside a running session's sandbox
+  agent-sandbox allow HOST[:PORT] [--session ID] [--save]
+                                                    allow a host in a running session (and, with
+                                                    --save, in the agent folder's nono.json)
   agent-sandbox version                             print the version
 
 AGENT is an agent name (looked up in $AGENT_SANDBOX_PATH,
@@ -162,6 +167,9 @@ type Invocation struct {
 	Log     Log
 	Why     Why
 	Agents  Agents
+	Exec    Exec
+	Ps      Ps
+	Allow   Allow
 }
 
 // Parse parses the arguments after the program name.
@@ -189,6 +197,9 @@ func Parse(args []string) (Invocation, error) {
 			return parseRun(args[1:], true)
 		case CmdWhy:
 			return parseWhy(args[1:])
+		}
+		if inv, ok, err := parseSession(args); ok {
+			return inv, err
 		}
 	}
 	return parseRun(args, false)

@@ -130,7 +130,7 @@ type Server struct {
 	l    *net.UnixListener
 	wg   sync.WaitGroup
 	mu   sync.Mutex
-	live map[net.Conn]struct{}
+	live map[net.Conn]bool // true: an exec that runs
 }
 
 // NewID returns a fresh session id.
@@ -162,7 +162,7 @@ func Open(stateRoot string, info Info, h Handlers) (*Server, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	s := &Server{info: info, h: h, dir: dir, tok: hex.EncodeToString(tb[:]), live: map[net.Conn]struct{}{}}
+	s := &Server{info: info, h: h, dir: dir, tok: hex.EncodeToString(tb[:]), live: map[net.Conn]bool{}}
 	if err := os.WriteFile(filepath.Join(dir, "token"), []byte(s.tok), 0o600); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("session: %w", err)
@@ -189,15 +189,18 @@ func Open(stateRoot string, info Info, h Handlers) (*Server, error) {
 func (s *Server) ID() string { return s.info.ID }
 
 // Close stops serving, ends the open connections and removes the
-// session's directory.
+// session's directory. It is called once the session's last process has
+// ended: an exec's connection is left to send its command's status.
 func (s *Server) Close() {
 	if s == nil {
 		return
 	}
 	s.l.Close()
 	s.mu.Lock()
-	for c := range s.live {
-		c.Close()
+	for c, exec := range s.live {
+		if !exec {
+			c.Close()
+		}
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
@@ -212,7 +215,7 @@ func (s *Server) serve() {
 			return
 		}
 		s.mu.Lock()
-		s.live[c] = struct{}{}
+		s.live[c] = false
 		s.mu.Unlock()
 		s.wg.Add(1)
 		go func() {
@@ -284,6 +287,9 @@ func (s *Server) exec(c *net.UnixConn, req Request, fds []*os.File) {
 		_ = writeFrame(c, Response{V: Version, Error: "exec needs a command and three descriptors (stdin, stdout, stderr)"}, nil)
 		return
 	}
+	s.mu.Lock()
+	s.live[c] = true
+	s.mu.Unlock()
 	p, err := s.h.Exec(req.Argv, fds)
 	if err != nil {
 		_ = writeFrame(c, Response{V: Version, Error: err.Error()}, nil)
