@@ -1,0 +1,372 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sessionEnv is the environment of a session test's agent-sandbox runs.
+func sessionEnv(home string, extra ...string) []string {
+	return withCover(append([]string{"HOME=" + home, "PATH=/usr/bin:/bin", "LANG=C.UTF-8",
+		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_STATE_HOME=" + filepath.Join(home, ".local", "state")}, extra...))
+}
+
+// liveSession is a running `agent-sandbox run` whose agent waits on its
+// stdin: closing stdin ends it.
+type liveSession struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *strings.Builder
+	done  chan error
+	id    string
+}
+
+// sessionInfo is what `ps --json` prints of one session.
+type sessionInfo struct {
+	ID        string `json:"id"`
+	Agent     string `json:"agent"`
+	Workdir   string `json:"workdir"`
+	Engine    string `json:"engine"`
+	Network   string `json:"network"`
+	Processes int    `json:"processes"`
+	Allowed   int    `json:"allowed"`
+	Refused   int    `json:"refused"`
+}
+
+// psJSON runs `agent-sandbox ps --json`.
+func psJSON(t *testing.T, bin string, prefix, env []string, dir string) []sessionInfo {
+	t.Helper()
+	argv := append(append(append([]string{}, prefix...), bin), "ps", "--json")
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env, cmd.Dir = env, dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("ps --json: %v: %s", err, out)
+	}
+	var l []sessionInfo
+	if err := json.Unmarshal(out, &l); err != nil {
+		t.Fatalf("ps --json: %v: %s", err, out)
+	}
+	return l
+}
+
+// startSession starts `agent-sandbox [flags] run -- sh -c 'echo ready; read x'`
+// in work and returns once the agent runs and ps lists its session.
+func startSession(t *testing.T, bin string, prefix, env []string, work string, flags ...string) *liveSession {
+	t.Helper()
+	argv := append(append(append(append([]string{}, prefix...), bin), flags...), "run", "--", "sh", "-c", "echo agent-file > agent.txt; echo ready; read x; echo agent-ends")
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env, cmd.Dir = env, work
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &liveSession{cmd: cmd, stdin: stdin, out: &strings.Builder{}, done: make(chan error, 1)}
+	cmd.Stderr = s.out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.end(t) })
+	ready := make(chan bool, 1)
+	go func() {
+		r := bufio.NewReader(stdout)
+		line, _ := r.ReadString('\n')
+		ready <- line == "ready\n"
+		_, _ = io.Copy(io.Discard, r)
+	}()
+	go func() { s.done <- cmd.Wait() }()
+	select {
+	case ok := <-ready:
+		if !ok {
+			t.Fatalf("the agent did not start: %s", s.out)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the agent did not start within 30s: %s", s.out)
+	}
+	// The control channel opens right after the agent's start: ps
+	// answers from the socket.
+	deadline := time.Now().Add(10 * time.Second)
+	for s.id == "" {
+		for _, i := range psJSON(t, bin, prefix, env, work) {
+			if i.Workdir == work || filepath.Base(i.Workdir) == filepath.Base(work) {
+				s.id = i.ID
+			}
+		}
+		if s.id == "" && time.Now().After(deadline) {
+			t.Fatalf("ps does not list the session: %s", s.out)
+		}
+	}
+	return s
+}
+
+// end closes the agent's stdin and waits for the run's end.
+func (s *liveSession) end(t *testing.T) error {
+	if s.stdin != nil {
+		s.stdin.Close()
+		s.stdin = nil
+	}
+	select {
+	case err := <-s.done:
+		s.done <- err
+		return err
+	case <-time.After(30 * time.Second):
+		_ = s.cmd.Process.Kill()
+		t.Errorf("the session did not end once its agent was told to: %s", s.out)
+		return errors.New("timeout")
+	}
+}
+
+// execIn runs `agent-sandbox exec ID -- sh -c script` and returns its
+// output and exit status.
+func execIn(t *testing.T, bin string, prefix, env []string, dir, id, script string) (string, int) {
+	t.Helper()
+	argv := append(append(append([]string{}, prefix...), bin), "exec", id, "--", "sh", "-c", script)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env, cmd.Dir = env, dir
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), code
+}
+
+// TestSessionExec: `agent-sandbox exec` starts a command inside a running
+// session's view: it sees the session's files and network and nothing
+// more (a credential, a host Unix socket, the host's loopback with the
+// network blocked), its status comes back, and neither it nor the agent
+// can reach the control socket; ps lists the session while it lives.
+func TestSessionExec(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real binary; skipped with -short")
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("needs python3 for the socket probes")
+	}
+	bin := buildAgentSandbox(t)
+	home := t.TempDir()
+	work := homeTempDir(t, "session-exec")
+	env := sessionEnv(home)
+	secret := filepath.Join(home, ".ssh", "id_ed25519")
+	if err := os.MkdirAll(filepath.Dir(secret), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(secret, []byte("SECRET-KEY\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hostSock := filepath.Join(home, "host.sock")
+	ul, err := net.Listen("unix", hostSock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ul.Close()
+	tl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+	port := tl.Addr().(*net.TCPAddr).Port
+
+	s := startSession(t, bin, nil, env, work, "--offline")
+	l := psJSON(t, bin, nil, env, work)
+	if len(l) != 1 || l[0].Engine != "view" || l[0].Network != "blocked" || l[0].Agent != "run" || l[0].Processes != 1 {
+		t.Errorf("ps --json = %+v, want one view session of run, network blocked, one process", l)
+	}
+	sessions := filepath.Join(home, ".local", "state", "agent-sandbox", "sessions")
+	control := filepath.Join(sessions, s.id, "control")
+	if fi, err := os.Stat(control); err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the control socket %s: %v %v, want a 0600 socket", control, fi, err)
+	}
+	if fi, err := os.Stat(filepath.Dir(control)); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the session directory: %v %v, want 0700", fi, err)
+	}
+
+	out, code := execIn(t, bin, nil, env, work, s.id, "cat agent.txt; echo exec-file > exec.txt; exit 7")
+	if code != 7 || !strings.Contains(out, "agent-file") {
+		t.Errorf("exec: exit %d (want 7), output %q (want the agent's file)", code, out)
+	}
+	if b, err := os.ReadFile(filepath.Join(work, "exec.txt")); err != nil || string(b) != "exec-file\n" {
+		t.Errorf("exec's write to the workdir: %q %v", b, err)
+	}
+	// By agent name too.
+	if out, code := execIn(t, bin, nil, env, work, "run", "true"); code != 0 {
+		t.Errorf("exec by agent name: exit %d: %s", code, out)
+	}
+
+	probe := fmt.Sprintf(`python3 - <<'EOF'
+import socket, os, glob
+got = []
+try:
+    open(%q).read(); got.append("credential")
+except OSError:
+    pass
+for path in (%q, %q):
+    try:
+        s = socket.socket(socket.AF_UNIX); s.settimeout(2); s.connect(path); got.append("unix " + path)
+    except OSError:
+        pass
+for path in glob.glob("/proc/*/root" + %q):
+    try:
+        s = socket.socket(socket.AF_UNIX); s.settimeout(2); s.connect(path); got.append("proc " + path)
+    except OSError:
+        pass
+try:
+    s = socket.socket(socket.AF_UNIX); s.settimeout(2); s.connect("\0" + %q); got.append("abstract")
+except OSError:
+    pass
+try:
+    socket.create_connection(("127.0.0.1", %d), timeout=2); got.append("host loopback")
+except OSError:
+    pass
+if os.path.exists(%q): got.append("sessions dir visible")
+print("GOT", got)
+EOF`, secret, hostSock, control, control, control, port, sessions)
+	out, code = execIn(t, bin, nil, env, work, s.id, probe)
+	if code != 0 || !strings.Contains(out, "GOT []") {
+		t.Errorf("exec reached what the session must not (exit %d): %s", code, out)
+	}
+	// The control probe is a control: the same connections from the
+	// host succeed.
+	if c, err := net.Dial("unix", control); err != nil {
+		t.Errorf("control: the host cannot connect to the control socket: %v", err)
+	} else {
+		c.Close()
+	}
+
+	// A forged session: a request without the session's token is
+	// refused.
+	c, err := net.Dial("unix", control)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"v":1,"token":"forged","op":"exec","argv":["true"]}`)
+	frame := append([]byte{0, 0, 0, byte(len(body))}, body...)
+	_, _ = c.Write(frame)
+	resp, _ := io.ReadAll(c)
+	c.Close()
+	if !strings.Contains(string(resp), "not this session's token") {
+		t.Errorf("a request without the token: %q, want a refusal", resp)
+	}
+
+	if err := s.end(t); err != nil {
+		t.Errorf("the session's run: %v: %s", err, s.out)
+	}
+	if l := psJSON(t, bin, nil, env, work); len(l) != 0 {
+		t.Errorf("ps after the session's end: %+v", l)
+	}
+	if _, err := os.Stat(filepath.Join(sessions, s.id)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the session's directory outlived it: %v", err)
+	}
+}
+
+// TestSessionLastProcess: a session lasts while an exec'd process runs,
+// after its agent ended: the run's status and its after-run checks come
+// once, after the last process.
+func TestSessionLastProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real binary; skipped with -short")
+	}
+	bin := buildAgentSandbox(t)
+	home := t.TempDir()
+	work := homeTempDir(t, "session-last")
+	env := sessionEnv(home)
+	s := startSession(t, bin, nil, env, work)
+	argv := []string{bin, "exec", s.id, "--", "sh", "-c", "read x; echo exec-was-here > late.txt; exit 4"}
+	x := exec.Command(argv[0], argv[1:]...)
+	x.Env, x.Dir = env, work
+	xin, err := x.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The exec'd command runs once ps counts it.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		l := psJSON(t, bin, nil, env, work)
+		if len(l) == 1 && l[0].Processes == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ps never counted the exec'd process: %+v", l)
+		}
+	}
+	s.stdin.Close()
+	s.stdin = nil
+	select {
+	case err := <-s.done:
+		t.Fatalf("the run ended (%v) while an exec'd process still ran: %s", err, s.out)
+	case <-time.After(500 * time.Millisecond):
+		// Control of the wait above: the agent was told to end; the run
+		// must still be waiting for the exec'd process.
+	}
+	xin.Close()
+	err = x.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 4 {
+		t.Errorf("exec's status: %v, want exit 4", err)
+	}
+	if err := s.end(t); err != nil {
+		t.Errorf("the run: %v: %s", err, s.out)
+	}
+	if b, err := os.ReadFile(filepath.Join(work, "late.txt")); err != nil || string(b) != "exec-was-here\n" {
+		t.Errorf("the exec'd process's write: %q %v", b, err)
+	}
+}
+
+// TestSessionWeakerExec: the weaker sandbox has a session (ps lists it)
+// whose exec is refused with the reason; `--read` of the sessions
+// directory is refused on every engine.
+func TestSessionWeakerExec(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real binary; skipped with -short")
+	}
+	bin := buildAgentSandbox(t)
+	prefix := noUserns(t)
+	home := t.TempDir()
+	work := homeTempDir(t, "session-weaker")
+	env := sessionEnv(home, "AGENT_SANDBOX_WEAKER_SANDBOX=1")
+	s := startSession(t, bin, prefix, env, work, "--sandbox-backend", "landlock", "--offline")
+	l := psJSON(t, bin, prefix, env, work)
+	if len(l) != 1 || l[0].Engine != "weaker" {
+		t.Errorf("ps --json = %+v, want one weaker session", l)
+	}
+	out, code := execIn(t, bin, prefix, env, work, s.id, "cat agent.txt")
+	if code != 125 || !strings.Contains(out, "not supported by this engine yet") || strings.Contains(out, "agent-file") {
+		t.Errorf("exec in the weaker sandbox: exit %d, %q: want 125 and the reason", code, out)
+	}
+	// The agent cannot reach the control socket (no Unix sockets at
+	// all in the weaker sandbox's seccomp filter).
+	if err := s.end(t); err != nil {
+		t.Errorf("the run: %v: %s", err, s.out)
+	}
+	for _, flag := range []string{"--read", "--write"} {
+		argv := append(append([]string{}, prefix...), bin, "--sandbox-backend", "landlock", flag, filepath.Join(home, ".local", "state", "agent-sandbox", "sessions"), "run", "--", "true")
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env, cmd.Dir = env, work
+		out, _ := cmd.CombinedOutput()
+		want := "control sockets"
+		if flag == "--write" {
+			want = "keeps policy or state"
+		}
+		if cmd.ProcessState.ExitCode() != 125 || !strings.Contains(string(out), want) {
+			t.Errorf("%s of the sessions directory: exit %d: %s", flag, cmd.ProcessState.ExitCode(), out)
+		}
+	}
+}
