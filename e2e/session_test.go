@@ -370,3 +370,79 @@ func TestSessionWeakerExec(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionNono: under nono alone a session is listed by ps, exec and
+// allow are refused with the reason, and a nono-confined agent cannot
+// use another session's control socket: it may be able to connect (a
+// kernel whose Landlock cannot confine Unix sockets by path), but it
+// cannot read the session's token, without which every request is
+// refused.
+func TestSessionNono(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real binary; skipped with -short")
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("needs python3 for the socket probe")
+	}
+	nonoOrSkip(t)
+	bin := buildAgentSandbox(t)
+	home := t.TempDir()
+	nonoFlags := []string{"--sandbox-backend", "nono"}
+	env := sessionEnv(home, "PATH="+pathFor(nonoFlags))
+	viewWork := homeTempDir(t, "session-nono-view")
+	view := startSession(t, bin, nil, env, viewWork, "--offline")
+	sessions := filepath.Join(home, ".local", "state", "agent-sandbox", "sessions")
+	control := filepath.Join(sessions, view.id, "control")
+	token := filepath.Join(sessions, view.id, "token")
+
+	work := homeTempDir(t, "session-nono")
+	probe := fmt.Sprintf(`
+import socket, json, struct
+got = []
+try:
+    open(%q).read(); got.append("token")
+except OSError:
+    pass
+try:
+    s = socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect(%q)
+    body = json.dumps({"v": 1, "token": "", "op": "info"}).encode()
+    s.sendall(struct.pack(">I", len(body)) + body)
+    r = s.recv(65536)
+    if b'"info"' in r: got.append("info")
+except OSError:
+    pass
+print("GOT", got)
+`, token, control)
+	argv := append(append([]string{bin}, nonoFlags...), "--offline", "run", "--", "python3", "-c", probe)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env, cmd.Dir = env, work
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "GOT []") {
+		t.Errorf("a nono-confined agent reached a session's control channel (%v): %s", err, out)
+	}
+
+	s := startSession(t, bin, nil, env, work, append(nonoFlags, "--offline")...)
+	var engine string
+	for _, i := range psJSON(t, bin, nil, env, work) {
+		if i.ID == s.id {
+			engine = i.Engine
+		}
+	}
+	if engine != "nono" {
+		t.Errorf("ps: the nono session's engine is %q", engine)
+	}
+	if out, code := execIn(t, bin, nil, env, work, s.id, "cat agent.txt"); code != 125 || !strings.Contains(out, "not supported by this engine yet") {
+		t.Errorf("exec under nono alone: exit %d: %s", code, out)
+	}
+	a := exec.Command(bin, "allow", "--session", s.id, "example.com")
+	a.Env, a.Dir = env, work
+	if out, _ := a.CombinedOutput(); a.ProcessState.ExitCode() != 125 || !strings.Contains(string(out), "cannot change a running sandbox's network") {
+		t.Errorf("allow under nono alone: exit %d: %s", a.ProcessState.ExitCode(), out)
+	}
+	if err := s.end(t); err != nil {
+		t.Errorf("the nono run: %v: %s", err, s.out)
+	}
+	if err := view.end(t); err != nil {
+		t.Errorf("the view run: %v: %s", err, view.out)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/backend"
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/engine"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
@@ -12,7 +13,7 @@ import (
 )
 
 // weakerExecRefusal is why exec is refused in the weaker sandbox.
-const weakerExecRefusal = "exec needs the namespace view: in the weaker sandbox no process of agent-sandbox stays inside the agent's Landlock domain that could start another, and a Landlock domain cannot be entered from outside (not supported by this engine yet)"
+var weakerExecRefusal = backend.NoExec("the weaker sandbox", "no process of agent-sandbox stays inside the agent's Landlock domain that could start another, and a Landlock domain cannot be entered from outside; the namespace view has exec")
 
 // sessionHook is the run's control channel (launch.Lifecycle.Session):
 // ps sees the session; exec reaches the view's init (v, when the view
