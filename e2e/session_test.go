@@ -446,3 +446,66 @@ print("GOT", got)
 		t.Errorf("the view run: %v: %s", err, view.out)
 	}
 }
+
+// TestSessionAllow: `agent-sandbox allow` makes a refused host reachable
+// in the running session (a loopback stand-in upstream on the host,
+// forwarded as --allow-host localhost:PORT forwards it at the start), the
+// addition is in `agent-sandbox log`, a metadata address is refused as in
+// a folder's list, an offline session says it cannot, and the refusal
+// line names the command.
+func TestSessionAllow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real binary; skipped with -short")
+	}
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("needs curl for the requests")
+	}
+	bin := buildAgentSandbox(t)
+	up := newAPIStandIn(t)
+	other, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	home := t.TempDir()
+	work := homeTempDir(t, "session-allow")
+	env := sessionEnv(home)
+	s := startSession(t, bin, nil, env, work, "--allow-host", fmt.Sprintf("localhost:%d", other.Addr().(*net.TCPAddr).Port))
+	get := fmt.Sprintf("curl -sS --max-time 5 -o /dev/null -w '%%{http_code}' -X POST http://127.0.0.1:%d/v1/messages/count_tokens", up.port())
+	if out, code := execIn(t, bin, nil, env, work, s.id, get); code == 0 || len(up.requests()) != 0 {
+		t.Fatalf("control: the upstream was reachable before allow (exit %d): %s", code, out)
+	}
+	allow := func(args ...string) (string, int) {
+		cmd := exec.Command(bin, append([]string{"allow"}, args...)...)
+		cmd.Env, cmd.Dir = env, work
+		out, _ := cmd.CombinedOutput()
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	if out, code := allow("--session", s.id, "169.254.169.254"); code != 125 || !strings.Contains(out, "metadata") {
+		t.Errorf("allow of a metadata address: exit %d: %s", code, out)
+	}
+	entry := fmt.Sprintf("127.0.0.1:%d", up.port())
+	if out, code := allow(entry); code != 0 || !strings.Contains(out, "allowed "+entry) {
+		t.Fatalf("allow %s: exit %d: %s", entry, code, out)
+	}
+	if out, code := execIn(t, bin, nil, env, work, s.id, get); code != 0 || out != "200" || len(up.requests()) != 1 {
+		t.Errorf("after allow: exit %d, %q, upstream got %v: want 200 and one request", code, out, up.requests())
+	}
+	if err := s.end(t); err != nil {
+		t.Errorf("the run: %v: %s", err, s.out)
+	}
+	if !strings.Contains(s.out.String(), "agent-sandbox allow localhost:") {
+		t.Errorf("the refusal line does not name agent-sandbox allow: %s", s.out)
+	}
+	lg := exec.Command(bin, "log", "run")
+	lg.Env, lg.Dir = env, work
+	out, _ := lg.CombinedOutput()
+	if !strings.Contains(string(out), "added") || !strings.Contains(string(out), entry) {
+		t.Errorf("agent-sandbox log does not show the addition: %s", out)
+	}
+
+	off := startSession(t, bin, nil, env, work, "--offline")
+	if out, code := allow("--session", off.id, "example.com"); code != 125 || !strings.Contains(out, "blocked") {
+		t.Errorf("allow in an offline session: exit %d: %s", code, out)
+	}
+}

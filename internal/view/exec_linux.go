@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"runtime"
 	"strconv"
@@ -325,4 +326,42 @@ func (p *Process) execReport(pid, status int) {
 		code = 128 + int(ws.Signal())
 	}
 	ch <- code
+}
+
+// forwardRequest serves an "L" request: "L<port>/<4|6>" asks for a socket
+// listening on the sandbox's loopback port (agent-sandbox allow
+// localhost:PORT while the session runs, as Config.ForwardPorts at its
+// start); the answer is "S" and the socket, or "!" and why not.
+func forwardRequest(body string) {
+	var port, family int
+	if _, err := fmt.Sscanf(body, "%d/%d", &port, &family); err != nil || port <= 0 || port > 65535 || (family != 4 && family != 6) {
+		_, _ = unix.Write(controlFd, []byte("!bad request"))
+		return
+	}
+	fd, err := listenLoopback(port, family == 6)
+	if err != nil {
+		_, _ = unix.Write(controlFd, []byte("!"+err.Error()))
+		return
+	}
+	_ = unix.Sendmsg(controlFd, []byte("S"), unix.UnixRights(fd), nil, 0)
+	unix.Close(fd)
+}
+
+// Forward asks init for a socket listening on port of the sandbox's own
+// loopback (127.0.0.1, or ::1 with ipv6), which the caller serves, as
+// [Config.ForwardPorts] are at the start.
+func (p *Process) Forward(port int, ipv6 bool) (net.Listener, error) {
+	fam := 4
+	if ipv6 {
+		fam = 6
+	}
+	msg, f, err := p.request([]byte(fmt.Sprintf("L%d/%d", port, fam)))
+	if err != nil {
+		return nil, fmt.Errorf("view: asking the sandbox to listen on port %d: %w", port, err)
+	}
+	if f == nil {
+		return nil, fmt.Errorf("view: the sandbox cannot listen on its loopback port %d: %s", port, strings.TrimPrefix(msg, "!"))
+	}
+	defer f.Close()
+	return net.FileListener(f)
 }

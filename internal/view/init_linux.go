@@ -1021,6 +1021,8 @@ func serveControl(c Config) {
 		switch req := string(buf[:n]); {
 		case strings.HasPrefix(req, "Z"):
 			signalRequest(req[1:])
+		case strings.HasPrefix(req, "L"):
+			forwardRequest(req[1:])
 		case (req == "4" || req == "6") && c.Inbound:
 			family := unix.AF_INET
 			if req == "6" {

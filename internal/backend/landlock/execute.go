@@ -384,4 +384,7 @@ type viewRun struct {
 	// execs counts those still running: set once the view started.
 	exec  func(argv []string, stdio []*os.File) (session.Proc, error)
 	execs func() int
+	// forward listens on a port of the view's own loopback
+	// (agent-sandbox allow localhost:PORT).
+	forward func(port int, ipv6 bool) (net.Listener, error)
 }

@@ -386,6 +386,7 @@ func (v *viewRun) start(cmd *exec.Cmd) (launch.Started, error) {
 	proc.Attempted = v.sess.recordDirect
 	v.exec = func(argv []string, stdio []*os.File) (session.Proc, error) { return proc.Exec(argv, stdio) }
 	v.execs = proc.Execs
+	v.forward = proc.Forward
 	serveView(proc, v.n, v.sess)
 	for _, n := range proc.Notes() {
 		diag.Notef(v.stderr, "%s", n)
