@@ -23,6 +23,16 @@ import sys
 # real agents and nono installed by .ci/run). A skip here fails CI, whatever
 # the reason.
 MUST_RUN = [
+    "e2e TestSessionExec",
+    "e2e-user TestSessionExec",
+    "e2e TestSessionLastProcess",
+    "e2e-user TestSessionLastProcess",
+    "e2e TestSessionWeakerExec",
+    "e2e-user TestSessionWeakerExec",
+    "e2e TestSessionNono",
+    "e2e-user TestSessionNono",
+    "e2e TestSessionAllow",
+    "e2e-user TestSessionAllow",
     "e2e TestEscapes/landlock",
     "e2e TestEscapeView/landlock",
     "e2e-user TestEscapeView/landlock",
