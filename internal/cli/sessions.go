@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -128,4 +129,11 @@ func parseAllow(args []string) (Invocation, error) {
 	}
 	a.Host = rest[0]
 	return Invocation{Command: CmdAllow, Allow: a}, nil
+}
+
+// Shadowed reports whether an agent named name is shadowed by a
+// subcommand word (present or reserved for sessions): it is reached by its
+// folder's path, or after "--".
+func Shadowed(name string) bool {
+	return isSubcommand(name) || slices.Contains(SessionWords, name)
 }
