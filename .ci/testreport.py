@@ -32,6 +32,8 @@ MUST_RUN = [
     "e2e TestSessionNono",
     "e2e-user TestSessionNono",
     "e2e TestSessionAllow",
+    "e2e TestSessionAllowSave",
+    "e2e-user TestSessionAllowSave",
     "e2e-user TestSessionAllow",
     "e2e TestEscapes/landlock",
     "e2e TestEscapeView/landlock",

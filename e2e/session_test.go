@@ -64,7 +64,17 @@ func psJSON(t *testing.T, bin string, prefix, env []string, dir string) []sessio
 // in work and returns once the agent runs and ps lists its session.
 func startSession(t *testing.T, bin string, prefix, env []string, work string, flags ...string) *liveSession {
 	t.Helper()
-	argv := append(append(append(append([]string{}, prefix...), bin), flags...), "run", "--", "sh", "-c", "echo agent-file > agent.txt; echo ready; read x; echo agent-ends")
+	return startSessionOf(t, bin, prefix, env, work, append(flags, "run", "--", "sh")...)
+}
+
+// sessionScript is what a session test's agent runs (sh -c).
+const sessionScript = "echo agent-file > agent.txt; echo ready; read x; echo agent-ends"
+
+// startSessionOf is startSession with the agent given by args (flags and
+// an agent whose command is sh, or run -- sh).
+func startSessionOf(t *testing.T, bin string, prefix, env []string, work string, args ...string) *liveSession {
+	t.Helper()
+	argv := append(append(append(append([]string{}, prefix...), bin), args...), "-c", sessionScript)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env, cmd.Dir = env, work
 	stdin, err := cmd.StdinPipe()
@@ -507,5 +517,48 @@ func TestSessionAllow(t *testing.T) {
 	off := startSession(t, bin, nil, env, work, "--offline")
 	if out, code := allow("--session", off.id, "example.com"); code != 125 || !strings.Contains(out, "blocked") {
 		t.Errorf("allow in an offline session: exit %d: %s", code, out)
+	}
+}
+
+// TestSessionAllowSave: allow --save writes the entry to the session's
+// agent folder's sandbox/nono.json, after the running session got it.
+func TestSessionAllowSave(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real binary; skipped with -short")
+	}
+	bin := buildAgentSandbox(t)
+	home := t.TempDir()
+	work := homeTempDir(t, "session-save")
+	folders := t.TempDir()
+	folder := filepath.Join(folders, "svc")
+	nonoJSON := filepath.Join(folder, "sandbox", "nono.json")
+	if err := os.MkdirAll(filepath.Dir(nonoJSON), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(folder, "agent.toml"), []byte("command = \"sh\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(nonoJSON, []byte(`{"network": {"allow_domain": ["api.example.com"]}}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := sessionEnv(home, "AGENT_SANDBOX_PATH="+folders)
+	s := startSessionOf(t, bin, nil, env, work, "--sandbox-backend", "landlock", "svc")
+	cmd := exec.Command(bin, "allow", "--save", "--session", s.id, "other.example.com")
+	cmd.Env, cmd.Dir = env, work
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "saved other.example.com to network.allow_domain of "+nonoJSON) {
+		t.Errorf("allow --save: %v: %s", err, out)
+	}
+	b, _ := os.ReadFile(nonoJSON)
+	var doc struct {
+		Network struct {
+			AllowDomain []string `json:"allow_domain"`
+		} `json:"network"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil || strings.Join(doc.Network.AllowDomain, ",") != "api.example.com,other.example.com" {
+		t.Errorf("nono.json after --save: %s (%v)", b, err)
+	}
+	if err := s.end(t); err != nil {
+		t.Errorf("the run: %v: %s", err, s.out)
 	}
 }

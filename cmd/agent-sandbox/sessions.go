@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"text/tabwriter"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/agent"
 	"github.com/agent-sandbox/agent-sandbox/internal/cli"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
 	"github.com/agent-sandbox/agent-sandbox/internal/session"
@@ -66,22 +68,23 @@ func execInSession(e env, x cli.Exec) int {
 // allowInSession is `agent-sandbox allow HOST[:PORT]`.
 func allowInSession(e env, a cli.Allow) int {
 	root := e.home.StateRoot()
-	id := a.Session
-	if id == "" {
+	var info session.Info
+	if a.Session == "" {
 		live := session.List(root)
 		switch len(live) {
 		case 0:
 			return fail(e.stdio.Err, fmt.Errorf("allow: no live session (agent-sandbox ps lists them)"))
 		case 1:
-			id = live[0].ID
+			info = live[0]
 		default:
 			return fail(e.stdio.Err, fmt.Errorf("allow: %d sessions are live: name one with --session ID (agent-sandbox ps lists them)", len(live)))
 		}
-	} else if i, err := session.Find(root, id); err == nil {
-		id = i.ID
+	} else if i, err := session.Find(root, a.Session); err == nil {
+		info = i
 	} else {
 		return fail(e.stdio.Err, err)
 	}
+	id := info.ID
 	c, err := session.Dial(root, id)
 	if err != nil {
 		return fail(e.stdio.Err, err)
@@ -95,12 +98,41 @@ func allowInSession(e env, a cli.Allow) int {
 		fmt.Fprintln(e.stdio.Out, note)
 	}
 	if a.Save {
-		return saveAllow(e, id, a.Host)
+		return saveAllow(e, info, a.Host)
 	}
 	return 0
 }
 
-// saveAllow writes host to the session's agent folder (not yet).
-func saveAllow(e env, id, host string) int {
-	return fail(e.stdio.Err, fmt.Errorf("allow --save: %s was allowed in session %s, but writing it to the agent folder is not supported yet: add it to the folder's sandbox/nono.json allow_domain yourself", host, id))
+// saveAllow writes host to the session's agent folder's nono.json: for a
+// built-in, to the user's editable copy, made as `agents copy` makes it.
+func saveAllow(e env, info session.Info, host string) int {
+	dir := info.Folder
+	if info.Agent == "run" && dir == "" {
+		return fail(e.stdio.Err, fmt.Errorf("allow --save: %s was allowed in session %s, but a `run -- CMD` session has no agent folder to save it to: pass --allow-host %s next time", host, info.ID, host))
+	}
+	if dir == "" {
+		f, _, err := agent.Find(info.Agent, e.lookup(""))
+		if err != nil {
+			return fail(e.stdio.Err, fmt.Errorf("allow --save: %v", err))
+		}
+		if !f.Builtin() {
+			dir = f.Dir
+		} else {
+			dir = filepath.Join(e.home.ConfigRoot(), "agents", f.ID)
+			if err := f.CopyTo(dir); err != nil {
+				return fail(e.stdio.Err, fmt.Errorf("allow --save: copying the built-in %s to edit it: %v", f.ID, err))
+			}
+			fmt.Fprintf(e.stdio.Out, "copied the built-in %s to %s (as `agents copy %s` does): `agent-sandbox %s` now runs this copy\n", f.ID, dir, f.ID, f.ID)
+		}
+	}
+	path, added, err := agent.SaveAllow(dir, host)
+	if err != nil {
+		return fail(e.stdio.Err, fmt.Errorf("allow --save: %s was allowed in session %s, not saved: %v", host, info.ID, err))
+	}
+	if added {
+		fmt.Fprintf(e.stdio.Out, "saved %s to network.allow_domain of %s\n", host, path)
+	} else {
+		fmt.Fprintf(e.stdio.Out, "%s lists %s already\n", path, host)
+	}
+	return 0
 }

@@ -16,7 +16,7 @@ import (
 // reasons (by operation).
 func SessionHook(s spec.Spec, engine string, unsupported map[string]string, stdio launch.Stdio) func(launch.Started) func() {
 	return func(launch.Started) func() {
-		info := session.Info{Agent: s.AgentID, Workdir: s.Workdir, Engine: engine, Network: string(s.Network.Mode), Started: time.Now()}
+		info := session.Info{Agent: s.AgentID, Folder: s.AgentDir, Workdir: s.Workdir, Engine: engine, Network: string(s.Network.Mode), Started: time.Now()}
 		srv, err := session.Open(s.StateRoot(), info, session.Handlers{
 			Info:        func(i *session.Info) { i.Processes = 1 },
 			Unsupported: unsupported,

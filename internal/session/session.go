@@ -53,8 +53,11 @@ const maxFrame = 1 << 20
 
 // Info describes a live session (agent-sandbox ps).
 type Info struct {
-	ID      string    `json:"id"`
-	Agent   string    `json:"agent"`
+	ID    string `json:"id"`
+	Agent string `json:"agent"`
+	// Folder is the agent folder's directory; "" for a built-in (or
+	// `run -- CMD`, whose policy is the built-in shell's).
+	Folder  string    `json:"folder,omitempty"`
 	Workdir string    `json:"workdir"`
 	Engine  string    `json:"engine"`
 	Network string    `json:"network"`

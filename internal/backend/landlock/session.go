@@ -27,7 +27,7 @@ func sessionHook(s spec.Spec, n Net, sess *netSession, v *viewRun, weaker bool, 
 		if weaker || v == nil || v.exec == nil {
 			id = engine.Weaker
 		}
-		info := session.Info{Agent: s.AgentID, Workdir: s.Workdir, Engine: string(id), Network: string(n.Mode), Started: time.Now()}
+		info := session.Info{Agent: s.AgentID, Folder: s.AgentDir, Workdir: s.Workdir, Engine: string(id), Network: string(n.Mode), Started: time.Now()}
 		h := session.Handlers{
 			Info: func(i *session.Info) {
 				i.Processes = 1
