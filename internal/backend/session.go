@@ -10,17 +10,16 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
 
-// SessionHook is launch.Lifecycle.Session for an engine whose running
-// sandbox agent-sandbox cannot enter or re-network (nono alone, sbx): ps
-// lists the session; exec and allow are refused with unsupported's
-// reasons (by operation).
-func SessionHook(s spec.Spec, engine string, unsupported map[string]string, stdio launch.Stdio) func(launch.Started) func() {
+// SessionHook is launch.Lifecycle.Session for an engine other than the
+// built-in one (nono alone, sbx): ps lists the session; h says what else
+// it can do (a nil operation is refused with h.Unsupported's reason).
+func SessionHook(s spec.Spec, engine string, h session.Handlers, stdio launch.Stdio) func(launch.Started) func() {
 	return func(launch.Started) func() {
 		info := session.Info{Agent: s.AgentID, Folder: s.AgentDir, Workdir: s.Workdir, Engine: engine, Network: string(s.Network.Mode), Started: time.Now()}
-		srv, err := session.Open(s.StateRoot(), info, session.Handlers{
-			Info:        func(i *session.Info) { i.Processes = 1 },
-			Unsupported: unsupported,
-		})
+		if h.Info == nil {
+			h.Info = func(i *session.Info) { i.Processes = 1 }
+		}
+		srv, err := session.Open(s.StateRoot(), info, h)
 		if err != nil {
 			diag.Warnf(stdio.Err, "this run has no control channel (agent-sandbox ps, exec and allow cannot reach it): %v", err)
 			return nil

@@ -132,10 +132,7 @@ func Execute(p Prepared, s spec.Spec, stdio launch.Stdio) int {
 	// The guest writes the host's files through its mounts: the ledger
 	// is watched and audited on the host.
 	return launch.Lifecycle{Argv: argv, Env: os.Environ(), Dir: p.Workdir, Stdio: stdio, Guard: backend.Guard(p.Spec),
-		Session: backend.SessionHook(p.Spec, "sbx", map[string]string{
-			"exec":  backend.NoExec("sbx", "use `sbx exec` with the sandbox's name, which `agent-sandbox --dry-run` shows"),
-			"allow": backend.NoAllow("sbx", "the microVM's network policy is sbx's"),
-		}, stdio)}.Execute()
+		Session: sessionHandlers(p, stdio)}.Execute()
 }
 
 // provision installs the agent in the guest when its version differs from
