@@ -200,12 +200,7 @@ func TestSessionExec(t *testing.T) {
 	}
 	sessions := filepath.Join(home, ".local", "state", "agent-sandbox", "sessions")
 	control := filepath.Join(sessions, s.id, "control")
-	if fi, err := os.Stat(control); err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
-		t.Errorf("the control socket %s: %v %v, want a 0600 socket", control, fi, err)
-	}
-	if fi, err := os.Stat(filepath.Dir(control)); err != nil || fi.Mode().Perm() != 0o700 {
-		t.Errorf("the session directory: %v %v, want 0700", fi, err)
-	}
+	checkControlSocket(t, control)
 
 	out, code := execIn(t, bin, nil, env, work, s.id, "cat agent.txt; echo exec-file > exec.txt; exit 7")
 	if code != 7 || !strings.Contains(out, "agent-file") {
@@ -251,28 +246,7 @@ EOF`, secret, hostSock, control, control, control, port, sessions)
 	if code != 0 || !strings.Contains(out, "GOT []") {
 		t.Errorf("exec reached what the session must not (exit %d): %s", code, out)
 	}
-	// The control probe is a control: the same connections from the
-	// host succeed.
-	if c, err := net.Dial("unix", control); err != nil {
-		t.Errorf("control: the host cannot connect to the control socket: %v", err)
-	} else {
-		c.Close()
-	}
-
-	// A forged session: a request without the session's token is
-	// refused.
-	c, err := net.Dial("unix", control)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := []byte(`{"v":1,"token":"forged","op":"exec","argv":["true"]}`)
-	frame := append([]byte{0, 0, 0, byte(len(body))}, body...)
-	_, _ = c.Write(frame)
-	resp, _ := io.ReadAll(c)
-	c.Close()
-	if !strings.Contains(string(resp), "not this session's token") {
-		t.Errorf("a request without the token: %q, want a refusal", resp)
-	}
+	checkForgedRequest(t, control)
 
 	if err := s.end(t); err != nil {
 		t.Errorf("the session's run: %v: %s", err, s.out)
@@ -560,5 +534,34 @@ func TestSessionAllowSave(t *testing.T) {
 	}
 	if err := s.end(t); err != nil {
 		t.Errorf("the run: %v: %s", err, s.out)
+	}
+}
+
+// checkControlSocket checks the modes of a session's socket and directory.
+func checkControlSocket(t *testing.T, control string) {
+	t.Helper()
+	if fi, err := os.Stat(control); err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the control socket %s: %v %v, want a 0600 socket", control, fi, err)
+	}
+	if fi, err := os.Stat(filepath.Dir(control)); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the session directory: %v %v, want 0700", fi, err)
+	}
+}
+
+// checkForgedRequest: the host reaches the control socket (the control of
+// the probes that must not), and a request without the session's token
+// is refused.
+func checkForgedRequest(t *testing.T, control string) {
+	t.Helper()
+	c, err := net.Dial("unix", control)
+	if err != nil {
+		t.Fatalf("control: the host cannot connect to the control socket: %v", err)
+	}
+	defer c.Close()
+	body := []byte(`{"v":1,"token":"forged","op":"exec","argv":["true"]}`)
+	_, _ = c.Write(append([]byte{0, 0, 0, byte(len(body))}, body...))
+	resp, _ := io.ReadAll(c)
+	if !strings.Contains(string(resp), "not this session's token") {
+		t.Errorf("a request without the token: %q, want a refusal", resp)
 	}
 }
