@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -563,5 +564,53 @@ func checkForgedRequest(t *testing.T, control string) {
 	resp, _ := io.ReadAll(c)
 	if !strings.Contains(string(resp), "not this session's token") {
 		t.Errorf("a request without the token: %q, want a refusal", resp)
+	}
+}
+
+// TestSessionExecOpenNetwork: with an open network the view shares the
+// host's network namespace, abstract Unix sockets included: the control
+// socket is bound to a path, which the view does not hold, so neither
+// the agent nor an exec'd command reaches it.
+func TestSessionExecOpenNetwork(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real binary; skipped with -short")
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("needs python3 for the socket probes")
+	}
+	bin := buildAgentSandbox(t)
+	home := t.TempDir()
+	work := homeTempDir(t, "session-open")
+	env := sessionEnv(home)
+	s := startSession(t, bin, nil, env, work, "--network", "open")
+	control := filepath.Join(home, ".local", "state", "agent-sandbox", "sessions", s.id, "control")
+	probe := fmt.Sprintf(`python3 - <<'EOF'
+import socket
+got = []
+paths = [%q]
+for line in open("/proc/net/unix").read().splitlines()[1:]:
+    f = line.split()
+    if len(f) > 7 and "/agent-sandbox/sessions/" in f[7]:
+        paths.append(f[7])
+for p in paths:
+    for name in (p, "\0" + p):
+        try:
+            s = socket.socket(socket.AF_UNIX); s.settimeout(2); s.connect(name); got.append(repr(name))
+        except OSError:
+            pass
+print("GOT", got, len(paths))
+EOF`, control)
+	out, code := execIn(t, bin, nil, env, work, s.id, probe)
+	if code != 0 || !strings.Contains(out, "GOT []") {
+		t.Errorf("an exec'd command in an open-network view reached the control socket (exit %d): %s", code, out)
+	}
+	// Control: the shared namespace lists the socket's path (so the
+	// probe tried it by name and as an abstract name).
+	if !regexp.MustCompile(`GOT \[\] ([2-9]|\d\d+)`).MatchString(out) {
+		t.Errorf("control: /proc/net/unix in the open-network view does not list the control socket: %s", out)
+	}
+	checkForgedRequest(t, control)
+	if err := s.end(t); err != nil {
+		t.Errorf("the run: %v: %s", err, s.out)
 	}
 }

@@ -170,19 +170,29 @@ func Open(stateRoot string, info Info, h Handlers) (*Server, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("session: %w", err)
 	}
+	info.Pid = os.Getpid()
+	if b, err := json.Marshal(info); err == nil {
+		_ = os.WriteFile(filepath.Join(dir, "info.json"), b, 0o600)
+	}
+	// Bound under another name and renamed once it listens: a socket
+	// path that exists always listens (or its supervisor is gone), so
+	// List never mistakes a session that is starting for a stale one.
 	sock := filepath.Join(dir, "control")
 	old := unix.Umask(0o177)
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock + ".new", Net: "unix"})
 	unix.Umask(old)
+	if err == nil {
+		err = os.Rename(sock+".new", sock)
+	}
 	if err != nil {
+		if l != nil {
+			l.Close()
+		}
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("session: listening on %s: %w", sock, err)
 	}
 	l.SetUnlinkOnClose(false)
 	s.l = l
-	if b, err := json.Marshal(info); err == nil {
-		_ = os.WriteFile(filepath.Join(dir, "info.json"), b, 0o600)
-	}
 	s.wg.Add(1)
 	go s.serve()
 	return s, nil
@@ -516,13 +526,7 @@ func List(stateRoot string) []Info {
 		}
 		c, err := Dial(stateRoot, e.Name())
 		if err != nil {
-			if _, serr := os.Stat(filepath.Join(Dir(stateRoot), e.Name(), "control")); serr == nil {
-				// The socket exists but nobody listens: a supervisor
-				// that was killed. Its directory is stale.
-				if errors.Is(err, unix.ECONNREFUSED) || strings.Contains(err.Error(), "connection refused") {
-					os.RemoveAll(filepath.Join(Dir(stateRoot), e.Name()))
-				}
-			}
+			removeStale(filepath.Join(Dir(stateRoot), e.Name()), err)
 			continue
 		}
 		_ = c.c.SetDeadline(time.Now().Add(2 * time.Second))
@@ -560,4 +564,23 @@ func Find(stateRoot, ref string) (Info, error) {
 		ids[k] = i.ID
 	}
 	return Info{}, fmt.Errorf("%d sessions of %s are live (%s): name one by its id", len(byAgent), ref, strings.Join(ids, ", "))
+}
+
+// removeStale removes the directory of a session whose socket refused a
+// connection (err) when its supervisor is gone too: a supervisor that
+// was killed (SIGKILL) leaves it behind.
+func removeStale(dir string, err error) {
+	if !strings.Contains(err.Error(), "connection refused") {
+		return
+	}
+	if _, serr := os.Stat(filepath.Join(dir, "control")); serr != nil {
+		return
+	}
+	var i Info
+	if b, rerr := os.ReadFile(filepath.Join(dir, "info.json")); rerr == nil && json.Unmarshal(b, &i) == nil && i.Pid > 0 {
+		if unix.Kill(i.Pid, 0) == nil || errors.Is(unix.Kill(i.Pid, 0), unix.EPERM) {
+			return // its supervisor (or a process of that pid) lives: not removed
+		}
+	}
+	os.RemoveAll(dir)
 }
