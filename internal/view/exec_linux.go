@@ -365,3 +365,18 @@ func (p *Process) Forward(port int, ipv6 bool) (net.Listener, error) {
 	defer f.Close()
 	return net.FileListener(f)
 }
+
+// signalAgent passes sig, sent to init, on to the agent; once the agent
+// has ended and the session lasts for its exec'd processes, on to them
+// (the user's Ctrl-C or kill of agent-sandbox ends them too).
+func signalAgent(agent int, sig unix.Signal) {
+	session.Lock()
+	defer session.Unlock()
+	if !session.agentDone {
+		_ = unix.Kill(agent, sig)
+		return
+	}
+	for pid := range session.live {
+		_ = unix.Kill(pid, sig)
+	}
+}

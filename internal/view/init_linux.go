@@ -324,7 +324,7 @@ func runAgent(c Config, rules *landlock.Ruleset, agent chan<- agentJob, sigs <-c
 		if c.TerminalSignals && terminalSignal(sig) && sig != unix.SIGCONT {
 			continue
 		}
-		_ = unix.Kill(s.pid, sig.(unix.Signal))
+		signalAgent(s.pid, sig.(unix.Signal))
 	}
 }
 
