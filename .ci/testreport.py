@@ -32,6 +32,8 @@ MUST_RUN = [
     "e2e TestSessionNono",
     "e2e-user TestSessionNono",
     "e2e TestSessionAllow",
+    "e2e TestSessionSignalAfterAgent",
+    "e2e-user TestSessionSignalAfterAgent",
     "e2e TestSessionExecOpenNetwork",
     "e2e-user TestSessionExecOpenNetwork",
     "e2e TestSessionAllowSave",

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -613,4 +614,56 @@ EOF`, control)
 	if err := s.end(t); err != nil {
 		t.Errorf("the run: %v: %s", err, s.out)
 	}
+}
+
+// TestSessionSignalAfterAgent: once the agent has ended and the session
+// lasts for an exec'd command, SIGTERM to the run's agent-sandbox reaches
+// that command (the user can still end the session), and exec reports
+// how it ended.
+func TestSessionSignalAfterAgent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real binary; skipped with -short")
+	}
+	bin := buildAgentSandbox(t)
+	home := t.TempDir()
+	work := homeTempDir(t, "session-signal")
+	env := sessionEnv(home)
+	s := startSession(t, bin, nil, env, work)
+	// The command sees the agent's end in the session's PID namespace
+	// (the agent's command line is gone from /proc once init reaped it).
+	script := `trap 'echo got-term; exit 9' TERM; echo exec-ready; read x
+while grep -q 'agent-end[s]' /proc/[0-9]*/cmdline 2>/dev/null; do sleep 0.05; done
+echo agent-gone; sleep 100 & wait`
+	x := exec.Command(bin, "exec", s.id, "--", "sh", "-c", script)
+	x.Env, x.Dir = env, work
+	xin, err := x.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	xout, err := x.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(xout)
+	if line, _ := r.ReadString('\n'); line != "exec-ready\n" {
+		t.Fatalf("the exec'd command did not start: %q", line)
+	}
+	s.stdin.Close() // the agent ends; the session lasts
+	s.stdin = nil
+	xin.Close()
+	if line, _ := r.ReadString('\n'); line != "agent-gone\n" {
+		t.Fatalf("the exec'd command did not see the agent's end: %q", line)
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := io.ReadAll(r)
+	err = x.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 9 || !strings.Contains(string(rest), "got-term") {
+		t.Errorf("the exec'd command after SIGTERM to the run: %v, %q; want it to get SIGTERM and exit 9", err, rest)
+	}
+	_ = s.end(t)
 }
