@@ -399,21 +399,18 @@ func reap(agent int) (unix.WaitStatus, bool) {
 // exec'd one after it) has ended: every other process of the namespace is
 // killed and reaped; it returns the agent's status ws.
 func endSession(ws unix.WaitStatus) unix.WaitStatus {
-	{
-		// From PID 1, kill(-1) reaches every other process of the
-		// namespace.
-		_ = unix.Kill(-1, unix.SIGKILL)
-		for {
-			_, err := unix.Wait4(-1, nil, 0, nil)
-			if err == unix.ECHILD {
-				break
-			}
-			if err != nil && err != unix.EINTR {
-				break
-			}
+	// From PID 1, kill(-1) reaches every other process of the namespace.
+	_ = unix.Kill(-1, unix.SIGKILL)
+	for {
+		_, err := unix.Wait4(-1, nil, 0, nil)
+		if err == unix.ECHILD {
+			break
 		}
-		return ws
+		if err != nil && err != unix.EINTR {
+			break
+		}
 	}
+	return ws
 }
 
 // terminalSignal reports whether the terminal itself sends s to its
