@@ -38,7 +38,7 @@ func TestRefusalAnnounced(t *testing.T) {
 		weaker, proxyCommand bool
 	}{
 		{name: "broker", script: `curl -s -o /dev/null https://refused.example/`,
-			want: "the sandbox refused a connection to refused.example: host not in the allow list; --allow-host refused.example allows it"},
+			want: "the sandbox refused a connection to refused.example: host not in the allow list; `agent-sandbox allow refused.example` allows it in this session, --allow-host refused.example in the next run"},
 		{name: "broker-weaker", weaker: true, script: `curl -s -o /dev/null https://refused.example/`,
 			want: "the sandbox refused a connection to refused.example: host not in the allow list"},
 		{name: "direct-ssh-port", script: `echo > /dev/tcp/192.0.2.1/22`,

@@ -24,6 +24,7 @@ func listAgents(e env) int {
 	tw := tabwriter.NewWriter(e.stdio.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tSOURCE\tPOSTURE\tFOLDER\tSTARTS HERE")
 	status := 0
+	var shadowed []agent.Listed
 	// The working-directory rule applies to runs (agent.Find), not to the
 	// listing: list every folder, wherever this command is typed.
 	for _, l := range agent.All(e.lookup("")) {
@@ -35,8 +36,14 @@ func listAgents(e env) int {
 			starts = startsHere(e, l.Folder, host)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.Name, l.Source, desc, l.Dir, starts)
+		if cli.Shadowed(l.Name) {
+			shadowed = append(shadowed, l)
+		}
 	}
 	tw.Flush()
+	for _, l := range shadowed {
+		fmt.Fprintf(e.stdio.Out, "note: the agent %s shares its name with a subcommand of agent-sandbox (present or reserved): run it by its folder's path (agent-sandbox %s) or after -- (agent-sandbox -- %s)\n", l.Name, l.Dir, l.Name)
+	}
 	listSbxSandboxes(e)
 	return status
 }

@@ -76,6 +76,12 @@ func Main(args []string, stdio launch.Stdio) int {
 		return pruneSandboxes(e, inv.Prune)
 	case cli.CmdLog:
 		return showLog(e, inv.Log)
+	case cli.CmdPs:
+		return listSessions(e, inv.Ps)
+	case cli.CmdExec:
+		return execInSession(e, inv.Exec)
+	case cli.CmdAllow:
+		return allowInSession(e, inv.Allow)
 	case cli.CmdWhy:
 		return whyAccess(e, inv.Why)
 	case cli.CmdRuns, cli.CmdDiff, cli.CmdUndo:

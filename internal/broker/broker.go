@@ -114,7 +114,9 @@ type Config struct {
 
 // Proxy is the egress proxy of one run. It is safe for concurrent use.
 type Proxy struct {
-	cfg    Config
+	cfg Config
+	// policy is replaced, never changed, by AllowAdd (under polMu).
+	polMu  sync.RWMutex
 	policy *policy
 	// expected are Config.Expected, parsed.
 	expected []entry

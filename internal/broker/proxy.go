@@ -355,7 +355,7 @@ func (p *Proxy) handle(c net.Conn) {
 // decide applies the policy to a target and resolves it. On refusal it
 // returns the HTTP status and a reason.
 func (p *Proxy) decide(ctx context.Context, t target, a *attempt) ([]netip.Addr, int) {
-	v := p.policy.check(t)
+	v := p.checkPolicy(t)
 	if !v.ok {
 		a.decision, a.reason = DecisionRefused, v.reason
 		if t.port == SSHPort {

@@ -39,6 +39,11 @@ const Usage = `Usage:
   agent-sandbox diff [--workdir DIR] [RUN]          what a run (default: the latest) changed in the workdir
   agent-sandbox undo [--yes] [--workdir DIR] [RUN]  put the workdir back as it was before RUN (shows the
                                                     plan; changes it only with --yes or a yes at a terminal)
+  agent-sandbox ps [--json]                         list the live sessions (running sandboxes)
+  agent-sandbox exec SESSION|AGENT -- CMD [ARGS...] run CMD inside a running session's sandbox
+  agent-sandbox allow HOST[:PORT] [--session ID] [--save]
+                                                    allow a host in a running session (and, with
+                                                    --save, in the agent folder's nono.json)
   agent-sandbox version                             print the version
 
 AGENT is an agent name (looked up in $AGENT_SANDBOX_PATH,
@@ -175,6 +180,9 @@ type Invocation struct {
 	Agents  Agents
 	// Checkpoint is runs', diff's and undo's.
 	Checkpoint Checkpoint
+	Exec       Exec
+	Ps         Ps
+	Allow      Allow
 }
 
 // Parse parses the arguments after the program name.
@@ -204,6 +212,9 @@ func Parse(args []string) (Invocation, error) {
 			return parseWhy(args[1:])
 		case CmdRuns, CmdDiff, CmdUndo:
 			return parseCheckpoint(args[0], args[1:])
+		}
+		if inv, ok, err := parseSession(args); ok {
+			return inv, err
 		}
 	}
 	return parseRun(args, false)

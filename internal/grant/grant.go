@@ -65,6 +65,10 @@ func (h Home) Protected(lookupDirs ...string) []string {
 	return append([]string{h.ConfigRoot(), h.StateRoot(), SystemConfigDir}, lookupDirs...)
 }
 
+// SessionsDir holds the control channels of running sessions
+// (internal/session): no grant, read-only ones included, may overlap it.
+func (h Home) SessionsDir() string { return filepath.Join(h.StateRoot(), "sessions") }
+
 // AgentStateDir is the per-agent state directory for agent id.
 func (h Home) AgentStateDir(id string) string { return filepath.Join(h.StateRoot(), "agents", id) }
 
@@ -251,6 +255,9 @@ type fixedPaths struct {
 	creds []string
 	// persist are PersistencePaths, canonical.
 	persist []string
+	// sessions is the state root's sessions directory (SessionsDir),
+	// canonical.
+	sessions string
 }
 
 var fixedByHome sync.Map // Home → *fixedPaths
@@ -270,6 +277,7 @@ func (h Home) fixed() *fixedPaths {
 	for _, pp := range h.PersistencePaths() {
 		f.persist = append(f.persist, r.canonical(pp))
 	}
+	f.sessions = r.canonical(h.SessionsDir())
 	v, _ := fixedByHome.LoadOrStore(h, f)
 	return v.(*fixedPaths)
 }
@@ -326,6 +334,11 @@ func (c Checker) Check(p string, writable bool) error {
 		return fmt.Errorf("lies inside agent-sandbox's checkpoint store %s, which holds the files of every workdir checkpointed and is never granted", store)
 	} else if Within(store, p) {
 		return fmt.Errorf("contains agent-sandbox's checkpoint store %s, which holds the files of every workdir checkpointed and is never granted; grant a narrower path", store)
+	}
+	// The sessions' control sockets (internal/session): no grant, not
+	// even a read-only one, may show them to the agent.
+	if Overlaps(p, f.sessions) {
+		return fmt.Errorf("would show the agent %s, where the control sockets of running sessions live (agent-sandbox exec, allow); grant a narrower path", f.sessions)
 	}
 	return nil
 }

@@ -114,8 +114,20 @@ func TestCheck(t *testing.T) {
 		if _, err := c.Resolve(p, true); err == nil || !strings.Contains(err.Error(), "widen its own next run") {
 			t.Errorf("writable %q: %v", p, err)
 		}
-		if _, err := c.Resolve(p, false); err != nil {
+		// The state root holds the sessions directory (below).
+		if _, err := c.Resolve(p, false); err != nil && p != "~/.local/state/agent-sandbox" {
 			t.Errorf("read-only %q refused: %v", p, err)
+		}
+	}
+	// No grant, read-only included, may show the sessions' control
+	// sockets: the state root and the sessions directory are refused.
+	// (The state root is refused for the checkpoint store first.)
+	if _, err := c.Resolve("~/.local/state/agent-sandbox", false); err == nil {
+		t.Errorf("read-only state root granted")
+	}
+	for _, p := range []string{"~/.local/state/agent-sandbox/sessions", "~/.local/state/agent-sandbox/sessions/x/control"} {
+		if _, err := c.Resolve(p, false); err == nil || !strings.Contains(err.Error(), "control sockets") {
+			t.Errorf("read-only %q: %v, want the sessions directory refused", p, err)
 		}
 	}
 	allowed := []string{"~/.claude", "~/.claude.json", "~/.config/opencode", "~/.local/share/opencode", "~/.local/state/opencode", "/usr/share", "~/projects/x"}

@@ -125,6 +125,11 @@ type Lifecycle struct {
 	// processes and which outlives the run (sbx's microVM, kept between
 	// runs): the quiesce step cannot end it, and the audit says so.
 	Remote string
+	// Session, when set, is called once the agent has started: it opens
+	// the run's control channel (internal/session) and returns what
+	// closes it, called as soon as the run's last process has ended,
+	// before the after-run checks.
+	Session func(run Started) (end func())
 }
 
 // callerUmask is the umask agent-sandbox was started with, once OwnUmask
@@ -277,7 +282,14 @@ func (l Lifecycle) Execute() int {
 		diag.Warnf(l.Stdio.Err, "handing the protection watch to the sandbox: %v (the run ends about 10 ms later)", err)
 	}
 	g.Watch(run.Reprotect, run.Masks...)
+	endSession := func() {}
+	if l.Session != nil {
+		if end := l.Session(run); end != nil {
+			endSession = end
+		}
+	}
 	err = l.untilEnded(cmd, run, sigs)
+	endSession()
 	code := ExitStatus(err)
 
 	// The agent has ended: from here a signal is agent-sandbox's own.

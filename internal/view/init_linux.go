@@ -62,6 +62,10 @@ type report struct {
 	// Unrecorded, with the agent's status, counts the connect attempts
 	// past maxConnects distinct destinations, which were not reported.
 	Unrecorded int64 `json:"unrecorded,omitempty"`
+	// Exec, when not 0, is an exec'd process (Process.Exec) that ended
+	// with the wait status ExecStatus; more reports follow.
+	Exec       int `json:"exec,omitempty"`
+	ExecStatus int `json:"exec_status,omitempty"`
 }
 
 // Init is the sandbox init: it reads the Config from its parent, builds the
@@ -159,6 +163,7 @@ func Init() int {
 	say(report{Ready: true, Notes: notes})
 	stopped = func(sig unix.Signal) { say(report{Stopped: int(sig)}) }
 	attempted = func(addr string) { say(report{Connect: addr}) }
+	execEnded = func(pid int, ws unix.WaitStatus) { say(report{Exec: pid, ExecStatus: int(ws)}) }
 	r := runAgent(c, rules, agent, sigs)
 	if r.Status != nil {
 		r.Unrecorded = unrecorded.Load()
@@ -322,8 +327,8 @@ func runAgent(c Config, rules *landlock.Ruleset, agent chan<- agentJob, sigs <-c
 	done := make(chan started, 1)
 	agent <- agentJob{c: c, rules: rules, done: done}
 	s := <-done
-	rules.Close()
 	if s.err != nil {
+		rules.Close()
 		code := 125
 		switch {
 		case errors.Is(s.err, unix.ENOENT):
@@ -340,6 +345,7 @@ func runAgent(c Config, rules *landlock.Ruleset, agent chan<- agentJob, sigs <-c
 		go watchConnects(c, s.listener)
 	}
 	agentPid.Store(int32(s.pid))
+	keepRules(c, rules) // for the session's exec'd processes
 	for {
 		st, done := reap(s.pid)
 		if done {
@@ -368,7 +374,7 @@ func runAgent(c Config, rules *landlock.Ruleset, agent chan<- agentJob, sigs <-c
 		if c.TerminalSignals && terminalSignal(sig) {
 			continue
 		}
-		forwardSignal(c, s.pid, sig.(unix.Signal))
+		signalAgent(s.pid, sig.(unix.Signal), func(sig unix.Signal) { forwardSignal(c, s.pid, sig) })
 	}
 }
 
@@ -489,29 +495,42 @@ func reap(agent int) (unix.WaitStatus, bool) {
 			continue
 		}
 		if pid <= 0 || err != nil {
+			if st, over := sessionOver(); over {
+				return endSession(st), true
+			}
 			return stop, false
 		}
 		if pid != agent {
+			execExited(pid, ws)
 			continue
 		}
 		if ws.Stopped() {
 			stop = ws // reported to the caller (job control)
 			continue
 		}
-		// From PID 1, kill(-1) reaches every other process of the
-		// namespace.
-		_ = unix.Kill(-1, unix.SIGKILL)
-		for {
-			_, err := unix.Wait4(-1, nil, 0, nil)
-			if err == unix.ECHILD {
-				break
-			}
-			if err != nil && err != unix.EINTR {
-				break
-			}
+		if !agentExited(ws) {
+			continue // an exec'd process still runs: the session lasts
 		}
-		return ws, true
+		return endSession(ws), true
 	}
+}
+
+// endSession ends the session once its last process (the agent, or an
+// exec'd one after it) has ended: every other process of the namespace is
+// killed and reaped; it returns the agent's status ws.
+func endSession(ws unix.WaitStatus) unix.WaitStatus {
+	// From PID 1, kill(-1) reaches every other process of the namespace.
+	_ = unix.Kill(-1, unix.SIGKILL)
+	for {
+		_, err := unix.Wait4(-1, nil, 0, nil)
+		if err == unix.ECHILD {
+			break
+		}
+		if err != nil && err != unix.EINTR {
+			break
+		}
+	}
+	return ws
 }
 
 // terminalSignal reports whether the terminal itself sends s to its
@@ -1101,9 +1120,9 @@ func serveControl(c Config) {
 			guarded[m.Path] = m
 		}
 	}
-	buf := make([]byte, 4096+2)
-	oob := make([]byte, unix.CmsgSpace(4))
-	var kept []int // files held for the parent until init exits
+	buf := make([]byte, 1<<16)               // an exec request carries a command line
+	oob := make([]byte, unix.CmsgSpace(4*4)) // an exec request carries three descriptors
+	var kept []int                           // files held for the parent until init exits
 	for {
 		n, oobn, _, _, err := unix.Recvmsg(controlFd, buf, oob, unix.MSG_CMSG_CLOEXEC)
 		if err == unix.EINTR {
@@ -1113,16 +1132,26 @@ func serveControl(c Config) {
 			unix.Close(controlFd)
 			return
 		}
+		var fds []int
 		if oobn > 0 {
 			if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
 				for _, m := range msgs {
-					if fds, err := unix.ParseUnixRights(&m); err == nil {
-						kept = append(kept, fds...)
+					if got, err := unix.ParseUnixRights(&m); err == nil {
+						fds = append(fds, got...)
 					}
 				}
 			}
 		}
+		if n > 0 && buf[0] == 'X' {
+			execRequest(buf[1:n], fds) // an exec'd command's stdio
+			continue
+		}
+		kept = append(kept, fds...)
 		switch req := string(buf[:n]); {
+		case strings.HasPrefix(req, "Z"):
+			signalRequest(req[1:])
+		case strings.HasPrefix(req, "L"):
+			forwardRequest(req[1:])
 		case (req == "4" || req == "6") && c.Inbound:
 			family := unix.AF_INET
 			if req == "6" {

@@ -48,7 +48,13 @@ type Process struct {
 	// notes are init's notes on building the view (Notes).
 	notes []string
 
-	result error         // what Ended returned, once reaped is set
+	result error // what Ended returned, once reaped is set
+	// execs are the exit codes' channels of the exec'd processes
+	// (Exec), by pid; running counts those still running.
+	execMu  sync.Mutex
+	execs   map[int]chan int
+	running int
+
 	reaped chan struct{} // set by Ended; closed once init itself is reaped
 
 	// stops is told of each stop init reports (job control); jobsDone
@@ -548,8 +554,10 @@ func (p *Process) Ended() error {
 	}
 	var r report
 	derr := p.dec.Decode(&r)
-	for derr == nil && (r.Stopped != 0 || r.Connect != "") {
-		if r.Stopped != 0 {
+	for derr == nil && (r.Stopped != 0 || r.Connect != "" || r.Exec != 0) {
+		if r.Exec != 0 {
+			p.execReport(r.Exec, r.ExecStatus)
+		} else if r.Stopped != 0 {
 			select {
 			case p.stops <- struct{}{}:
 			default: // one is pending: it asks for the state then

@@ -3,6 +3,7 @@ package landlock
 import (
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -96,7 +97,12 @@ func (a *announcer) end() {
 func Announcement(dest, reason, agent string) string {
 	fix := ""
 	if strings.Contains(reason, "not in the allow list") || strings.HasPrefix(reason, "port ") && strings.Contains(reason, "not allowed") {
-		fix = fmt.Sprintf("; --allow-host %s allows it", dest)
+		fix = fmt.Sprintf("; `agent-sandbox allow %s` allows it in this session, --allow-host %s in the next run", dest, dest)
+	}
+	if strings.Contains(reason, "which nothing forwards") {
+		if _, port, err := net.SplitHostPort(dest); err == nil {
+			fix = fmt.Sprintf("; `agent-sandbox allow localhost:%s` forwards it in this session", port)
+		}
 	}
 	return fmt.Sprintf("the sandbox refused a connection to %s: %s%s (the agent may retry it; details: agent-sandbox log %s)", dest, reason, fix, agent)
 }

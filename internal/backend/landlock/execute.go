@@ -20,6 +20,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/piext"
 	"github.com/agent-sandbox/agent-sandbox/internal/placeholder"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
+	"github.com/agent-sandbox/agent-sandbox/internal/session"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
 
@@ -243,6 +244,10 @@ func execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 	} else {
 		v := &viewRun{early: early, scope: sc, p: p, s: s, n: n, sess: sess, stderr: stdio.Err, fallback: weak, inner: inner, runTmp: runTmp, runFiles: runFiles}
 		l.Prepare, l.Start = v.prepare, v.start
+		l.Session = sessionHook(s, n, sess, v, false, stdio)
+	}
+	if weaker {
+		l.Session = sessionHook(s, n, sess, nil, true, stdio)
 	}
 	return l.Execute()
 }
@@ -393,4 +398,11 @@ type viewRun struct {
 	inner    *Inner
 	runTmp   string
 	runFiles []string
+	// exec starts a command in the running view (agent-sandbox exec) and
+	// execs counts those still running: set once the view started.
+	exec  func(argv []string, stdio []*os.File) (session.Proc, error)
+	execs func() int
+	// forward listens on a port of the view's own loopback
+	// (agent-sandbox allow localhost:PORT).
+	forward func(port int, ipv6 bool) (net.Listener, error)
 }

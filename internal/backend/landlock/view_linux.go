@@ -24,6 +24,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/placeholder"
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/protect"
+	"github.com/agent-sandbox/agent-sandbox/internal/session"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 	"github.com/agent-sandbox/agent-sandbox/internal/view"
 )
@@ -461,6 +462,9 @@ func (v *viewRun) startView(cmd *exec.Cmd, argv, env []string, pol ll.Policy) (l
 	}
 	proc.Attempted = v.sess.recordDirect
 	proc.Unrecorded = v.sess.unrecordedDirect
+	v.exec = func(argv []string, stdio []*os.File) (session.Proc, error) { return proc.Exec(argv, stdio) }
+	v.execs = proc.Execs
+	v.forward = proc.Forward
 	serveView(proc, v.n, v.sess)
 	for _, n := range proc.Notes() {
 		diag.Notef(v.stderr, "%s", n)

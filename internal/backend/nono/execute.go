@@ -12,6 +12,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
+	"github.com/agent-sandbox/agent-sandbox/internal/session"
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 	"github.com/agent-sandbox/agent-sandbox/internal/uniq"
 )
@@ -77,7 +78,11 @@ func Execute(p Prepared, s spec.Spec, stdio launch.Stdio) int {
 	// config...) is not read-only under nono; it is watched and audited.
 	// nono starts under agent-sandbox's own seccomp layer (Filter).
 	// Standard streams that are files reach nono as pipes (pipedFiles).
-	return launch.Lifecycle{Argv: step.Argv, Env: append(Environ(p, s, os.Environ()), "TMPDIR="+runTmp), Dir: s.Workdir, Stdio: pipedFiles(stdio), Start: withRelayDelay(starter(Filter(p, s))), Guard: backend.Guard(s)}.Execute()
+	return launch.Lifecycle{Argv: step.Argv, Env: append(Environ(p, s, os.Environ()), "TMPDIR="+runTmp), Dir: s.Workdir, Stdio: pipedFiles(stdio), Start: withRelayDelay(starter(Filter(p, s))), Guard: backend.Guard(s),
+		Session: backend.SessionHook(s, "nono", session.Handlers{Unsupported: map[string]string{
+			"exec":  backend.NoExec("nono alone", "no process of agent-sandbox stays inside nono's Landlock domain that could start another, and a Landlock domain cannot be entered from outside"),
+			"allow": backend.NoAllow("nono alone", "its network policy is fixed when nono starts"),
+		}}, stdio)}.Execute()
 }
 
 // WithRunTemp returns the profile with the agent's tmp directory (granted

@@ -85,7 +85,8 @@ func Execute(p Prepared, s spec.Spec, stdio launch.Stdio) int {
 	// is watched and audited on the host. The microVM is kept between
 	// runs: the quiesce step ends the host side only, and the audit says
 	// so.
-	return launch.Lifecycle{Argv: argv, Env: os.Environ(), Dir: p.Workdir, Stdio: stdio, Guard: backend.Guard(p.Spec), Remote: "the sbx microVM " + strconv.Quote(p.Name)}.Execute()
+	return launch.Lifecycle{Argv: argv, Env: os.Environ(), Dir: p.Workdir, Stdio: stdio, Guard: backend.Guard(p.Spec), Remote: "the sbx microVM " + strconv.Quote(p.Name),
+		Session: sessionHandlers(p, stdio)}.Execute()
 }
 
 // machineReady checks the once-per-machine setup: sbx is signed in and

@@ -1,0 +1,95 @@
+package landlock
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/backend"
+	"github.com/agent-sandbox/agent-sandbox/internal/broker"
+	"github.com/agent-sandbox/agent-sandbox/internal/diag"
+	"github.com/agent-sandbox/agent-sandbox/internal/engine"
+	"github.com/agent-sandbox/agent-sandbox/internal/launch"
+	"github.com/agent-sandbox/agent-sandbox/internal/posture"
+	"github.com/agent-sandbox/agent-sandbox/internal/session"
+	"github.com/agent-sandbox/agent-sandbox/internal/spec"
+)
+
+// weakerExecRefusal is why exec is refused in the weaker sandbox.
+var weakerExecRefusal = backend.NoExec("the weaker sandbox", "no process of agent-sandbox stays inside the agent's Landlock domain that could start another, and a Landlock domain cannot be entered from outside; the namespace view has exec")
+
+// sessionHook is the run's control channel (launch.Lifecycle.Session):
+// ps sees the session; exec reaches the view's init (v, when the view
+// started); allow reaches the broker (sess).
+func sessionHook(s spec.Spec, n Net, sess *netSession, v *viewRun, weaker bool, stdio launch.Stdio) func(launch.Started) func() {
+	return func(launch.Started) func() {
+		id := engine.View
+		if weaker || v == nil || v.exec == nil {
+			id = engine.Weaker
+		}
+		info := session.Info{Agent: s.AgentID, Folder: s.AgentDir, Workdir: s.Workdir, Engine: string(id), Network: string(n.Mode), Started: time.Now()}
+		h := session.Handlers{
+			Info: func(i *session.Info) {
+				i.Processes = 1
+				if v != nil && v.execs != nil {
+					i.Processes += v.execs()
+				}
+				if sess != nil && sess.proxy != nil {
+					sum := sess.proxy.Summary()
+					i.Allowed, i.Refused = sum.Allowed, sum.Refused
+				}
+			},
+			Unsupported: map[string]string{"exec": weakerExecRefusal},
+		}
+		if id == engine.View {
+			h.Exec = func(argv []string, fds []*os.File) (session.Proc, error) { return v.exec(argv, fds) }
+		}
+		h.Allow, h.Unsupported["allow"] = sessionAllow(s, n, sess, v)
+		srv, err := session.Open(s.StateRoot(), info, h)
+		if err != nil {
+			diag.Warnf(stdio.Err, "this run has no control channel (agent-sandbox ps, exec and allow cannot reach it): %v", err)
+			return nil
+		}
+		return srv.Close
+	}
+}
+
+// sessionAllow is the session's allow request, or why this run's network
+// cannot change.
+func sessionAllow(s spec.Spec, n Net, sess *netSession, v *viewRun) (func(string) (string, error), string) {
+	switch {
+	case n.Mode == posture.NetOpen:
+		return nil, "allow: this session's network is open (--network open): every host is reachable already"
+	case n.Mode != posture.NetAllowlist || sess == nil || sess.proxy == nil:
+		return nil, "allow: this session's network is blocked (--offline, or no host allowed): it has no egress broker to admit a host; start the agent again with --allow-host HOST"
+	}
+	return func(entry string) (string, error) {
+		host, port, err := broker.CheckEntry(entry)
+		if err != nil {
+			return "", err
+		}
+		forwarded := false
+		if broker.Loopback(host) && port != 0 {
+			if forwarded = sess.proxy.Forwarded(port); !forwarded && v != nil && v.forward != nil {
+				// As at the start: the sandbox's own loopback port,
+				// 127.0.0.1 and (where it has IPv6) ::1, relayed to
+				// the host's.
+				l, err := v.forward(port, false)
+				if err != nil {
+					return "", err
+				}
+				why := fmt.Sprintf("agent-sandbox allow %s", entry)
+				sess.serveForward(l, Port{Port: port, Why: why})
+				if l6, err := v.forward(port, true); err == nil {
+					sess.serveForward(l6, Port{Port: port, Why: why})
+				}
+				forwarded = true
+			}
+		}
+		e, err := sess.proxy.AllowAdd(entry, forwarded)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("allowed %s in the running session of %s until it ends (agent-sandbox log %s shows it)", e, s.AgentID, s.AgentID), nil
+	}, ""
+}

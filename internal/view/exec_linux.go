@@ -1,0 +1,382 @@
+//go:build linux
+
+package view
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/landlock"
+)
+
+// A session's further processes (agent-sandbox exec). A multithreaded Go
+// process cannot enter a user namespace (setns), so the sandbox's init
+// starts them, as it started the agent: on a thread of its own that takes
+// the agent's confinement (the same Landlock ruleset, seccomp filter,
+// capabilities dropped, no_new_privs) and forks the command, with the
+// agent's environment and working directory and the caller's standard
+// streams (passed over the control socket). Nothing of the request can
+// widen the session: it carries a command line and three descriptors,
+// nothing else.
+//
+// The session lasts while the agent or one of these runs: init reports
+// the agent's status (and the parent runs its after-run checks) once the
+// last of them has ended.
+
+// session is init's record of the processes that keep the session alive.
+var session struct {
+	sync.Mutex
+	rules *landlock.Ruleset
+	c     Config
+	// live are the exec'd processes still running.
+	live map[int]bool
+	// agentDone is set when the agent has exited, with its status.
+	agentDone   bool
+	agentStatus unix.WaitStatus
+	// over is set once the session is ending: no more execs.
+	over bool
+}
+
+// execEnded tells the parent that the exec'd process pid ended with ws
+// (set once the status channel is the agent's).
+var execEnded = func(pid int, ws unix.WaitStatus) {}
+
+// keepRules keeps the agent's ruleset for the session's further
+// processes, instead of closing it once the agent started.
+func keepRules(c Config, rules *landlock.Ruleset) {
+	session.Lock()
+	defer session.Unlock()
+	session.rules, session.c = rules, c
+	if session.live == nil {
+		session.live = map[int]bool{}
+	}
+}
+
+// execExited records the end of a child that is not the agent.
+func execExited(pid int, ws unix.WaitStatus) {
+	if ws.Stopped() || ws.Continued() {
+		return
+	}
+	session.Lock()
+	ok := session.live[pid]
+	delete(session.live, pid)
+	session.Unlock()
+	if ok {
+		execEnded(pid, ws)
+	}
+}
+
+// agentExited records the agent's end; it reports whether the session is
+// over (no exec'd process runs).
+func agentExited(ws unix.WaitStatus) bool {
+	session.Lock()
+	defer session.Unlock()
+	session.agentDone, session.agentStatus = true, ws
+	session.over = len(session.live) == 0
+	return session.over
+}
+
+// sessionOver reports, after the agent's end, whether its last exec'd
+// process has ended too, and the agent's status.
+func sessionOver() (unix.WaitStatus, bool) {
+	session.Lock()
+	defer session.Unlock()
+	if !session.agentDone || len(session.live) > 0 {
+		return 0, false
+	}
+	session.over = true
+	return session.agentStatus, true
+}
+
+// startExec starts argv with stdio fds (three) in the sandbox, confined
+// as the agent, and returns its pid.
+func startExec(argv []string, fds []int) (int, error) {
+	session.Lock()
+	defer session.Unlock() // held over the fork: reap records the pid first
+	if session.rules == nil || session.over {
+		return 0, errors.New("the session is ending")
+	}
+	if len(argv) == 0 || len(fds) != 3 {
+		return 0, errors.New("exec needs a command and three descriptors")
+	}
+	c := session.c
+	type result struct {
+		pid      int
+		err      error
+		listener int
+	}
+	done := make(chan result, 1)
+	go func() {
+		// As agentThread: the thread that took the confinement ends with
+		// its goroutine (returns still locked).
+		runtime.LockOSThread()
+		e, err := session.rules.ConfineThread(c.Seccomp)
+		if err != nil {
+			done <- result{err: fmt.Errorf("confining the command: %w", err)}
+			return
+		}
+		path, err := lookPath(argv[0], c.Env)
+		if err != nil {
+			done <- result{err: err, listener: e.Listener}
+			return
+		}
+		pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
+			Dir:   c.Workdir,
+			Env:   c.Env,
+			Files: []uintptr{uintptr(fds[0]), uintptr(fds[1]), uintptr(fds[2])},
+			// A session of its own: the agent's terminal's signals
+			// do not reach it; the caller's come through exec.
+			Sys: &syscall.SysProcAttr{Setsid: true},
+		})
+		done <- result{pid, err, e.Listener}
+	}()
+	r := <-done
+	if r.listener > 0 {
+		if r.err != nil {
+			unix.Close(r.listener)
+		} else {
+			go watchConnects(c, r.listener)
+		}
+	}
+	if r.err != nil {
+		return 0, fmt.Errorf("starting %s in the sandbox: %w", argv[0], r.err)
+	}
+	session.live[r.pid] = true
+	return r.pid, nil
+}
+
+// lookPath finds file on the PATH of env, in the view (confined: only what
+// the agent may see is found).
+func lookPath(file string, env []string) (string, error) {
+	if strings.Contains(file, "/") {
+		return file, nil
+	}
+	path := "/usr/local/bin:/usr/bin:/bin"
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "PATH=") {
+			path = kv[5:]
+		}
+	}
+	for _, dir := range strings.Split(path, ":") {
+		if dir == "" {
+			dir = "."
+		}
+		p := dir + "/" + file
+		if unix.Access(p, unix.X_OK) == nil {
+			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+				return p, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("%s: %w", file, unix.ENOENT)
+}
+
+// execRequest serves one "X" request of the control socket: a JSON
+// command line and three descriptors; the answer is "x" and the pid, or
+// "!" and why not.
+func execRequest(body []byte, fds []int) {
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	var argv []string
+	if err := json.Unmarshal(body, &argv); err != nil {
+		_, _ = unix.Write(controlFd, []byte("!bad request: "+err.Error()))
+		return
+	}
+	pid, err := startExec(argv, fds)
+	if err != nil {
+		_, _ = unix.Write(controlFd, []byte("!"+err.Error()))
+		return
+	}
+	_, _ = unix.Write(controlFd, []byte("x"+strconv.Itoa(pid)))
+}
+
+// signalRequest serves a "Z" request: "Z<pid> <signal>" for an exec'd
+// process (and only those).
+func signalRequest(body string) {
+	var pid, sig int
+	if _, err := fmt.Sscanf(body, "%d %d", &pid, &sig); err != nil || sig <= 0 || sig > 64 {
+		_, _ = unix.Write(controlFd, []byte("!bad request"))
+		return
+	}
+	session.Lock()
+	ok := session.live[pid]
+	if ok {
+		_ = unix.Kill(pid, unix.Signal(sig))
+	}
+	session.Unlock()
+	if !ok {
+		_, _ = unix.Write(controlFd, []byte("!no such process"))
+		return
+	}
+	_, _ = unix.Write(controlFd, []byte("z"))
+}
+
+// Exec is a process started in the sandbox by [Process.Exec].
+type Exec struct {
+	p   *Process
+	pid int
+	ch  chan int
+}
+
+// Pid is the process's pid in the sandbox's PID namespace.
+func (e *Exec) Pid() int { return e.pid }
+
+// Signal asks init to send sig to the process.
+func (e *Exec) Signal(sig int) error {
+	msg, f, err := e.p.request([]byte(fmt.Sprintf("Z%d %d", e.pid, sig)))
+	if f != nil {
+		f.Close()
+	}
+	if err == nil && msg != "z" {
+		err = errors.New(strings.TrimPrefix(msg, "!"))
+	}
+	return err
+}
+
+// Wait returns the process's exit code (128+N when signal N killed it).
+func (e *Exec) Wait() int { return <-e.ch }
+
+// Exec starts argv in the running sandbox, confined as the agent, with
+// stdio (three files) as its standard streams. The session lasts until it
+// has ended too.
+func (p *Process) Exec(argv []string, stdio []*os.File) (*Exec, error) {
+	if len(stdio) != 3 {
+		return nil, errors.New("view: exec needs three standard streams")
+	}
+	b, err := json.Marshal(argv)
+	if err != nil {
+		return nil, err
+	}
+	p.ctlMu.Lock()
+	if p.ctl == nil {
+		p.ctlMu.Unlock()
+		return nil, errors.New("the session has ended")
+	}
+	rights := unix.UnixRights(int(stdio[0].Fd()), int(stdio[1].Fd()), int(stdio[2].Fd()))
+	err = unix.Sendmsg(int(p.ctl.Fd()), append([]byte("X"), b...), rights, nil, 0)
+	var msg string
+	var f *os.File
+	if err == nil {
+		msg, f, err = receiveFd(p.ctl)
+	}
+	p.ctlMu.Unlock()
+	if f != nil {
+		f.Close()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("view: asking the sandbox to start %s: %w", argv[0], err)
+	}
+	if !strings.HasPrefix(msg, "x") {
+		return nil, errors.New(strings.TrimPrefix(msg, "!"))
+	}
+	pid, err := strconv.Atoi(msg[1:])
+	if err != nil {
+		return nil, fmt.Errorf("view: unexpected answer %q", msg)
+	}
+	return &Exec{p: p, pid: pid, ch: p.execChan(pid)}, nil
+}
+
+// Execs counts the exec'd processes still running.
+func (p *Process) Execs() int {
+	p.execMu.Lock()
+	defer p.execMu.Unlock()
+	return p.running
+}
+
+// execChan is the channel of pid's exit code, made by whichever of the
+// exec's answer and its end report comes first.
+func (p *Process) execChan(pid int) chan int {
+	p.execMu.Lock()
+	defer p.execMu.Unlock()
+	if p.execs == nil {
+		p.execs = map[int]chan int{}
+	}
+	ch, ok := p.execs[pid]
+	if !ok {
+		ch = make(chan int, 1)
+		p.execs[pid] = ch
+		p.running++
+	}
+	return ch
+}
+
+// execReport delivers init's report of an exec'd process's end.
+func (p *Process) execReport(pid, status int) {
+	ch := p.execChan(pid)
+	p.execMu.Lock()
+	delete(p.execs, pid)
+	p.running--
+	p.execMu.Unlock()
+	ws := syscall.WaitStatus(status)
+	code := ws.ExitStatus()
+	if ws.Signaled() {
+		code = 128 + int(ws.Signal())
+	}
+	ch <- code
+}
+
+// forwardRequest serves an "L" request: "L<port>/<4|6>" asks for a socket
+// listening on the sandbox's loopback port (agent-sandbox allow
+// localhost:PORT while the session runs, as Config.ForwardPorts at its
+// start); the answer is "S" and the socket, or "!" and why not.
+func forwardRequest(body string) {
+	var port, family int
+	if _, err := fmt.Sscanf(body, "%d/%d", &port, &family); err != nil || port <= 0 || port > 65535 || (family != 4 && family != 6) {
+		_, _ = unix.Write(controlFd, []byte("!bad request"))
+		return
+	}
+	fd, err := listenLoopback(port, family == 6)
+	if err != nil {
+		_, _ = unix.Write(controlFd, []byte("!"+err.Error()))
+		return
+	}
+	_ = unix.Sendmsg(controlFd, []byte("S"), unix.UnixRights(fd), nil, 0)
+	unix.Close(fd)
+}
+
+// Forward asks init for a socket listening on port of the sandbox's own
+// loopback (127.0.0.1, or ::1 with ipv6), which the caller serves, as
+// [Config.ForwardPorts] are at the start.
+func (p *Process) Forward(port int, ipv6 bool) (net.Listener, error) {
+	fam := 4
+	if ipv6 {
+		fam = 6
+	}
+	msg, f, err := p.request([]byte(fmt.Sprintf("L%d/%d", port, fam)))
+	if err != nil {
+		return nil, fmt.Errorf("view: asking the sandbox to listen on port %d: %w", port, err)
+	}
+	if f == nil {
+		return nil, fmt.Errorf("view: the sandbox cannot listen on its loopback port %d: %s", port, strings.TrimPrefix(msg, "!"))
+	}
+	defer f.Close()
+	return net.FileListener(f)
+}
+
+// signalAgent passes sig, sent to init, on to the agent; once the agent
+// has ended and the session lasts for its exec'd processes, on to them
+// (the user's Ctrl-C or kill of agent-sandbox ends them too).
+func signalAgent(agent int, sig unix.Signal, toAgent func(unix.Signal)) {
+	session.Lock()
+	defer session.Unlock()
+	if !session.agentDone {
+		toAgent(sig)
+		return
+	}
+	for pid := range session.live {
+		_ = unix.Kill(pid, sig)
+	}
+}
