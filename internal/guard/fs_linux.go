@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"io/fs"
 	"path/filepath"
 
@@ -106,45 +105,3 @@ func renameNoFollow(from, to string) error {
 	return nil
 }
 
-// rawFile is a file read through its bare descriptor: os.OpenFile on a
-// regular file costs five more system calls (a switch to non-blocking, a
-// poller registration the file refuses, the switch back), and a run's
-// snapshot and audit open every protected file. O_NONBLOCK makes a FIFO
-// put in a file's place answer EAGAIN instead of blocking the reader.
-type rawFile int
-
-// openRead opens path for reading, never through a symlink at its end.
-func openRead(path string) (readFile, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
-	}
-	return rawFile(fd), nil
-}
-
-func (f rawFile) Read(b []byte) (int, error) {
-	for {
-		n, err := unix.Read(int(f), b)
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err != nil:
-			return 0, err
-		case n == 0 && len(b) > 0:
-			return 0, io.EOF
-		}
-		return n, nil
-	}
-}
-
-func (f rawFile) Close() error { return unix.Close(int(f)) }
-
-// is reports whether the open file is the one fi describes.
-func (f rawFile) is(fi fs.FileInfo) bool {
-	var st unix.Stat_t
-	if unix.Fstat(int(f), &st) != nil {
-		return false
-	}
-	dev, ino := devIno(fi)
-	return st.Dev == dev && st.Ino == ino
-}

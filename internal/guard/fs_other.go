@@ -63,19 +63,3 @@ func renameNoFollow(from, to string) error {
 	return os.Rename(from, to)
 }
 
-// openRead opens path for reading, never through a symlink at its end.
-func openRead(path string) (readFile, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|noFollow, 0)
-	if err != nil {
-		return nil, err
-	}
-	return osFile{f}, nil
-}
-
-type osFile struct{ *os.File }
-
-// is reports whether the open file is the one fi describes.
-func (f osFile) is(fi fs.FileInfo) bool {
-	st, err := f.Stat()
-	return err == nil && os.SameFile(st, fi)
-}

@@ -47,12 +47,16 @@ import (
 // a symlink swapped in since, and without blocking on a FIFO.
 const noFollow = syscall.O_NOFOLLOW | syscall.O_NONBLOCK
 
-// readFile is a file opened by openRead (fs_linux.go, fs_other.go).
-type readFile interface {
-	io.ReadCloser
-	// is reports whether the open file is the one fi describes.
-	is(fi fs.FileInfo) bool
-}
+// readFile, openRead, ctime and devIno are the workdir scan's (one
+// reading of a file that never follows a link at its end, one stat
+// helper for both packages).
+type readFile = workscan.ReadFile
+
+var (
+	openRead = workscan.OpenRead
+	ctime    = workscan.Ctime
+	devIno   = workscan.DevIno
+)
 
 // Options configure a Guard.
 type Options struct {

@@ -140,7 +140,7 @@ func copyAside(path, dst string) error {
 			return err
 		}
 		defer f.Close()
-		if !f.is(fi) {
+		if !f.Is(fi) {
 			return errors.New("replaced while moved")
 		}
 		out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)

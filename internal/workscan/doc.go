@@ -43,9 +43,10 @@ type Before map[string]fingerprint
 // workdir (a tree that is not complete is not saved for the next run).
 func (t *Tree) Complete() bool { return t != nil && t.complete }
 
-// readFile is a file opened by openRead.
-type readFile interface {
+// ReadFile is a file opened by OpenRead (guard reads its snapshots and
+// quarantines through it too).
+type ReadFile interface {
 	io.ReadCloser
-	// is reports whether the open file is the one fi describes.
-	is(fi fs.FileInfo) bool
+	// Is reports whether the open file is the one fi describes.
+	Is(fi fs.FileInfo) bool
 }

@@ -9,10 +9,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// openRead opens path for reading, never through a symlink at its end;
+// OpenRead opens path for reading, never through a symlink at its end;
 // O_NONBLOCK makes a FIFO put in a file's place answer EAGAIN instead of
 // blocking the reader. (The guard reads its ledger's files the same way.)
-func openRead(path string) (readFile, error) {
+func OpenRead(path string) (ReadFile, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
@@ -40,12 +40,12 @@ func (f rawFile) Read(b []byte) (int, error) {
 
 func (f rawFile) Close() error { return unix.Close(int(f)) }
 
-// is reports whether the open file is the one fi describes.
-func (f rawFile) is(fi fs.FileInfo) bool {
+// Is reports whether the open file is the one fi describes.
+func (f rawFile) Is(fi fs.FileInfo) bool {
 	var st unix.Stat_t
 	if unix.Fstat(int(f), &st) != nil {
 		return false
 	}
-	dev, ino := devIno(fi)
+	dev, ino := DevIno(fi)
 	return st.Dev == dev && st.Ino == ino
 }

@@ -8,8 +8,8 @@ import (
 	"syscall"
 )
 
-// openRead opens path for reading, never through a symlink at its end.
-func openRead(path string) (readFile, error) {
+// OpenRead opens path for reading, never through a symlink at its end.
+func OpenRead(path string) (ReadFile, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
@@ -19,8 +19,8 @@ func openRead(path string) (readFile, error) {
 
 type osFile struct{ *os.File }
 
-// is reports whether the open file is the one fi describes.
-func (f osFile) is(fi fs.FileInfo) bool {
+// Is reports whether the open file is the one fi describes.
+func (f osFile) Is(fi fs.FileInfo) bool {
 	st, err := f.Stat()
 	return err == nil && os.SameFile(st, fi)
 }

@@ -279,7 +279,7 @@ func fingerprintOf(p string) (f fingerprint, ok bool) {
 	if err != nil {
 		return f, false
 	}
-	dev, ino := devIno(fi)
+	dev, ino := DevIno(fi)
 	f = fingerprint{dev: dev, ino: ino, mode: fi.Mode(), size: fi.Size()}
 	h := sha256.New()
 	switch {
@@ -287,13 +287,13 @@ func fingerprintOf(p string) (f fingerprint, ok bool) {
 		if fi.Size() > maxFingerprint {
 			return f, false
 		}
-		file, err := openRead(p)
+		file, err := OpenRead(p)
 		if err != nil {
 			return f, false
 		}
 		defer file.Close()
 		// The content read must be the file statted.
-		if !file.is(fi) {
+		if !file.Is(fi) {
 			return f, false
 		}
 		n, err := io.Copy(h, io.LimitReader(file, maxFingerprint+1))
@@ -481,5 +481,5 @@ func changedSince(p string, since time.Time) bool {
 	if err != nil {
 		return false
 	}
-	return !ctime(fi).Before(since)
+	return !Ctime(fi).Before(since)
 }

@@ -144,7 +144,7 @@ func TestRecentBeforeNotPlanted(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			started := ctime(fi).Add(time.Millisecond)
+			started := Ctime(fi).Add(time.Millisecond)
 			before := RecentBefore(root, started)
 			if _, ok := before[config]; !ok {
 				t.Fatalf("%s, written just now, is not in the snapshot (the test proves nothing): %v", config, before)

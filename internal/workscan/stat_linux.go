@@ -8,16 +8,16 @@ import (
 	"time"
 )
 
-// ctime is fi's status change time.
-func ctime(fi fs.FileInfo) time.Time {
+// Ctime is fi's status change time.
+func Ctime(fi fs.FileInfo) time.Time {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return time.Unix(st.Ctim.Unix())
 	}
 	return fi.ModTime()
 }
 
-// devIno is fi's device and inode number.
-func devIno(fi fs.FileInfo) (uint64, uint64) {
+// DevIno is fi's device and inode number.
+func DevIno(fi fs.FileInfo) (uint64, uint64) {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return uint64(st.Dev), st.Ino
 	}

@@ -104,8 +104,8 @@ func (next *Tree) record(dir string, fi fs.FileInfo) ([]treeEnt, error) {
 		out = append(out, treeEnt{N: e.Name(), T: e.Type()})
 	}
 	if err == nil && lerr == nil && fi.IsDir() && next != nil {
-		_, ino := devIno(fi)
-		c := ctime(fi)
+		_, ino := DevIno(fi)
+		c := Ctime(fi)
 		td := treeDir{Ctime: c, Ino: ino, Trusted: c.Before(time.Now().Add(-racyMargin))}
 		for _, e := range out {
 			if e.IsDir() || scanned(e.N) {
@@ -174,8 +174,8 @@ func (td treeDir) matches(fi fs.FileInfo) bool {
 	if !fi.IsDir() {
 		return false
 	}
-	_, ino := devIno(fi)
-	return ino == td.Ino && ctime(fi).Equal(td.Ctime)
+	_, ino := DevIno(fi)
+	return ino == td.Ino && Ctime(fi).Equal(td.Ctime)
 }
 
 // precheckMin is the number of trusted directories from which the scan

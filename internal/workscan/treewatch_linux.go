@@ -201,7 +201,7 @@ func (w *Watch) add(dir string) (watchToken, fs.FileInfo) {
 	if err != nil {
 		return none, nil
 	}
-	if dev, _ := devIno(fi); dev != w.rootDev {
+	if dev, _ := DevIno(fi); dev != w.rootDev {
 		return none, fi // another filesystem: not trusted to report
 	}
 	w.register(dir, int32(wd))
@@ -245,7 +245,7 @@ func (w *Watch) addRoot() (watchToken, fs.FileInfo) {
 	if err != nil {
 		return none, nil
 	}
-	if dev, ino := devIno(fi); dev != w.rootDev || ino != w.rootIno {
+	if dev, ino := DevIno(fi); dev != w.rootDev || ino != w.rootIno {
 		return none, nil
 	}
 	w.register(w.root, int32(wd))
@@ -269,8 +269,8 @@ func (w *Watch) keep(dir string, tok watchToken, fi fs.FileInfo, td treeDir, ok,
 	if wdir == nil || wdir.wd != tok.wd || w.finished || w.removed[tok.wd] {
 		return
 	}
-	_, ino := devIno(fi)
-	wdir.ino, wdir.ctime = ino, ctime(fi)
+	_, ino := DevIno(fi)
+	wdir.ino, wdir.ctime = ino, Ctime(fi)
 	wdir.verified = ok && (td.Trusted || fresh) && td.matches(fi)
 	wdir.own = wdir.own && wdir.verified
 }
@@ -344,7 +344,7 @@ func (w *Watch) patched(dir string, td treeDir, t *Tree) (treeDir, bool) {
 	if err != nil || !fi.IsDir() {
 		return td, false
 	}
-	if _, ino := devIno(fi); ino != td.Ino {
+	if _, ino := DevIno(fi); ino != td.Ino {
 		return td, false
 	}
 	ents, ok := patchEntries(dir, td.Ents, changed)
@@ -354,7 +354,7 @@ func (w *Watch) patched(dir string, td treeDir, t *Tree) (treeDir, bool) {
 	// Never trusted: the ctime is this moment's, and a change after the
 	// events were read (another run's agent in the same workdir, the
 	// user) is in no event: the next run reads dir again.
-	return treeDir{Ctime: ctime(fi), Ino: td.Ino, Ents: ents}, true
+	return treeDir{Ctime: Ctime(fi), Ino: td.Ino, Ents: ents}, true
 }
 
 // changedNames returns the names of dir's entries the watch saw created,
@@ -474,7 +474,7 @@ func (w *Watch) Finish() {
 	defer w.mu.Unlock()
 	w.finished = true
 	if fi, err := os.Lstat(w.root); err == nil {
-		dev, ino := devIno(fi)
+		dev, ino := DevIno(fi)
 		w.rootInPlace = w.rootIno != 0 && dev == w.rootDev && ino == w.rootIno
 	}
 }
