@@ -104,4 +104,3 @@ func renameNoFollow(from, to string) error {
 	}
 	return nil
 }
-

@@ -62,4 +62,3 @@ func renameNoFollow(from, to string) error {
 	}
 	return os.Rename(from, to)
 }
-
