@@ -138,6 +138,8 @@ MUST_RUN = [
     "e2e-user TestEscapes/nono-alone",
     "e2e TestNonoInView",
     "e2e-user TestNonoInView",
+    "e2e TestNonoInViewToolchainCaches",
+    "e2e-user TestNonoInViewToolchainCaches",
     "e2e TestNonoAloneCredentials",
     "e2e-user TestNonoAloneCredentials",
     "e2e TestEscapeView/nono",
