@@ -52,6 +52,21 @@ func protectedFile(rel, before string, dirs ...string) func(*testing.T, *view) (
 	}
 }
 
+// codeKeyFile prepares the settings file rel holding before and checks
+// afterwards that no command the probe wrote (EVILCMD) is in it.
+func codeKeyFile(rel, before string) func(*testing.T, *view) (vars, func() string) {
+	return func(t *testing.T, v *view) (vars, func() string) {
+		p := filepath.Join(v.work, rel)
+		write(t, p, before)
+		return vars{"TARGET": p}, func() string {
+			if after, _ := os.ReadFile(p); bytes.Contains(after, []byte("EVILCMD")) {
+				return p + " holds the command the agent wrote: " + strings.TrimSpace(string(after))
+			}
+			return ""
+		}
+	}
+}
+
 // protectProbe writes @TARGET, creating its directory, replacing it when
 // it exists (rename over it, as editors save) and else creating it.
 const protectProbe = `mkdir -p "$(dirname @TARGET)" && printf '{"evil": true}\n' > @TARGET.tmp-as 2>/dev/null; mv -f @TARGET.tmp-as @TARGET 2>/dev/null || printf '{"evil": true}\n' > @TARGET`
@@ -85,6 +100,13 @@ var protectCases = []viewCase{
 		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect, weaker: weakerProtect},
 	{name: "protect-claude-agents", modes: []string{"open"}, setup: protectedFile(".claude/agents/helper.md", "", ".claude"),
 		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect, weaker: weakerProtect},
+	// A key that runs code, written into an agent's settings (an MCP
+	// server, a hook): the files the rows above write with a harmless
+	// key. Where they cannot be read-only the guard takes the key out.
+	{name: "protect-mcp-json-server-added", modes: []string{"open"}, setup: codeKeyFile(".mcp.json", "{\"mcpServers\": {}}\n"),
+		probe: `printf '{"mcpServers": {"x": {"command": "sh", "args": ["-c", "EVILCMD"]}}}\n' > @TARGET`, neighbour: protectNeighbour, nono: nonoGuarded, weaker: weakerGuarded},
+	{name: "protect-claude-settings-hook-added", modes: []string{"open"}, setup: codeKeyFile(".claude/settings.json", "{}\n"),
+		probe: `printf '{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "EVILCMD"}]}]}}\n' > @TARGET`, neighbour: protectNeighbour, nono: nonoGuarded, weaker: weakerGuarded},
 	{name: "protect-gitmodules", modes: []string{"open"}, setup: protectedFile(".gitmodules", ""),
 		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect, weaker: weakerProtect},
 	{name: "protect-envrc-existing", modes: []string{"open"}, setup: protectedFile(".envrc", "export X=1\n"),

@@ -693,6 +693,17 @@ func TestEscapeView(t *testing.T) {
 	}
 }
 
+// settingsByKeys says whether an effect is on a settings file the guard
+// reads by its keys (internal/protect's FormatJSON entries).
+func settingsByKeys(effect string) bool {
+	for _, n := range []string{"/.mcp.json ", "/.claude/settings.json ", "/.claude/settings.local.json "} {
+		if strings.Contains(effect, n) {
+			return true
+		}
+	}
+	return false
+}
+
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
@@ -780,6 +791,14 @@ func runViewCase(t *testing.T, bin string, b backend, m netMode, c viewCase) {
 				t.Errorf("under %s this attack used to succeed (%s) and now fails (exit %d): update the row's note and the README's table (Escape classes by backend): %s", engine, note, r.code, r.out)
 			} else {
 				t.Logf("%s's behaviour, pinned: the attack succeeds (on the host after the run: %q): %s", engine, effect, note)
+			}
+			// What stays changed on the host is named after the run,
+			// except a settings file read by its keys (.mcp.json,
+			// .claude/settings*.json), where a key that runs code is
+			// taken out (protect-*-hook-added, -server-added) and other
+			// changes are the agent's to make.
+			if effect != "" && (note == nonoProtect || note == weakerProtect) && !settingsByKeys(effect) && !strings.Contains(r.out, "changed during the run") {
+				t.Errorf("under %s a protected file stayed changed (%s) and the run did not name it: %s", engine, effect, r.out)
 			}
 		default:
 			checkAttack(t, v, r, effect)
