@@ -344,7 +344,7 @@ func weakerSymlinkPinned(t *testing.T, v *view, r run) {
 func protectAllowEdit(t *testing.T, bin string, b backend) {
 	needs(t, "git")
 	probe := `mkdir -p @WORK/.claude/commands && echo cmd > @WORK/.claude/commands/x.md && echo hook > @WORK/.git/hooks/pre-commit`
-	other := `echo evil > @WORK/.vscode/tasks.json`
+	other := `mkdir -p @WORK/.vscode; echo evil > @WORK/.vscode/tasks.json`
 	for _, how := range []string{"flag", "agent.toml"} {
 		t.Run(how, func(t *testing.T) {
 			v := newView(t, bin, b, netMode{name: "open"})
@@ -366,10 +366,18 @@ func protectAllowEdit(t *testing.T, bin string, b backend) {
 			if r := v.exec(append(append([]string{}, args...), folder, "-c", expand(probe, x)), opts{}); r.code != 0 {
 				t.Errorf("with %s the allowed writes failed (exit %d): %s", how, r.code, r.out)
 			}
-			if r := v.exec(append(append([]string{}, args...), folder, "-c", expand(other, x)), opts{}); r.code == 0 {
+			r := v.exec(append(append([]string{}, args...), folder, "-c", expand(other, x)), opts{})
+			_, err := os.Stat(filepath.Join(v.work, ".vscode", "tasks.json"))
+			switch {
+			case b.weaker:
+				// Pinned (weakerProtect): nothing is read-only there, so
+				// .vscode is written, and named after the run.
+				if r.code != 0 || err != nil || !strings.Contains(r.out, filepath.Join(v.work, ".vscode")+" changed during the run") {
+					t.Errorf("in the weaker sandbox .vscode used to be written and named after the run, and now is not (exit %d): update this pin and the README's table: %s", r.code, r.out)
+				}
+			case r.code == 0:
 				t.Errorf("with %s naming other paths, .vscode became writable: %s", how, r.out)
-			}
-			if _, err := os.Stat(filepath.Join(v.work, ".vscode", "tasks.json")); err == nil {
+			case err == nil:
 				t.Errorf(".vscode/tasks.json was created")
 			}
 			dry := v.exec(append(append([]string{}, args...), "--dry-run", folder, "-c", "true"), opts{})
