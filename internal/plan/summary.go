@@ -107,7 +107,7 @@ func secretName(n string) bool {
 }
 
 // engineKind is the built-in engine's kind from its JSON description
-// ("namespace view", "weaker sandbox"), or "".
+// ("namespace view", "nono inside the view", "weaker sandbox"), or "".
 func engineKind(landlockJSON any) string {
 	if landlockJSON == nil {
 		return ""
@@ -123,12 +123,14 @@ func engineKind(landlockJSON any) string {
 		return ""
 	}
 	switch d.Engine {
-	case "view":
+	case "view": // landlock.EngineView (plan does not import the backends)
 		return "the built-in engine's namespace view"
-	case "":
-		return ""
-	default:
+	case "nono-in-view": // landlock.EngineNonoInView
+		return "nono inside the built-in engine's namespace view (nono-in-view)"
+	case "landlock-only": // landlock.EngineWeaker
 		return "the weaker sandbox (Landlock and seccomp only, no namespace view)"
+	default:
+		return ""
 	}
 }
 
