@@ -52,6 +52,21 @@ func protectedFile(rel, before string, dirs ...string) func(*testing.T, *view) (
 	}
 }
 
+// codeKeyFile prepares the settings file rel holding before and checks
+// afterwards that no command the probe wrote (EVILCMD) is in it.
+func codeKeyFile(rel, before string) func(*testing.T, *view) (vars, func() string) {
+	return func(t *testing.T, v *view) (vars, func() string) {
+		p := filepath.Join(v.work, rel)
+		write(t, p, before)
+		return vars{"TARGET": p}, func() string {
+			if after, _ := os.ReadFile(p); bytes.Contains(after, []byte("EVILCMD")) {
+				return p + " holds the command the agent wrote: " + strings.TrimSpace(string(after))
+			}
+			return ""
+		}
+	}
+}
+
 // protectProbe writes @TARGET, creating its directory, replacing it when
 // it exists (rename over it, as editors save) and else creating it.
 const protectProbe = `mkdir -p "$(dirname @TARGET)" && printf '{"evil": true}\n' > @TARGET.tmp-as 2>/dev/null; mv -f @TARGET.tmp-as @TARGET 2>/dev/null || printf '{"evil": true}\n' > @TARGET`
@@ -62,57 +77,64 @@ const protectNeighbour = `cd @WORK && mkdir -p src/.cache && echo x > src/a.txt 
 
 var protectCases = []viewCase{
 	{name: "protect-vscode-tasks-created", modes: []string{"open"}, setup: protectedFile(".vscode/tasks.json", ""),
-		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect},
+		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect, weaker: weakerProtect},
 	{name: "protect-vscode-tasks-existing-dir", modes: []string{"open"}, setup: protectedFile(".vscode/tasks.json", "", ".vscode"),
-		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect},
+		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect, weaker: weakerProtect},
 	{name: "protect-vscode-settings-replaced", modes: []string{"open"}, setup: protectedFile(".vscode/settings.json", "{}\n"),
-		probe: protectProbe + ` || { rm -rf @WORK/.vscode && mkdir @WORK/.vscode && printf evil > @TARGET; }`, neighbour: protectNeighbour, nono: nonoProtect},
+		probe: protectProbe + ` || { rm -rf @WORK/.vscode && mkdir @WORK/.vscode && printf evil > @TARGET; }`, neighbour: protectNeighbour, nono: nonoProtect, weaker: weakerProtect},
 	{name: "protect-idea-workspace", modes: []string{"open"}, setup: protectedFile(".idea/workspace.xml", ""),
-		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect},
+		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect, weaker: weakerProtect},
 	{name: "protect-codex-config", modes: []string{"open"}, setup: protectedFile(".codex/config.toml", ""),
-		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect},
+		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect, weaker: weakerProtect},
 	{name: "protect-mcp-json-created", modes: []string{"open"}, setup: protectedFile(".mcp.json", ""),
-		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect},
+		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect, weaker: weakerProtect},
 	{name: "protect-mcp-json-existing", modes: []string{"open"}, setup: protectedFile(".mcp.json", "{\"mcpServers\": {}}\n"),
-		probe: protectProbe + ` || { rm -f @TARGET && printf evil > @TARGET; }`, neighbour: protectNeighbour, nono: nonoProtect},
+		probe: protectProbe + ` || { rm -f @TARGET && printf evil > @TARGET; }`, neighbour: protectNeighbour, nono: nonoProtect, weaker: weakerProtect},
 	{name: "protect-claude-settings", modes: []string{"open"}, setup: protectedFile(".claude/settings.json", ""),
-		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect},
+		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect, weaker: weakerProtect},
 	{name: "protect-claude-settings-local-existing", modes: []string{"open"}, setup: protectedFile(".claude/settings.local.json", "{}\n"),
-		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect},
+		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect, weaker: weakerProtect},
 	{name: "protect-claude-dir-renamed", modes: []string{"open"}, setup: protectedFile(".claude/settings.json", "{}\n"),
-		probe: `cd @WORK && mv .claude .claude-old && mkdir .claude && printf evil > @TARGET`, neighbour: protectNeighbour, nono: nonoProtect},
+		probe: `cd @WORK && mv .claude .claude-old && mkdir .claude && printf evil > @TARGET`, neighbour: protectNeighbour, nono: nonoProtect, weaker: weakerProtect},
 	{name: "protect-claude-commands", modes: []string{"open"}, setup: protectedFile(".claude/commands/deploy.md", ""),
-		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect},
+		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect, weaker: weakerProtect},
 	{name: "protect-claude-agents", modes: []string{"open"}, setup: protectedFile(".claude/agents/helper.md", "", ".claude"),
-		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect},
+		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect, weaker: weakerProtect},
+	// A key that runs code, written into an agent's settings (an MCP
+	// server, a hook): the files the rows above write with a harmless
+	// key. Where they cannot be read-only the guard takes the key out.
+	{name: "protect-mcp-json-server-added", modes: []string{"open"}, setup: codeKeyFile(".mcp.json", "{\"mcpServers\": {}}\n"),
+		probe: `printf '{"mcpServers": {"x": {"command": "sh", "args": ["-c", "EVILCMD"]}}}\n' > @TARGET`, neighbour: protectNeighbour, nono: nonoGuarded, weaker: weakerGuarded},
+	{name: "protect-claude-settings-hook-added", modes: []string{"open"}, setup: codeKeyFile(".claude/settings.json", "{}\n"),
+		probe: `printf '{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "EVILCMD"}]}]}}\n' > @TARGET`, neighbour: protectNeighbour, nono: nonoGuarded, weaker: weakerGuarded},
 	{name: "protect-gitmodules", modes: []string{"open"}, setup: protectedFile(".gitmodules", ""),
-		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect},
+		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect, weaker: weakerProtect},
 	{name: "protect-envrc-existing", modes: []string{"open"}, setup: protectedFile(".envrc", "export X=1\n"),
-		probe: `printf 'touch /tmp/x\n' >> @TARGET`, neighbour: protectNeighbour, nono: nonoProtect},
+		probe: `printf 'touch /tmp/x\n' >> @TARGET`, neighbour: protectNeighbour, nono: nonoProtect, weaker: weakerProtect},
 	{name: "protect-envrc-created", modes: []string{"open"}, setup: protectedFile(".envrc", ""),
-		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect},
+		probe: protectProbe, neighbour: protectNeighbour, nono: nonoProtect, weaker: weakerProtect},
 	{name: "protect-git-dir-renamed-rebuilt", modes: []string{"open"}, needs: []string{"git"}, setup: gitSetup(false),
 		probe:     `cd @WORK && mv .git .git-old && git init -q . && git config core.fsmonitor "touch @GITCANARY"`,
-		neighbour: gitNeighbour, nono: nonoGitReplaced},
+		neighbour: gitNeighbour, nono: nonoGitReplaced, weaker: weakerGitReplaced},
 	{name: "protect-git-hooks-removed", modes: []string{"open"}, needs: []string{"git"}, setup: gitSetup(false),
 		probe:     `cd @WORK && rm -rf .git/hooks && mkdir .git/hooks && printf "#!/bin/sh\ntouch @GITCANARY\n" > .git/hooks/post-checkout`,
-		neighbour: gitNeighbour, nono: nonoGuarded},
+		neighbour: gitNeighbour, nono: nonoGuarded, weaker: weakerGuarded},
 	{name: "protect-gitfile-repointed", modes: []string{"open"}, needs: []string{"git"}, setup: gitfileSetup,
 		probe:     `cd @WORK && cp -r @MAIN/.git @WORK/evil-gitdir && printf "gitdir: ./evil-gitdir\n" > @WORK/.git`,
-		neighbour: gitNeighbour, nono: nonoGuarded},
+		neighbour: gitNeighbour, nono: nonoGuarded, weaker: weakerGuarded},
 	{name: "protect-hook-linked-script", modes: []string{"open"}, needs: []string{"git"}, setup: hookElsewhere(false),
-		probe: `printf "touch @GITCANARY\n" >> @SCRIPT`, neighbour: gitNeighbour, nono: nonoGuarded},
+		probe: `printf "touch @GITCANARY\n" >> @SCRIPT`, neighbour: gitNeighbour, nono: nonoGuarded, weaker: weakerGuarded},
 	{name: "protect-hookspath-dir", modes: []string{"open"}, needs: []string{"git"}, setup: hookElsewhere(true),
-		probe: `printf "#!/bin/sh\ntouch @GITCANARY\n" > @WORK/.husky/_/post-checkout`, neighbour: gitNeighbour, nono: nonoGuarded},
+		probe: `printf "#!/bin/sh\ntouch @GITCANARY\n" > @WORK/.husky/_/post-checkout`, neighbour: gitNeighbour, nono: nonoGuarded, weaker: weakerGuarded},
 	{name: "protect-git-included-config", modes: []string{"open"}, needs: []string{"git"}, setup: includedConfig,
-		probe: `printf "[core]\n\tfsmonitor = touch @GITCANARY\n" >> @SCRIPT`, neighbour: gitNeighbour, nono: nonoGuarded},
+		probe: `printf "[core]\n\tfsmonitor = touch @GITCANARY\n" >> @SCRIPT`, neighbour: gitNeighbour, nono: nonoGuarded, weaker: weakerGuarded},
 	// Neighbour only: the placeholders of missing protected files are not
 	// committed by an agent's `git add -A` (they are in info/exclude for
 	// the run), and git status inside shows none of them.
 	{name: "protect-placeholders-not-committed", modes: []string{"open"}, needs: []string{"git"}, setup: gitSetup(false),
 		neighbour: `cd @WORK && test -z "$(git status --porcelain)" && echo x >> README && git add -A && git -c user.name=a -c user.email=a@agent-sandbox.invalid commit -qm x && ! git ls-files | grep -E "^[.](envrc|mcp[.]json|gitmodules)$|^[.]claude/"`},
 	{name: "protect-worktree-commondir", modes: []string{"open"}, needs: []string{"git"}, setup: gitSetup(true),
-		probe: `cd @WORK && gd=$(sed 's/^gitdir: //' .git) && mkdir -p @WORK/evil && printf "@WORK/evil\n" > "$gd/commondir"`, neighbour: gitNeighbour, nono: nonoProtect},
+		probe: `cd @WORK && gd=$(sed 's/^gitdir: //' .git) && mkdir -p @WORK/evil && printf "@WORK/evil\n" > "$gd/commondir"`, neighbour: gitNeighbour, nono: nonoProtect, weaker: weakerProtect},
 }
 
 func init() { viewCases = append(viewCases, protectCases...) }
@@ -238,7 +260,13 @@ func subdirToolFilesReported(t *testing.T, bin string, b backend) {
 	}
 	n := newView(t, bin, b, netMode{name: "open"})
 	husky(n)
-	if r := n.agent(true, n.folder, expand(protectNeighbour, n.vars()), opts{}); r.code != 0 || strings.Contains(r.out, "warning") {
+	// The weaker sandbox warns before every run that it cannot keep the
+	// protected files read-only; what must not come is a report.
+	reported := "warning"
+	if b.weaker {
+		reported = "changed during the run"
+	}
+	if r := n.agent(true, n.folder, expand(protectNeighbour, n.vars()), opts{}); r.code != 0 || strings.Contains(r.out, reported) || strings.Contains(r.out, "files your tools run code from") {
 		t.Errorf("neighbour: ordinary writes failed or were reported (exit %d): %s", r.code, r.out)
 	}
 }
@@ -267,6 +295,10 @@ func protectSymlink(t *testing.T, bin string, b backend) {
 	}
 	v, probe = setup()
 	r := v.agent(true, v.folder, probe+"; rm -f "+filepath.Join(v.work, ".vscode")+" && echo LINK-REMOVED; true", opts{})
+	if b.weaker {
+		weakerSymlinkPinned(t, v, r)
+		return
+	}
 	if r.code != 0 || strings.Contains(r.out, "LINK-REMOVED") {
 		t.Errorf("a protected name that is a symlink: exit %d (want 0: the run starts), or the link was removed: %s", r.code, r.out)
 	}
@@ -286,6 +318,25 @@ func protectSymlink(t *testing.T, bin string, b backend) {
 	}
 }
 
+// weakerSymlinkPinned: the weaker sandbox's behaviour with a protected
+// name that is a symlink, pinned (README, "Escape classes by backend"):
+// nothing is read-only, so the agent removes the link and writes through
+// it; after the run the link is put back and the change to what it leads
+// to is named for review.
+func weakerSymlinkPinned(t *testing.T, v *view, r run) {
+	t.Helper()
+	editor := filepath.Join(v.work, "editor")
+	if _, err := os.Stat(filepath.Join(editor, "tasks.json")); err != nil || !strings.Contains(r.out, "LINK-REMOVED") {
+		t.Errorf("in the weaker sandbox the agent used to write through the link and remove it, and now does not (exit %d): update this pin and the README's table: %s", r.code, r.out)
+	}
+	if got, err := os.Readlink(filepath.Join(v.work, ".vscode")); err != nil || got != "editor" {
+		t.Errorf("the link was not put back after the run: %q %v: %s", got, err, r.out)
+	}
+	if !strings.Contains(r.out, editor+" changed during the run") {
+		t.Errorf("the change to what the link leads to was not named after the run: %s", r.out)
+	}
+}
+
 // protectAllowEdit: an agent whose job is to edit .claude/commands and
 // .git/hooks gets them with --allow-edit, or allow_edit in agent.toml; the
 // other protected paths stay read-only in that run. Control: the same
@@ -293,7 +344,7 @@ func protectSymlink(t *testing.T, bin string, b backend) {
 func protectAllowEdit(t *testing.T, bin string, b backend) {
 	needs(t, "git")
 	probe := `mkdir -p @WORK/.claude/commands && echo cmd > @WORK/.claude/commands/x.md && echo hook > @WORK/.git/hooks/pre-commit`
-	other := `echo evil > @WORK/.vscode/tasks.json`
+	other := `mkdir -p @WORK/.vscode; echo evil > @WORK/.vscode/tasks.json`
 	for _, how := range []string{"flag", "agent.toml"} {
 		t.Run(how, func(t *testing.T) {
 			v := newView(t, bin, b, netMode{name: "open"})
@@ -315,10 +366,18 @@ func protectAllowEdit(t *testing.T, bin string, b backend) {
 			if r := v.exec(append(append([]string{}, args...), folder, "-c", expand(probe, x)), opts{}); r.code != 0 {
 				t.Errorf("with %s the allowed writes failed (exit %d): %s", how, r.code, r.out)
 			}
-			if r := v.exec(append(append([]string{}, args...), folder, "-c", expand(other, x)), opts{}); r.code == 0 {
+			r := v.exec(append(append([]string{}, args...), folder, "-c", expand(other, x)), opts{})
+			_, err := os.Stat(filepath.Join(v.work, ".vscode", "tasks.json"))
+			switch {
+			case b.weaker:
+				// Pinned (weakerProtect): nothing is read-only there, so
+				// .vscode is written, and named after the run.
+				if r.code != 0 || err != nil || !strings.Contains(r.out, filepath.Join(v.work, ".vscode")+" changed during the run") {
+					t.Errorf("in the weaker sandbox .vscode used to be written and named after the run, and now is not (exit %d): update this pin and the README's table: %s", r.code, r.out)
+				}
+			case r.code == 0:
 				t.Errorf("with %s naming other paths, .vscode became writable: %s", how, r.out)
-			}
-			if _, err := os.Stat(filepath.Join(v.work, ".vscode", "tasks.json")); err == nil {
+			case err == nil:
 				t.Errorf(".vscode/tasks.json was created")
 			}
 			dry := v.exec(append(append([]string{}, args...), "--dry-run", folder, "-c", "true"), opts{})

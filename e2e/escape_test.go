@@ -37,6 +37,10 @@ type backend struct {
 	// view (nono-in-view), which the view's rows hold to the view's
 	// results.
 	alone bool
+	// noUserns runs agent-sandbox on a simulated host without user
+	// namespaces (weaker_test.go's noUserns): nono alone, or with weaker
+	// the weaker sandbox (AGENT_SANDBOX_WEAKER_SANDBOX=1).
+	noUserns, weaker bool
 	// skip says why the backend cannot run here ("" when it can); it
 	// fails the test instead where the backend must run (nono where
 	// cargo can build it: nonoOrSkip).

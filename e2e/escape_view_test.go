@@ -111,7 +111,14 @@ func newView(t *testing.T, bin string, b backend, m netMode) *view {
 	}
 	re := func(p string) string { return short + strings.TrimPrefix(p, w.root) }
 	w.home, w.work, w.folder, w.root = re(w.home), re(w.work), re(w.folder), short
-	return &view{world: w, backend: b, mode: m, env: map[string]string{}}
+	v := &view{world: w, backend: b, mode: m, env: map[string]string{}}
+	if b.noUserns {
+		v.wrap = noUserns(t)
+	}
+	if b.weaker {
+		v.env["AGENT_SANDBOX_WEAKER_SANDBOX"] = "1"
+	}
+	return v
 }
 
 // environ is world.env() with the view's additions.
@@ -231,6 +238,10 @@ type viewCase struct {
 	nonoNoNeighbourModes []string
 	// nonoRootOnly: the nono notes hold only when the suite runs as root.
 	nonoRootOnly bool
+	// weaker, when set, says why the probe SUCCEEDS inside the weaker
+	// sandbox (AGENT_SANDBOX_WEAKER_SANDBOX=1), pinned as nono is;
+	// weakerGuarded rows are judged by the host after the run only.
+	weaker string
 }
 
 // Why nono's results differ from the built-in engine's, one phrase per
@@ -249,11 +260,18 @@ const (
 	nonoGuarded = "nono cannot keep git's metadata read-only, but agent-sandbox's guard undoes code-running changes to it during and after the run"
 	// nonoGitReplaced: the repository itself is not the guard's to keep.
 	nonoGitReplaced = "under nono the agent can move .git away and make a new one: the guard keeps git's code-running settings and hooks out of it, not the repository (its config changes)"
-	nonoRlimit      = "nono sets no resource limits: the agent keeps the launcher's"
-	nonoNetlinkOff  = "nono's seccomp refuses every netlink socket when the network is blocked or allow-listed, NETLINK_ROUTE (getifaddrs) included"
-	nonoProcView    = "nono has no PID namespace and Landlock does not restrict /proc: the agent sees every process and reads the /proc/<pid> files of the user's processes"
-	nonoNetNS       = "nono has no network namespace: /proc/net/unix lists the host's Unix sockets"
-	nonoLoopback    = "nono's blocked and allow-listed networks close loopback inside the sandbox too (Landlock's TCP rules admit only the proxy's and the open ports, and seccomp refuses UDP sockets), so a server and its client inside cannot talk"
+	// weakerProtect: the weaker sandbox's protected files (README, "Escape
+	// classes by backend"): written, then named after the run.
+	weakerProtect = "the weaker sandbox cannot keep the protected project files read-only inside a writable grant (Landlock only adds rights): it says so before the run and names each one changed after it, for review"
+	// weakerGuarded: as nonoGuarded, in the weaker sandbox.
+	weakerGuarded = "the weaker sandbox cannot keep git's metadata read-only, but agent-sandbox's guard undoes code-running changes to it during and after the run"
+	// weakerGitReplaced: as nonoGitReplaced, in the weaker sandbox.
+	weakerGitReplaced = "in the weaker sandbox the agent can move .git away and make a new one: the guard keeps git's code-running settings and hooks out of it, not the repository (its config changes)"
+	nonoRlimit        = "nono sets no resource limits: the agent keeps the launcher's"
+	nonoNetlinkOff    = "nono's seccomp refuses every netlink socket when the network is blocked or allow-listed, NETLINK_ROUTE (getifaddrs) included"
+	nonoProcView      = "nono has no PID namespace and Landlock does not restrict /proc: the agent sees every process and reads the /proc/<pid> files of the user's processes"
+	nonoNetNS         = "nono has no network namespace: /proc/net/unix lists the host's Unix sockets"
+	nonoLoopback      = "nono's blocked and allow-listed networks close loopback inside the sandbox too (Landlock's TCP rules admit only the proxy's and the open ports, and seccomp refuses UDP sockets), so a server and its client inside cannot talk"
 )
 
 // Python fragments shared by probes.
@@ -648,6 +666,42 @@ func TestEscapeView(t *testing.T) {
 			t.Run("empty-allow-host", func(t *testing.T) { emptyAllowList(t, bin, b, true) })
 		})
 	}
+	// The protected-file rows on the engines of a host without user
+	// namespaces (simulated, as TestEscapes' nono-alone and
+	// landlock-weaker): nono alone, and the weaker sandbox. Each row
+	// that gets through there is pinned by its note (viewCase.nono,
+	// viewCase.weaker) and named in the README's table.
+	for _, b := range []backend{
+		{name: "nono-alone", flags: []string{"--sandbox-backend", "nono"}, alone: true, noUserns: true},
+		{name: "landlock-weaker", flags: []string{"--sandbox-backend", "landlock"}, noUserns: true, weaker: true},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			if b.alone {
+				nonoOrSkip(t)
+			}
+			if why := landlockMissing(); why != "" {
+				t.Skip(why)
+			}
+			noUserns(t)
+			t.Run("open", func(t *testing.T) {
+				for _, c := range protectCases {
+					t.Run(c.name, func(t *testing.T) { runViewCase(t, bin, b, netModes[0], c) })
+				}
+			})
+			protectCasesFor(t, bin, b)
+		})
+	}
+}
+
+// settingsByKeys says whether an effect is on a settings file the guard
+// reads by its keys (internal/protect's FormatJSON entries).
+func settingsByKeys(effect string) bool {
+	for _, n := range []string{"/.mcp.json ", "/.claude/settings.json ", "/.claude/settings.local.json "} {
+		if strings.Contains(effect, n) {
+			return true
+		}
+	}
+	return false
 }
 
 func contains(list []string, s string) bool {
@@ -712,24 +766,39 @@ func runViewCase(t *testing.T, bin string, b backend, m netMode, c viewCase) {
 		}
 	}
 	pinned := b.alone && (c.nonoModes == nil || contains(c.nonoModes, m.name)) && (!c.nonoRootOnly || os.Geteuid() == 0)
+	note, engine := "", "nono"
+	if pinned {
+		note = c.nono
+	}
+	if b.weaker {
+		note, engine = c.weaker, "the weaker sandbox"
+	}
 	if c.probe != "" {
 		v, r, effect := once(true, c.probe)
 		switch {
-		case pinned && c.nono == nonoGuarded:
+		case note == nonoGuarded || note == weakerGuarded:
 			// Judged by the host after the run: the guard's undoing
 			// may or may not beat the probe's next command inside.
 			if r.code == 125 {
 				t.Errorf("agent-sandbox refused to run (exit 125), so the attack was never tried: %s", r.out)
 			}
 			if effect != "" {
-				t.Errorf("under nono the guard did not undo the attack (%s): %s\n%s", c.nono, effect, r.out)
+				t.Errorf("under %s the guard did not undo the attack (%s): %s\n%s", engine, note, effect, r.out)
 			}
-		case pinned && c.nono != "":
-			// nono's own behaviour, pinned: the attack gets through.
+		case note != "":
+			// The engine's own behaviour, pinned: the attack gets through.
 			if r.code != 0 && effect == "" {
-				t.Errorf("under nono this attack used to succeed (%s) and now fails (exit %d): update the row's nono note and the README's table (Escape classes by backend): %s", c.nono, r.code, r.out)
+				t.Errorf("under %s this attack used to succeed (%s) and now fails (exit %d): update the row's note and the README's table (Escape classes by backend): %s", engine, note, r.code, r.out)
 			} else {
-				t.Logf("nono's behaviour, pinned: the attack succeeds: %s", c.nono)
+				t.Logf("%s's behaviour, pinned: the attack succeeds (on the host after the run: %q): %s", engine, effect, note)
+			}
+			// What stays changed on the host is named after the run,
+			// except a settings file read by its keys (.mcp.json,
+			// .claude/settings*.json), where a key that runs code is
+			// taken out (protect-*-hook-added, -server-added) and other
+			// changes are the agent's to make.
+			if effect != "" && (note == nonoProtect || note == weakerProtect) && !settingsByKeys(effect) && !strings.Contains(r.out, "changed during the run") {
+				t.Errorf("under %s a protected file stayed changed (%s) and the run did not name it: %s", engine, effect, r.out)
 			}
 		default:
 			checkAttack(t, v, r, effect)

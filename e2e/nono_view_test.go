@@ -57,6 +57,7 @@ func TestNonoInView(t *testing.T) {
 	t.Run("the default posture chooses nono-in-view", func(t *testing.T) { nonoInViewPlan(t, c) })
 	t.Run("the real key is absent inside", func(t *testing.T) { nonoInViewKey(t, c) })
 	t.Run("claude completes a turn, its key injected", func(t *testing.T) { nonoInViewClaude(t, c) })
+	t.Run("pi completes a turn, its key injected", func(t *testing.T) { nonoInViewPi(t, c) })
 	t.Run("protected files are read-only", func(t *testing.T) { nonoInViewProtected(t, c) })
 	t.Run("host processes are invisible", func(t *testing.T) { nonoInViewProcesses(t, c) })
 	t.Run("the agent cannot write its next run's nono profile", func(t *testing.T) { nonoInViewProfile(t, c) })
@@ -85,8 +86,8 @@ func nonoInViewPlan(t *testing.T, c *nonoInViewCase) {
 		t.Errorf("the plan does not show nono's command inside the view: %q", plan.Commands)
 	}
 	_, text := r.cli(60*time.Second, nonoDefaultEnv(t), "--dry-run", r.folder())
-	if !strings.Contains(text, "engine: nono inside the namespace view") {
-		t.Errorf("the text dry run does not name the engine:\n%s", text)
+	if !strings.Contains(text, "nono: nono inside the namespace view") || !strings.Contains(text, "engine: nono inside the namespace view") || strings.Contains(text, "weaker") {
+		t.Errorf("the text dry run does not name the engine, or calls it weaker:\n%s", text)
 	}
 }
 
@@ -130,6 +131,42 @@ func nonoInViewClaude(t *testing.T, c *nonoInViewCase) {
 		t.Errorf("Claude Code hit a sandbox denial:\n%s", out)
 	}
 	onlyKey(t, c.api.seen()[before:], c.real)
+}
+
+// nonoInViewPi: TestNonoInView, "pi completes a turn, its key injected":
+// the built-in pi folder chooses nono, so the run is nono-in-view; pi
+// holds a phantom and the stand-in sees only the real key, which the
+// view's broker injected.
+func nonoInViewPi(t *testing.T, c *nonoInViewCase) {
+	realAgent(t, "pi", "@mariozechner/pi-coding-agent@0.73.1")
+	r := newBrokerRun(t)
+	args := []string{"--allow-host", c.allow, "pi", "--provider", "anthropic", "--model", "claude-sonnet-4-5", "--no-session", "-p", "Say hello."}
+	code, out := r.cli(60*time.Second, nonoDefaultEnv(t, c.keyEnv...), append([]string{"--dry-run", "--json"}, args...)...)
+	var plan struct {
+		Backend string
+		Engine  struct{ ID string }
+	}
+	if err := json.Unmarshal([]byte(out), &plan); code != 0 || err != nil || plan.Engine.ID != "nono-in-view" {
+		t.Fatalf("pi's plan (exit %d, %v) is not nono-in-view:\n%s", code, err, out)
+	}
+	before := len(c.api.seen())
+	code, out = r.cli(150*time.Second, nonoDefaultEnv(t, c.keyEnv...), args...)
+	if code != 0 || !strings.Contains(out, standInReply) {
+		t.Fatalf("exit %d, want the stand-in's reply:\n%s", code, out)
+	}
+	if sandboxDenial.MatchString(out) || strings.Contains(out, "REALKEYMARK") {
+		t.Errorf("pi hit a sandbox denial or printed the real key:\n%s", out)
+	}
+	onlyKey(t, c.api.seen()[before:], c.real)
+	// Nothing pi wrote (its config, sessions, logs) holds the key.
+	filepath.WalkDir(filepath.Dir(r.home), func(p string, e fs.DirEntry, err error) error {
+		if err == nil && e.Type().IsRegular() {
+			if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), "REALKEYMARK") {
+				t.Errorf("the real key is in %s", p)
+			}
+		}
+		return nil
+	})
 }
 
 // nonoInViewProtected: TestNonoInView, "protected files are read-only".

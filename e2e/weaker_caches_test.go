@@ -284,33 +284,44 @@ func npmProject(t *testing.T, r *brokerRun, work string) (string, string) {
 // poisons in its cache while working on one project (Go does not verify
 // a module it extracted before) must not be what the user's other
 // project builds with in the agent's next run there. The agent's writable
-// cache is per project, in the view and in the weaker sandbox. Before, the
+// cache is per project, in the view, in nono inside the view and in the weaker sandbox. Before, the
 // view's layer was per agent: project B printed the poisoned answer.
 func TestCachePoisoningAcrossProjects(t *testing.T) {
 	skipWithoutLandlock(t)
-	for _, engine := range []string{"view", "weaker"} {
+	for _, engine := range []string{"view", "nono-in-view", "weaker"} {
 		t.Run(engine, func(t *testing.T) {
 			r := newBrokerRun(t)
 			env := []string{"GOTOOLCHAIN=local"}
-			if engine == "weaker" {
+			backend := []string{"--sandbox-backend", "landlock"}
+			path := agentPath()
+			switch engine {
+			case "weaker":
 				r.prefix = noUserns(t)
 				env = append(env, "AGENT_SANDBOX_WEAKER_SANDBOX=1")
+			case "nono-in-view":
+				// The default posture with nono on PATH: the folder's
+				// nono.json chooses nono, inside the view.
+				backend = nil
+				path = strings.TrimPrefix(nonoDefaultEnv(t)[0], "PATH=")
 			}
 			other := filepath.Join(filepath.Dir(r.work), "other")
 			goDir, caches := goProject(t, r, r.work)
 			goProject(t, r, other)
-			env = append(env, "PATH="+goDir+":"+agentPath())
+			env = append(env, "PATH="+goDir+":"+path)
 			before := treeSum(t, caches...)
 			// In project A the agent rewrites the dependency in its module
 			// cache: the attack works there (the control).
-			poison := `set -e; go build -o /dev/null . ; d=$(go env GOMODCACHE)/example.com/dep@v1.0.0; chmod -R u+w "$d"; sed -i 's/return 42/return 666/' "$d/dep.go"; go run .`
-			code, out := r.cli(180*time.Second, env, "--sandbox-backend", "landlock", "--offline", r.folder(), "-c", poison)
+			poison := `set -e; go build -o /dev/null . ; d=$(go env GOMODCACHE)/example.com/dep@v1.0.0; chmod -R u+w "$d"; sed -i 's/return 42/return 666/' "$d/dep.go"; go run .; sed 's/^/PARENT=/' /proc/$PPID/comm 2>/dev/null || true`
+			code, out := r.cli(180*time.Second, env, append(backend, "--offline", r.folder(), "-c", poison)...)
 			if code != 0 || !strings.Contains(out, "ANSWER 666") {
 				t.Fatalf("control: the agent could not poison its own cache in project A (exit %d): %s", code, out)
 			}
+			if engine == "nono-in-view" && !strings.Contains(out, "PARENT=nono\n") {
+				t.Errorf("the agent's parent is not nono: not nono inside the view: %s", out)
+			}
 			// In project B the same agent's next run builds the real
 			// dependency.
-			code, out = r.cli(180*time.Second, env, "--sandbox-backend", "landlock", "--offline", "--workdir", other, r.folder(), "-c", "go run .")
+			code, out = r.cli(180*time.Second, env, append(backend, "--offline", "--workdir", other, r.folder(), "-c", "go run .")...)
 			if code != 0 || !strings.Contains(out, "ANSWER 42") {
 				t.Errorf("project B's run (exit %d) did not build the real dependency: %s", code, out)
 			}

@@ -148,7 +148,7 @@ var engines = []Engine{
 		Gives: map[Protection]Cell{
 			Files:          {Yes, "Landlock"},
 			Names:          {No, "Landlock governs contents, not names: the whole filesystem's names and metadata are visible (`stat`), while listing an ungranted directory, `/` included, is refused: Landlock's right to list `/` would cover every directory below it"},
-			ProtectedFiles: {No, "Landlock only adds rights: audited and restored after the run; `.git/config` replaced by rename or unlink cannot be refused"},
+			ProtectedFiles: {No, "Landlock only adds rights: agent-sandbox's guard undoes code-running changes (git's settings and hooks, an MCP server or hook in an agent's settings) while the agent runs and after it ends, and names the others for review; a `.git` replaced whole stays replaced"},
 			Processes:      {No, "no PID namespace: host processes are listed; leftovers are swept, not contained"},
 			Offline:        {Partly, "Landlock's TCP rules only: UDP and DNS are not confined"},
 			Allowlist:      {Partly, "Landlock's TCP rules by port: the broker's port (and each open_port) reaches every host; UDP and DNS not confined"},
