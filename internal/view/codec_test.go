@@ -12,6 +12,9 @@ func fill(v reflect.Value, path string) {
 	switch v.Kind() {
 	case reflect.Struct:
 		for i := 0; i < v.NumField(); i++ {
+			if !v.Type().Field(i).IsExported() {
+				continue // set inside its package, never sent
+			}
 			fill(v.Field(i), path+"."+v.Type().Field(i).Name)
 		}
 	case reflect.Slice:
