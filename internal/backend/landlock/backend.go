@@ -143,10 +143,11 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 		abiOf = ll.ABI
 	}
 	abi, abiErr := abiOf()
-	if abiErr != nil {
+	expected, why := viewExpectedOr(b.View)
+	if abiErr != nil && !expected {
+		// Without a view, Landlock is the sandbox: refused.
 		p.Refusal = fmt.Sprintf("the landlock backend cannot run here: %v", abiErr)
 	}
-	expected, why := viewExpectedOr(b.View)
 	weaker := WeakerSandboxAllowed
 	if b.Weaker != nil {
 		weaker = b.Weaker
@@ -155,6 +156,10 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 	case expected:
 		p.Engine = EngineView
 		p.Warnings = ViewWarnings(p.Policy, abi)
+		if abiErr != nil {
+			p.Warnings = append([]string{NoLandlockWarning(abiErr)}, p.Warnings...)
+			p.Refusal = noLandlockRefusal(s, b.PolicyFile)
+		}
 	case weaker():
 		p.Engine = EngineWeaker
 		narrowed := s
@@ -189,6 +194,26 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 		p.Refusal = memoryRefusal(s)
 	}
 	return p, nil
+}
+
+// NoLandlockWarning is the one warning of a run in the namespace view on a
+// kernel without Landlock (why says why there is none): what Landlock
+// would add (engine.WithoutLandlock).
+func NoLandlockWarning(why error) string {
+	return fmt.Sprintf("%v: %s", why, engine.WithoutLandlock)
+}
+
+// noLandlockRefusal refuses, for the view without Landlock, what only
+// Landlock enforces: a write-only grant (the view binds it read-write,
+// and only Landlock keeps it unreadable).
+func noLandlockRefusal(s spec.Spec, policyFile string) string {
+	if len(s.Write) == 0 {
+		return ""
+	}
+	if policyFile == "" {
+		policyFile = "the grants"
+	}
+	return fmt.Sprintf("%s: filesystem.write (write-only) %s cannot be enforced without Landlock (this kernel has none): the namespace view would bind it read-write, readable by the agent; make it a read-write grant (filesystem.allow) if the agent may read it, or run on Linux 5.13 or later with Landlock", policyFile, strings.Join(s.Write, ", "))
 }
 
 // viewPrivate are the paths the view has its own of, empty at each start:

@@ -34,8 +34,12 @@ import (
 func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weaker, banner bool, pre *Early) int {
 	if verbose {
 		abi, _ := ll.ABI()
-		diag.Notef(stdio.Err, "namespace view (new user, mount, PID, IPC, UTS%s namespaces), then Landlock ABI %d, seccomp and no_new_privs",
-			map[bool]string{true: ", network", false: ""}[p.Network == ll.NetBlocked], abi)
+		inside := fmt.Sprintf("Landlock ABI %d, seccomp and no_new_privs", abi)
+		if abi < 1 {
+			inside = "seccomp and no_new_privs (no Landlock on this kernel)"
+		}
+		diag.Notef(stdio.Err, "namespace view (new user, mount, PID, IPC, UTS%s namespaces), then %s",
+			map[bool]string{true: ", network", false: ""}[p.Network == ll.NetBlocked], inside)
 	}
 	// The view's init starts first, unless it was started before the
 	// run was planned (pre): its runtime's start overlaps with what

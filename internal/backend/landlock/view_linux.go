@@ -349,6 +349,12 @@ func (v *viewRun) reprotect(proc *view.Process) guard.Reprotect {
 func (v *viewRun) start(cmd *exec.Cmd) (launch.Started, error) {
 	argv := v.sess.args(append([]string{cmd.Path}, cmd.Args[1:]...), v.n.ProxyPort)
 	c := viewConfig(v.p, v.s, argv, cmd.Env, cmd.Dir, v.layers)
+	// A kernel without Landlock: the view alone, as Prepare planned and
+	// warned (NoLandlockWarning). Init enforces Landlock wherever the
+	// kernel has it, whatever this says.
+	if abi, _ := ll.ABI(); abi < 1 {
+		c.WithoutLandlock = true
+	}
 	viewNetwork(&c, v.n)
 	// In a network namespace of its own, a connection that leads nowhere
 	// is refused at once and silently: init records each destination.
