@@ -219,7 +219,7 @@ func setUp(c Config) (*landlock.Ruleset, error) {
 		}
 	}
 	// Whatever descriptors agent-sandbox's caller left open stay here.
-	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+	if err := closeOnExecAbove(3); err != nil {
 		return nil, fmt.Errorf("marking inherited descriptors close-on-exec: %w", err)
 	}
 	if err := unix.Chdir(c.Workdir); err != nil {
