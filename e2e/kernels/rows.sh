@@ -163,7 +163,8 @@ holds() {
       # Linking and renaming are the agent's own work: from ABI 2 on b/g
       # and b/h are the same file (a link, then a rename, not a copy); on
       # ABI 1 Landlock refuses both (EXDEV, as documented: mv copies).
-      if [ "$ABI" -ge 2 ]; then
+      # Without Landlock (ABI 0, the view alone) nothing refuses them.
+      if [ "$ABI" -ge 2 ] || [ "$ABI" = 0 ]; then
         [ -e $W/b/g ] && [ "$(stat -c %i $W/b/g)" = "$(stat -c %i $W/b/h 2>/dev/null)" ] &&
           NOTE="linked and renamed (one inode)"
       else
