@@ -1,0 +1,232 @@
+//go:build linux
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// noLandlockExecVar, in the e2e test binary's environment, makes it a
+// wrapper (TestMain): it installs a seccomp filter under which every
+// Landlock system call fails with ENOSYS, as on a kernel without Landlock
+// (Debian 11's 5.10), and executes the program its arguments name. The
+// kernel matrix (e2e/kernels) boots a real 5.10; this runs the same
+// code path here, as root and as an ordinary user.
+const noLandlockExecVar = "AGENT_SANDBOX_E2E_NOLANDLOCK_EXEC"
+
+// noLandlockExec is the wrapper (see noLandlockExecVar).
+func noLandlockExec() {
+	runtime.LockOSThread()
+	fail := func(err error) {
+		fmt.Fprintln(os.Stderr, "e2e no-Landlock wrapper:", err)
+		os.Exit(126)
+	}
+	arch := map[string]uint32{"amd64": unix.AUDIT_ARCH_X86_64, "arm64": unix.AUDIT_ARCH_AARCH64}[runtime.GOARCH]
+	if arch == 0 || len(os.Args) < 2 {
+		fail(fmt.Errorf("usage: %s=1 TESTBINARY PROGRAM ARGS (amd64 or arm64)", noLandlockExecVar))
+	}
+	// landlock_create_ruleset, landlock_add_rule, landlock_restrict_self:
+	// 444-446 on every architecture.
+	filter := []unix.SockFilter{
+		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 4},
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: arch, Jt: 0, Jf: 4},
+		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 0},
+		{Code: unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K, K: 444, Jt: 0, Jf: 2},
+		{Code: unix.BPF_JMP | unix.BPF_JGT | unix.BPF_K, K: 446, Jt: 1, Jf: 0},
+		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
+		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW},
+	}
+	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		fail(err)
+	}
+	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&prog))); errno != 0 {
+		fail(fmt.Errorf("seccomp: %w", errno))
+	}
+	env := make([]string, 0, len(os.Environ()))
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, noLandlockExecVar+"=") {
+			env = append(env, kv)
+		}
+	}
+	fail(unix.Exec(os.Args[1], os.Args[1:], env))
+}
+
+// TestViewWithoutLandlock: on a kernel without Landlock (simulated: the
+// Landlock system calls fail with ENOSYS) where user namespaces exist,
+// the namespace view runs, with one warning naming what Landlock would
+// add, and doctor says the same; the view keeps what it keeps with
+// Landlock: a credential unreadable, a write outside the workdir
+// refused, the protected files read-only against umount, remount,
+// mount_setattr, rename and unlink (the view-ro-bypass family), the
+// workdir writable. A write-only grant, which only Landlock keeps
+// unreadable, is refused; without user namespaces too, every run is.
+func TestViewWithoutLandlock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real binary; skipped with -short")
+	}
+	bin := buildAgentSandbox(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := homeTempDir(t, "nolandlock-home-")
+	work := filepath.Join(home, "project")
+	secret := filepath.Join(home, ".ssh", "id_ed25519")
+	gitConfig := "[core]\n\trepositoryformatversion = 0\n\tbare = false\n"
+	reset := func() {
+		t.Helper()
+		os.RemoveAll(work)
+		for _, d := range []string{".git/hooks", ".git/objects", ".git/refs/heads", ".ssh"} {
+			if err := os.MkdirAll(filepath.Join(work, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		os.MkdirAll(filepath.Dir(secret), 0o700)
+		for p, c := range map[string]string{secret: "CANARY-nolandlock\n", filepath.Join(work, ".git/HEAD"): "ref: refs/heads/main\n",
+			filepath.Join(work, ".git/config"): gitConfig} {
+			if err := os.WriteFile(p, []byte(c), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	run := func(prefix []string, env []string, args ...string) (string, int) {
+		t.Helper()
+		argv := append(append(append([]string{}, prefix...), bin), args...)
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir = work
+		cmd.Env = withCover(append([]string{"HOME=" + home, "PATH=" + agentPath(), "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
+			"XDG_STATE_HOME=" + filepath.Join(home, ".local", "state")}, env...))
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), code
+	}
+	noLL := []string{self}
+	noLLEnv := []string{noLandlockExecVar + "=1"}
+	// The wrapper works: Landlock's system calls fail under it.
+	reset()
+	if out, _ := run(noLL, noLLEnv, "doctor"); !strings.Contains(out, "Landlock is not available") {
+		t.Fatalf("control: under the wrapper doctor still finds Landlock: %s", out)
+	}
+	if out, code := run(nil, nil, "--sandbox-backend", "landlock", "shell", "-c", "true"); code != 0 || strings.Contains(out, "runs without Landlock") {
+		t.Fatalf("control: without the wrapper the view runs with Landlock and says nothing of it (exit %d): %s", code, out)
+	}
+
+	attack := `umount .git/hooks; umount .git/config; umount -l .git/config
+mount -o remount,bind,rw .git/config; mount -o remount,bind,rw .git/hooks
+python3 -c 'import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+class A(ctypes.Structure): _fields_ = [("set", ctypes.c_uint64), ("clr", ctypes.c_uint64), ("prop", ctypes.c_uint64), ("fd", ctypes.c_uint64)]
+for p in (b".git/config", b".git/hooks"):
+    a = A(0, 1, 0, 0)
+    print("mount_setattr", p, libc.syscall(442, -100, p, 0x8000, ctypes.byref(a), ctypes.sizeof(a)), ctypes.get_errno())'
+mv .git/config .git/config.old; rm -f .git/config; rm -rf .git/hooks; mkdir -p .git/hooks
+printf '#!/bin/sh\ntouch hooked\n' > .git/hooks/pre-commit
+echo '[alias] x = !touch hooked' >> .git/config
+cat ` + secret + `; echo x > ` + filepath.Join(home, "escaped") + `; echo kept > kept.txt; echo DONE`
+	check := func(t *testing.T, out string, sandboxed bool) {
+		t.Helper()
+		b, _ := os.ReadFile(filepath.Join(work, ".git/config"))
+		_, hookErr := os.Stat(filepath.Join(work, ".git/hooks/pre-commit"))
+		_, escErr := os.Stat(filepath.Join(home, "escaped"))
+		kept, _ := os.ReadFile(filepath.Join(work, "kept.txt"))
+		held := map[string]bool{
+			"git config unchanged": string(b) == gitConfig,
+			"no hook planted":      os.IsNotExist(hookErr),
+			"credential unread":    !strings.Contains(out, "CANARY-nolandlock"),
+			"no write outside":     os.IsNotExist(escErr),
+		}
+		for what, ok := range held {
+			if ok != sandboxed {
+				t.Errorf("%s: %v, want %v (sandboxed %v):\n%s", what, ok, sandboxed, sandboxed, out)
+			}
+		}
+		if string(kept) != "kept\n" || !strings.Contains(out, "DONE") {
+			t.Errorf("the agent's write in its workdir was not kept, or it did not run to the end:\n%s", out)
+		}
+	}
+	t.Run("control-unsandboxed", func(t *testing.T) {
+		reset()
+		out, _ := run(nil, nil, "--no-sandbox", "shell", "-c", attack)
+		check(t, out, false)
+		os.Remove(filepath.Join(home, "escaped"))
+	})
+	t.Run("view", func(t *testing.T) {
+		reset()
+		out, code := run(noLL, noLLEnv, "--sandbox-backend", "landlock", "shell", "-c", attack)
+		if n := strings.Count(out, "the namespace view runs without Landlock"); n != 1 || code != 0 {
+			t.Errorf("exit %d, %d warnings naming what Landlock would add, want 0 and 1:\n%s", code, n, out)
+		}
+		if strings.Contains(out, "WEAKER sandbox") {
+			t.Errorf("the weaker sandbox ran, not the view:\n%s", out)
+		}
+		check(t, out, true)
+		if testing.Verbose() {
+			t.Logf("%s", out)
+		}
+	})
+	t.Run("doctor", func(t *testing.T) {
+		out, _ := run(noLL, noLLEnv, "doctor")
+		var line string
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, "landlock: ") && (strings.HasPrefix(l, "warn") || strings.HasPrefix(l, "fail") || strings.HasPrefix(l, "ok")) {
+				line = l
+				break
+			}
+		}
+		if !strings.HasPrefix(line, "warn") || !strings.Contains(line, "the namespace view runs without Landlock") ||
+			!strings.Contains(line, "files outside the grants unreadable and unwritable") {
+			t.Errorf("doctor's landlock line does not say the view runs without Landlock and what changes: %q", line)
+		}
+	})
+	t.Run("write-only-refused", func(t *testing.T) {
+		reset()
+		log := filepath.Join(home, "log")
+		if err := os.WriteFile(log, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// An agent folder whose nono.json grants log write-only.
+		folder := filepath.Join(home, "wofolder")
+		if err := os.MkdirAll(filepath.Join(folder, "sandbox"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(folder, "agent.toml"), []byte("command = \"/bin/sh\"\n"), 0o644)
+		os.WriteFile(filepath.Join(folder, "sandbox", "nono.json"), []byte(`{"filesystem": {"write": ["`+log+`"]}}`), 0o644)
+		if out, code := run(nil, nil, "--sandbox-backend", "landlock", folder, "-c", "echo STARTED"); code != 0 || !strings.Contains(out, "STARTED") {
+			t.Fatalf("control: with Landlock the folder runs (exit %d): %s", code, out)
+		}
+		out, code := run(noLL, noLLEnv, "--sandbox-backend", "landlock", folder, "-c", "echo STARTED")
+		if code != 125 || strings.Contains(out, "STARTED") || !strings.Contains(out, "cannot be enforced without Landlock") || !strings.Contains(out, log) {
+			t.Errorf("a write-only grant without Landlock: exit %d, want 125 naming it:\n%s", code, out)
+		} else if testing.Verbose() {
+			t.Logf("%s", out)
+		}
+	})
+	t.Run("no-userns-refused", func(t *testing.T) {
+		prefix := append(noUserns(t), self)
+		for _, weaker := range []bool{false, true} {
+			env := noLLEnv
+			if weaker {
+				env = append(env, "AGENT_SANDBOX_WEAKER_SANDBOX=1")
+			}
+			out, code := run(prefix, env, "--sandbox-backend", "landlock", "shell", "-c", "echo STARTED")
+			if code != 125 || strings.Contains(out, "STARTED") || !strings.Contains(out, "Landlock is not available") {
+				t.Errorf("neither a view nor Landlock (weaker opt-in %v): exit %d, want 125 naming Landlock:\n%s", weaker, code, out)
+			}
+		}
+	})
+}
