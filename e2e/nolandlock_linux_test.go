@@ -216,6 +216,21 @@ cat ` + secret + `; echo x > ` + filepath.Join(home, "escaped") + `; echo kept >
 			t.Logf("%s", out)
 		}
 	})
+	t.Run("open-network-one-warning", func(t *testing.T) {
+		// A folder without network rules: the host's network, whose
+		// abstract sockets Landlock ABI 6 would scope; still one warning.
+		folder := filepath.Join(home, "openfolder")
+		if err := os.MkdirAll(filepath.Join(folder, "sandbox"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(folder, "agent.toml"), []byte("command = \"/bin/sh\"\n"), 0o644)
+		os.WriteFile(filepath.Join(folder, "sandbox", "nono.json"), []byte(`{}`), 0o644)
+		out, code := run(noLL, noLLEnv, "--sandbox-backend", "landlock", folder, "-c", "echo STARTED")
+		if code != 0 || !strings.Contains(out, "STARTED") || strings.Count(out, "warning:") != 1 ||
+			!strings.Contains(out, "the namespace view runs without Landlock") || !strings.Contains(out, "abstract Unix sockets") {
+			t.Errorf("exit %d; want the agent started with one warning, naming the abstract sockets too:\n%s", code, out)
+		}
+	})
 	t.Run("no-userns-refused", func(t *testing.T) {
 		prefix := append(noUserns(t), self)
 		for _, weaker := range []bool{false, true} {

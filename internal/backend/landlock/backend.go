@@ -157,7 +157,8 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 		p.Engine = EngineView
 		p.Warnings = ViewWarnings(p.Policy, abi)
 		if abiErr != nil {
-			p.Warnings = append([]string{NoLandlockWarning(abiErr)}, p.Warnings...)
+			// One warning, which says the rest too.
+			p.Warnings = []string{NoLandlockWarning(abiErr, p.Policy)}
 			p.Refusal = noLandlockRefusal(s, b.PolicyFile)
 		}
 	case weaker():
@@ -197,10 +198,16 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 }
 
 // NoLandlockWarning is the one warning of a run in the namespace view on a
-// kernel without Landlock (why says why there is none): what Landlock
-// would add (engine.WithoutLandlock).
-func NoLandlockWarning(why error) string {
-	return fmt.Sprintf("%v: %s", why, engine.WithoutLandlock)
+// kernel without Landlock (why says why there is none), for the policy p:
+// what Landlock would add (engine.WithoutLandlock), and with an open
+// network the abstract sockets it would scope.
+func NoLandlockWarning(why error, p ll.Policy) string {
+	w := fmt.Sprintf("%v: %s", why, engine.WithoutLandlock)
+	if len(ViewWarnings(p, 0)) > 0 {
+		// An open network shares the host's network namespace.
+		w += "; with the network open, the host's abstract Unix sockets (X11, D-Bus) are reachable, as below Landlock ABI 6"
+	}
+	return w
 }
 
 // noLandlockRefusal refuses, for the view without Landlock, what only
