@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -229,6 +230,59 @@ cat ` + secret + `; echo x > ` + filepath.Join(home, "escaped") + `; echo kept >
 		if code != 0 || !strings.Contains(out, "STARTED") || strings.Count(out, "warning:") != 1 ||
 			!strings.Contains(out, "the namespace view runs without Landlock") || !strings.Contains(out, "abstract Unix sockets") {
 			t.Errorf("exit %d; want the agent started with one warning, naming the abstract sockets too:\n%s", code, out)
+		}
+	})
+	t.Run("joined-siblings", func(t *testing.T) {
+		// Eight read-only grants that are all the entries of one
+		// directory: with Landlock the view may bind the directory once,
+		// its rules keeping anything else in it unreadable. Without
+		// Landlock nothing would: a file the host adds there during the
+		// run must not be readable in the view.
+		reset()
+		dir := filepath.Join(home, "siblings")
+		os.RemoveAll(dir)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var args []string
+		for i := 1; i <= 8; i++ {
+			f := filepath.Join(dir, fmt.Sprintf("f%d", i))
+			os.WriteFile(f, []byte("granted\n"), 0o644)
+			args = append(args, "--read", f)
+		}
+		ready, goOn := filepath.Join(work, "ready"), filepath.Join(work, "go")
+		script := "cat " + filepath.Join(dir, "f1") + "; : > " + ready + "; while [ ! -e " + goOn + " ]; do sleep 0.01; done; cat " + filepath.Join(dir, "added") + "; echo DONE"
+		type res struct {
+			out  string
+			code int
+		}
+		done := make(chan res, 1)
+		go func() {
+			out, code := run(noLL, noLLEnv, append(append([]string{"--sandbox-backend", "landlock"}, args...), "shell", "-c", script)...)
+			done <- res{out, code}
+		}()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if _, err := os.Stat(ready); err == nil {
+				break
+			}
+			select {
+			case r := <-done:
+				t.Fatalf("the agent ended before it was ready (exit %d):\n%s", r.code, r.out)
+			case <-time.After(10 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the agent never got ready")
+			}
+		}
+		os.WriteFile(filepath.Join(dir, "added"), []byte("ADDED-DURING-RUN\n"), 0o644)
+		os.WriteFile(goOn, nil, 0o644)
+		r := <-done
+		if !strings.Contains(r.out, "granted") || !strings.Contains(r.out, "DONE") {
+			t.Errorf("control: the granted file was not readable, or the agent did not finish (exit %d):\n%s", r.code, r.out)
+		}
+		if strings.Contains(r.out, "ADDED-DURING-RUN") {
+			t.Errorf("a file the host added during the run beside the granted ones was readable without Landlock:\n%s", r.out)
 		}
 	})
 	t.Run("no-userns-refused", func(t *testing.T) {

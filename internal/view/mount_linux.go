@@ -322,13 +322,19 @@ func remountOneReadOnly(path string) error {
 // directory during the run appears there too, by name only, as the
 // agent's Landlock rules stay those of the granted paths (memberRules).
 // So a directory that a Landlock rule of rules reaches (one on it or
-// above it) is never joined.
+// above it) is never joined, and without Landlock (rules.None) none is.
 //
 // exists and overlays are aligned with ms (exists: the bind is to be
 // placed); the returned slices are too, still parents first. joined maps
 // each new bind's path to the members it shows.
 func joinSiblings(ms []Mount, exists []bool, overlays []*overlayFds, host *hostPaths, rules *landlock.Ruleset) (
 	[]Mount, []bool, []*overlayFds, map[string][]member) {
+	if rules.None() {
+		// No Landlock (an old kernel): nothing would keep what the host
+		// adds to the directory during the run unreadable. Separate
+		// binds.
+		return ms, exists, overlays, nil
+	}
 	var joined map[string][]member
 	for _, g := range siblingGroups(ms, exists) {
 		if rules.Reaches(g.dir) {
