@@ -33,13 +33,8 @@ import (
 // broker's line about refused connections.
 func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weaker, banner bool, pre *Early) int {
 	if verbose {
-		abi, _ := ll.ABI()
-		inside := fmt.Sprintf("Landlock ABI %d, seccomp and no_new_privs", abi)
-		if abi < 1 {
-			inside = "seccomp and no_new_privs (no Landlock on this kernel)"
-		}
 		diag.Notef(stdio.Err, "namespace view (new user, mount, PID, IPC, UTS%s namespaces), then %s",
-			map[bool]string{true: ", network", false: ""}[p.Network == ll.NetBlocked], inside)
+			map[bool]string{true: ", network", false: ""}[p.Network == ll.NetBlocked], insideView())
 	}
 	// The view's init starts first, unless it was started before the
 	// run was planned (pre): its runtime's start overlaps with what
@@ -237,6 +232,16 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 		l.Prepare, l.Start = v.prepare, v.start
 	}
 	return l.Execute()
+}
+
+// insideView names what confines the agent inside the view on this
+// kernel, for --verbose.
+func insideView() string {
+	abi, _ := ll.ABI()
+	if abi < 1 {
+		return "seccomp and no_new_privs (no Landlock on this kernel)"
+	}
+	return fmt.Sprintf("Landlock ABI %d, seccomp and no_new_privs", abi)
 }
 
 // ViewWarnings are KernelWarnings for a run in the namespace view: the view
