@@ -258,7 +258,10 @@ func (r *run) posture(check string, f *agent.Folder, installed bool, reported ma
 		return ""
 	}
 	if lp, ok := p.Prepared.(*landlockbackend.Prepared); ok {
-		if _, err := landlock.Plan(lp.Policy); err != nil {
+		// In the view, a kernel without Landlock is the view alone (the
+		// landlock check says what that lacks), not a refusal.
+		abi, _ := landlock.ABI()
+		if _, err := landlock.Plan(lp.Policy); err != nil && !(lp.Engine == landlockbackend.EngineView && abi < 1) {
 			refused("the kernel cannot enforce its policy: "+err.Error(), "see the landlock and user namespaces checks")
 			return ""
 		}

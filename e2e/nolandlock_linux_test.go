@@ -245,6 +245,9 @@ func (f *noLL) doctor(t *testing.T) {
 		!strings.Contains(line, "files outside the grants unreadable and unwritable") {
 		t.Errorf("doctor's landlock line does not say the view runs without Landlock and what changes: %q", line)
 	}
+	if !strings.Contains(out, "ok    shell posture:") {
+		t.Errorf("doctor does not say the shell agent runs (the view without Landlock):\n%s", out)
+	}
 }
 
 // writeOnlyRefused: a folder whose nono.json grants a file write-only.
