@@ -266,8 +266,10 @@ doctor_check() {
   echo "DOCTOR|$mode|$ll"
   if [ "$got_abi" = "$ABI" ] && [ "$ABI" = 0 ] && [ "$userns_want" = on ]; then
     # The view runs without Landlock: doctor says so, and what it lacks.
-    if printf '%s' "$ll" | grep -q 'the namespace view runs without Landlock'; then
-      row $mode doctor-landlock ok "ABI 0; doctor: the view runs without Landlock"
+    if printf '%s' "$out" | grep -q '^fail *shell posture'; then
+      row $mode doctor-landlock FAIL "ABI 0 with user namespaces: doctor says the shell agent is refused: $(printf '%s' "$out" | grep -m1 '^fail *shell posture')"
+    elif printf '%s' "$ll" | grep -q 'the namespace view runs without Landlock'; then
+      row $mode doctor-landlock ok "ABI 0; doctor: the view runs without Landlock, the shell agent's posture ok"
     else
       row $mode doctor-landlock FAIL "ABI 0 with user namespaces: doctor does not say the view runs without Landlock: $ll"
     fi
