@@ -67,6 +67,8 @@ MUST_RUN = [
     "e2e TestProtectPlantedCommondir",
     "e2e-user TestProtectPlantedCommondir",
     "e2e TestProtectExcludeThroughSymlink",
+    "e2e TestViewWithoutLandlock",
+    "e2e-user TestViewWithoutLandlock",
     "e2e TestProtectLiveReplace",
     "e2e-user TestProtectLiveReplace",
     "e2e TestProtectRace",

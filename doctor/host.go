@@ -27,11 +27,12 @@ var (
 // host runs the host checks.
 func (r *run) host() {
 	abi, abiErr := landlock.ABI()
+	userns := r.goos == "linux" && landlock.UserNamespacesAvailable()
 	r.results = append(r.results,
-		landlockResult(r.goos, abi, abiErr, r.nonoPath != ""),
+		landlockResult(r.goos, abi, abiErr, r.nonoPath != "", userns),
 		kernelResult(r.goos, kernelRelease()))
 	if r.goos == "linux" {
-		r.results = append(r.results, usernsResult(landlock.UserNamespacesAvailable(), readSysctls(), os.Geteuid()))
+		r.results = append(r.results, usernsResult(userns, readSysctls(), os.Geteuid()))
 		m, err := scope.Find()
 		r.results = append(r.results, memoryResult(err, err == nil && m.Tasks()))
 	} else {
@@ -56,10 +57,13 @@ func landlockEnables(abi int) (have, lack []string) {
 }
 
 // landlockResult judges the Landlock ABI. abi is 0 when Landlock is
-// unavailable, abiErr then says why. Without Landlock and without nono no
-// kernel backend works (fail); otherwise a missing Landlock is a warning,
-// and so is an ABI below 6 (no signal and abstract-socket scoping).
-func landlockResult(goos string, abi int, abiErr error, nonoFound bool) Result {
+// unavailable, abiErr then says why. Without Landlock, the built-in
+// engine runs its namespace view where user namespaces are available
+// (userns), without Landlock (a warning that says what Landlock would
+// add); without both and without nono no kernel backend works (fail);
+// otherwise a missing Landlock is a warning, and so is an ABI below 6 (no
+// signal and abstract-socket scoping).
+func landlockResult(goos string, abi int, abiErr error, nonoFound, userns bool) Result {
 	res := Result{Check: "landlock"}
 	if goos != "linux" {
 		if nonoFound {
@@ -76,6 +80,14 @@ func landlockResult(goos string, abi int, abiErr error, nonoFound bool) Result {
 			why = abiErr.Error()
 		}
 		res.Fix = "enable Landlock (Linux 5.13 or later with CONFIG_SECURITY_LANDLOCK=y and landlock in the lsm= boot parameter)"
+		if userns {
+			res.Status = Warn
+			res.Detail = why + "; user namespaces are available: " + engine.WithoutLandlock
+			if nonoFound {
+				res.Detail += "; nono needs Landlock on Linux, so expect it to refuse to start"
+			}
+			return res
+		}
 		if nonoFound {
 			res.Status = Warn
 			res.Detail = why + "; nono is installed, but on Linux it needs Landlock as well, so expect it to refuse to start (only --sandbox-backend sbx works without Landlock)"

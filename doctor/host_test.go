@@ -67,11 +67,13 @@ func TestLandlockResult(t *testing.T) {
 		{"missing, no nono", "linux", 0, noLL, false, Fail, "no Landlock system calls); nono is not installed either", "install nono"},
 		{"missing, nono", "linux", 0, noLL, true, Warn, "nono is installed, but on Linux it needs Landlock as well", "enable Landlock"},
 		{"missing, no error", "linux", 0, nil, false, Fail, "Landlock is not available", "lsm="},
+		{"missing, userns", "linux", 0, noLL, false, Warn, "no Landlock system calls); user namespaces are available: the namespace view runs without Landlock, with seccomp and no_new_privs", "enable Landlock"},
+		{"missing, userns, nono", "linux", 0, noLL, true, Warn, "runs them on Linux 5.10); nono needs Landlock", "enable Landlock"},
 		{"darwin nono", "darwin", 0, noLL, true, OK, "not Linux (darwin)", ""},
 		{"darwin no nono", "darwin", 0, noLL, false, Fail, "no kernel backend works", "install nono"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := landlockResult(tc.goos, tc.abi, tc.err, tc.nono)
+			res := landlockResult(tc.goos, tc.abi, tc.err, tc.nono, strings.HasSuffix(tc.name, "userns") || strings.HasSuffix(tc.name, "userns, nono"))
 			if res.Check != "landlock" || res.Status != tc.want || !strings.Contains(res.Detail, tc.detail) {
 				t.Errorf("got %+v, want %s with %q", res, tc.want, tc.detail)
 			}

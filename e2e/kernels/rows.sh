@@ -44,7 +44,8 @@ chmod 700 $A/.ssh
 chmod 600 $A/.ssh/id_ed25519
 echo "project file" > $W/README
 echo 'ref: refs/heads/main' > $W/.git/HEAD
-printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n' > $W/.git/config
+GITCONFIG=$(printf '[core]\n\trepositoryformatversion = 0\n\tbare = false')
+printf '%s\n' "$GITCONFIG" > $W/.git/config
 chown -R 1000:1000 $A
 # A host service on the loopback, and a host process of the user's.
 echo "$CANARY" > /srv/canary
@@ -94,10 +95,24 @@ P_link='mkdir -p a b && touch a/f; ln a/f b/g; mv a/f b/h'
 # UDP to a host loopback service (offline: the view's network namespace;
 # the weaker sandbox's Landlock UDP rules, ABI 10).
 P_udp="probe udp-send 127.0.0.1:8766 udp-$CANARY"
-ROWS="cred write loopback proc hooks kept truncate signal link udp"
+# The view-ro-bypass family: ways around the read-only binds of the
+# protected files (.git/config, .git/hooks) that the view keeps
+# read-only; each attempt is followed by the write it would allow, and
+# the host's files must be unchanged after the run (the weaker sandbox,
+# which has no binds, restores them after the run: the ledger).
+RO_WRITE='printf "#!/bin/sh\ntouch /home/agent/hooked\n" > .git/hooks/pre-commit; echo "[alias] x = !touch /home/agent/hooked" >> .git/config'
+P_roumount="umount .git/hooks; umount .git/config; umount -l .git/hooks; umount -l .git/config; $RO_WRITE"
+P_roremount="mount -o remount,bind,rw .git/hooks; mount -o remount,bind,rw .git/config; mount -o remount,rw .git/config; $RO_WRITE"
+P_rosetattr="probe setattr .git/hooks; probe setattr .git/config; $RO_WRITE"
+P_rorename="mv .git/config .git/config.old; mv .git/hooks .git/hooks.old; mkdir -p .git/hooks; $RO_WRITE"
+P_rounlink="rm -f .git/config; rm -rf .git/hooks; mkdir -p .git/hooks; $RO_WRITE"
+ROWS="cred write loopback proc hooks kept truncate signal link udp roumount roremount rosetattr rorename rounlink"
 
 reset_host() {
-  rm -rf $A/escaped $W/.git/hooks/pre-commit $W/kept.txt $W/a $W/b
+  rm -rf $A/escaped $A/hooked $W/.git/hooks/pre-commit $W/kept.txt $W/a $W/b $W/.git/config.old $W/.git/hooks.old
+  mkdir -p $W/.git/hooks
+  printf '%s\n' "$GITCONFIG" > $W/.git/config
+  chown -R 1000:1000 $W/.git
   : > /run/asb/udp.got
   echo "notes of the user's" > $A/notes
   chown 1000:1000 $A/notes
@@ -131,6 +146,13 @@ holds() {
       [ ! -e $W/.git/hooks/pre-commit ] || return 1
       printf '%s' "$2" | grep -q "can't create\|No such file\|Read-only" || NOTE="written, then undone after the run (the ledger)" ;;
     kept) [ "$(cat $W/kept.txt 2>/dev/null)" = kept ] && NOTE="kept" ;;
+    ro*)
+      # The host's .git/config and hooks as before the run.
+      [ ! -e $W/.git/hooks/pre-commit ] && [ "$(cat $W/.git/config 2>/dev/null)" = "$GITCONFIG" ] || return 1
+      case $mode in
+        *weaker*) NOTE="the host's files unchanged after the run (the weaker sandbox undoes: the ledger)" ;;
+        *) NOTE="the protected files unchanged: $(printf '%s\n' "$2" | grep -v '^agent-sandbox: \|^STARTED$\|^$' | grep -io 'operation not permitted\|permission denied\|read-only file system\|resource busy\|not supported\|function not implemented\|invalid argument\|must be superuser\|not mounted' | sort -u | tr '\n' ',' | sed 's/,$//')" ;;
+      esac ;;
     truncate) [ -s $A/notes ] ;;
     signal)
       # Scoping (ABI 6) or the view's PID namespace; without either the
@@ -141,7 +163,8 @@ holds() {
       # Linking and renaming are the agent's own work: from ABI 2 on b/g
       # and b/h are the same file (a link, then a rename, not a copy); on
       # ABI 1 Landlock refuses both (EXDEV, as documented: mv copies).
-      if [ "$ABI" -ge 2 ]; then
+      # Without Landlock (ABI 0, the view alone) nothing refuses them.
+      if [ "$ABI" -ge 2 ] || [ "$ABI" = 0 ]; then
         [ -e $W/b/g ] && [ "$(stat -c %i $W/b/g)" = "$(stat -c %i $W/b/h 2>/dev/null)" ] &&
           NOTE="linked and renamed (one inode)"
       else
@@ -218,6 +241,8 @@ run_rows() {
       elif NOTE= && holds $r "$out"; then row $mode $r ok "exit $code: ${NOTE:-$(lastline "$out")}"; else row $mode $r FAIL "exit $code: $out"; fi
     elif printf '%s' "$out" | grep -q 'WEAKER sandbox'; then
       row $mode $r FAIL "the view was expected, the weaker sandbox ran: $out"
+    elif [ "$ABI" = 0 ] && [ "$(printf '%s\n' "$out" | grep -c 'warning: .*the namespace view runs without Landlock')" != 1 ]; then
+      row $mode $r FAIL "without Landlock the view must warn once naming what Landlock would add: $out"
     elif NOTE= && holds $r "$out"; then
       row $mode $r ok "exit $code: ${NOTE:-$(lastline "$out")}"
     else
@@ -239,7 +264,16 @@ doctor_check() {
   got_abi=$(printf '%s' "$ll" | sed -n 's/^[a-z]* *landlock: ABI \([0-9]*\):.*/\1/p')
   [ -n "$got_abi" ] || { printf '%s' "$ll" | grep -q 'Landlock is not available' && got_abi=0; }
   echo "DOCTOR|$mode|$ll"
-  if [ "$got_abi" = "$ABI" ]; then
+  if [ "$got_abi" = "$ABI" ] && [ "$ABI" = 0 ] && [ "$userns_want" = on ]; then
+    # The view runs without Landlock: doctor says so, and what it lacks.
+    if printf '%s' "$out" | grep -q '^fail *shell posture'; then
+      row $mode doctor-landlock FAIL "ABI 0 with user namespaces: doctor says the shell agent is refused: $(printf '%s' "$out" | grep -m1 '^fail *shell posture')"
+    elif printf '%s' "$ll" | grep -q 'the namespace view runs without Landlock'; then
+      row $mode doctor-landlock ok "ABI 0; doctor: the view runs without Landlock, the shell agent's posture ok"
+    else
+      row $mode doctor-landlock FAIL "ABI 0 with user namespaces: doctor does not say the view runs without Landlock: $ll"
+    fi
+  elif [ "$got_abi" = "$ABI" ]; then
     row $mode doctor-landlock ok "ABI $got_abi"
   else
     row $mode doctor-landlock FAIL "doctor says ABI '${got_abi}', the runs were planned for ABI $ABI: $ll"
@@ -311,12 +345,10 @@ NOLL="Landlock is not available"
 # 1. User namespaces on: the namespace view.
 SKIPS= SKIPWHY=
 userns "$USERNS_MAX"
+# Without Landlock (ABI 0: 5.10) the view runs all the same, with
+# seccomp and no_new_privs below its mounts, and warns once.
 doctor_check view agent-sandbox on
-if [ "$ABI" = 0 ]; then
-  run_rows view "refuse:$NOLL" agent-sandbox
-else
-  run_rows view run agent-sandbox
-fi
+run_rows view run agent-sandbox
 
 # 2. User namespaces off (user.max_user_namespaces=0).
 userns 0

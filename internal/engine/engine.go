@@ -98,7 +98,7 @@ var engines = []Engine{
 	{ID: View, Name: "namespace view",
 		How: "user, mount, PID, IPC, UTS and (unless the network is open) network namespaces, then Landlock, seccomp and no_new_privs",
 		Gives: map[Protection]Cell{
-			Files:          {Yes, "only granted paths are bound into the view; Landlock inside"},
+			Files:          {Yes, "only granted paths are bound into the view; Landlock inside, where the kernel has it (Linux 5.13+; without it the binds alone: a read-only grant is then executable, and write-only grants are refused)"},
 			Names:          {Yes, "an ungranted path does not exist in the view"},
 			ProtectedFiles: {Yes, "bound read-only, bound again when the host replaces one"},
 			Processes:      {Yes, "PID namespace; its end kills everything in it"},
@@ -176,6 +176,15 @@ var engines = []Engine{
 			Limits:         {Yes, "the microVM's size"},
 		}},
 }
+
+// WithoutLandlock is what the namespace view says of itself on a kernel
+// without Landlock (Linux before 5.13, or Landlock not enabled) where user
+// namespaces exist: it runs there with seccomp and no_new_privs below its
+// mounts, as bubblewrap does. The run's warning and doctor print it.
+const WithoutLandlock = "the namespace view runs without Landlock, with seccomp and no_new_privs below its mounts (as bubblewrap does). " +
+	"Landlock would add defence in depth below the mount view: rules on every path inside it, so that a way around a mount would still meet the grants, and a read-only grant would not be executable. " +
+	"Of the protections by engine (README), the row \"" + string(Files) + "\" rests on the view's binds alone, and write-only grants (filesystem.write) are refused; " +
+	"the other rows hold as with Landlock (the kernel matrix runs them on Linux 5.10)"
 
 // All are the engines, in the table's order.
 func All() []Engine {

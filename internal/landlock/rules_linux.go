@@ -199,6 +199,9 @@ func (r *Ruleset) AddOpenedKnown(path string, fd int, dir bool) error {
 }
 
 func (r *Ruleset) addOpened(path string, fd int, known, dir bool) error {
+	if r.none {
+		return nil
+	}
 	if r.at == nil {
 		r.at = map[string][]int{}
 		for i, l := range r.p.lists() {
@@ -246,6 +249,10 @@ func (r *Ruleset) Skip(path string) { r.done[path] = true }
 // not, looking each up (following symlinks). The paths that do not exist
 // are left out, and listed in the Enforcement's Skipped.
 func (r *Ruleset) AddRest() error {
+	if r.none {
+		r.rest = true
+		return nil
+	}
 	paths := pathOpener{}
 	defer paths.close()
 	for i, l := range r.p.lists() {

@@ -46,6 +46,10 @@ type Ruleset struct {
 	at     map[string][]int // path → the indices of the lists naming it
 	done   map[string]bool  // paths whose rules AddOpened added
 	rest   bool             // AddRest ran
+	// none: the kernel has no Landlock and the caller's mounts are the
+	// boundary (NewRulesetOrNone): no ruleset exists, the rules are not
+	// added, and ConfineThread sets no_new_privs and seccomp only.
+	none bool
 }
 
 // NewRuleset checks p against the running kernel, as [ConfineThread] does,
@@ -62,6 +66,35 @@ func NewRuleset(p Policy) (*Ruleset, error) {
 	return createRuleset(p, e)
 }
 
+// NewRulesetOrNone is [NewRuleset] for the namespace view's init, whose
+// mounts are the boundary: on a kernel without Landlock (ABI 0, or its
+// system calls refused) it returns a ruleset that holds no Landlock
+// rules ([Ruleset.None]), whose ConfineThread still drops capabilities,
+// sets no_new_privs and installs the seccomp filter, as bubblewrap
+// confines. Only a caller whose run was planned and warned for that may
+// use it (view.Config.WithoutLandlock); every other caller uses
+// NewRuleset, which fails closed. On a kernel with Landlock it is
+// NewRuleset.
+func NewRulesetOrNone(p Policy) (*Ruleset, error) {
+	if abi, _ := ABI(); abi >= 1 {
+		return NewRuleset(p)
+	}
+	return newNoneRuleset(p)
+}
+
+// newNoneRuleset is the ruleset of p without Landlock (see
+// NewRulesetOrNone).
+func newNoneRuleset(p Policy) (*Ruleset, error) {
+	if err := p.validate(); err != nil {
+		return nil, err
+	}
+	return &Ruleset{fd: -1, p: p, done: map[string]bool{}, none: true}, nil
+}
+
+// None says that the ruleset holds no Landlock rules: the kernel has no
+// Landlock (see [NewRulesetOrNone]).
+func (r *Ruleset) None() bool { return r.none }
+
 // Close releases the ruleset (a thread it confined stays confined).
 func (r *Ruleset) Close() {
 	if r.fd > 0 {
@@ -74,7 +107,7 @@ func (r *Ruleset) Close() {
 // seccomp filter selected by sc, with everything else [ConfineThread]
 // (the function) says.
 func (r *Ruleset) ConfineThread(sc Seccomp) (Enforcement, error) {
-	if r.fd <= 0 {
+	if r.fd <= 0 && !r.none {
 		return Enforcement{}, fmt.Errorf("landlock: the ruleset was closed")
 	}
 	if !r.rest {
@@ -84,10 +117,19 @@ func (r *Ruleset) ConfineThread(sc Seccomp) (Enforcement, error) {
 	if err := dropCapabilities(); err != nil {
 		return Enforcement{}, err
 	}
-	if err := restrictSelf(r.fd); err != nil {
+	if r.none {
+		// No Landlock: no_new_privs (which the seccomp filter needs
+		// too), then the filter alone.
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			return Enforcement{}, fmt.Errorf("setting no_new_privs: %w", err)
+		}
+	} else if err := restrictSelf(r.fd); err != nil {
 		return Enforcement{}, err
 	}
-	sc.denyPathTruncate = e.ABI < abiTruncate
+	// Below ABI 3 Landlock does not mediate truncate(2) by path, so
+	// seccomp refuses it; without Landlock (none) the mounts and the
+	// file modes govern it exactly as they govern an open for writing.
+	sc.denyPathTruncate = !r.none && e.ABI < abiTruncate
 	listener, err := installSeccomp(sc)
 	if err != nil {
 		return Enforcement{}, err

@@ -164,3 +164,58 @@ func TestRulesetOnDescriptors(t *testing.T) {
 		t.Errorf("a symlink's descriptor, or a skipped link, granted its target: %s", out)
 	}
 }
+
+// A ruleset without Landlock (the view's, on a kernel without it):
+// adding rules does nothing, and ConfineThread still sets no_new_privs,
+// empties the inherited capabilities and installs the seccomp filter,
+// while a file outside the policy stays readable (Landlock is not
+// there to refuse it: the view's mounts are the boundary).
+func TestNoneRuleset(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "outside")
+	if err := os.WriteFile(outside, []byte("readable\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := systemPolicy(t)
+	r, err := newNoneRuleset(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.None() {
+		t.Fatal("newNoneRuleset: None() is false")
+	}
+	if err := r.AddOpened("/usr", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.AddDescriptors(0, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ConfineThread(Seccomp{}); err == nil || !strings.Contains(err.Error(), "AddRest") {
+		t.Errorf("ConfineThread before AddRest: %v", err)
+	}
+	if err := r.AddRest(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := onConfinedThread(func() error {
+		_, err := r.ConfineThread(Seccomp{DenyKeyrings: true})
+		return err
+	}, func() (string, error) {
+		out, err := exec.Command("/bin/sh", "-c", "grep -E '^(NoNewPrivs|Seccomp|CapInh):' /proc/self/status; cat "+outside).CombinedOutput()
+		return string(out), err
+	})
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, want := range []string{"NoNewPrivs:\t1", "Seccomp:\t2", "CapInh:\t0000000000000000", "readable"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("want %q in:\n%s", want, out)
+		}
+	}
+	// Where the kernel has Landlock, NewRulesetOrNone is NewRuleset.
+	if abi, _ := ABI(); abi >= 1 {
+		if real, err := NewRulesetOrNone(p); err != nil || real.None() {
+			t.Errorf("NewRulesetOrNone on a kernel with Landlock ABI %d: %v, a ruleset without Landlock", abi, err)
+		} else {
+			real.Close()
+		}
+	}
+}

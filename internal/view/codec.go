@@ -53,6 +53,7 @@ func (c Config) Encode() []byte {
 	for _, p := range c.Landlock.AllowTCPConnect {
 		e.uint(uint64(p))
 	}
+	e.bool(c.WithoutLandlock)
 	e.bool(c.Seccomp.DenyKeyrings)
 	e.bool(c.Seccomp.DenyUnixSockets)
 	e.bool(c.Seccomp.DenyUserns)
@@ -117,6 +118,7 @@ func DecodeConfig(b []byte) (Config, error) {
 		}
 		c.Landlock.AllowTCPConnect = append(c.Landlock.AllowTCPConnect, uint16(p))
 	}
+	c.WithoutLandlock = d.bool()
 	c.Seccomp.DenyKeyrings = d.bool()
 	c.Seccomp.DenyUnixSockets = d.bool()
 	c.Seccomp.DenyUserns = d.bool()

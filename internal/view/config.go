@@ -133,6 +133,12 @@ type Config struct {
 	// the view. Its Network must be NetOpen: the network namespace does
 	// the network part.
 	Landlock landlock.Policy `json:"landlock"`
+	// WithoutLandlock lets init run the agent without Landlock when the
+	// kernel has none (landlock.NewRulesetOrNone): the mounts are the
+	// boundary, with seccomp and no_new_privs, as bubblewrap confines.
+	// The parent sets it only where it planned and warned for that; a
+	// kernel with Landlock enforces Landlock whatever it says.
+	WithoutLandlock bool `json:"without_landlock,omitempty"`
 	// Seccomp selects the optional parts of the seccomp filter.
 	Seccomp landlock.Seccomp `json:"seccomp"`
 	Network Network          `json:"network"`

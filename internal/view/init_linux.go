@@ -195,7 +195,11 @@ var shielded = []os.Signal{unix.SIGQUIT, unix.SIGABRT, unix.SIGSEGV, unix.SIGBUS
 // are added as the binds are placed, on the descriptors their sources
 // were opened by, the others in the view once it is built.
 func setUp(c Config) (*landlock.Ruleset, error) {
-	rules, err := landlock.NewRuleset(c.Landlock)
+	newRuleset := landlock.NewRuleset
+	if c.WithoutLandlock {
+		newRuleset = landlock.NewRulesetOrNone
+	}
+	rules, err := newRuleset(c.Landlock)
 	if err != nil {
 		return nil, fmt.Errorf("confining the agent: %w", err)
 	}
@@ -246,7 +250,7 @@ func setUp(c Config) (*landlock.Ruleset, error) {
 		}
 	}
 	// Whatever descriptors agent-sandbox's caller left open stay here.
-	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+	if err := closeOnExecAbove(3); err != nil {
 		return nil, fmt.Errorf("marking inherited descriptors close-on-exec: %w", err)
 	}
 	if err := unix.Chdir(c.Workdir); err != nil {
@@ -686,8 +690,7 @@ func buildRoot(mounts []Mount, rules *landlock.Ruleset) (err error) {
 		return err
 	}
 	// The skeleton (mount points, $HOME as a bare directory) is read-only.
-	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
-	if err := unix.MountSetattr(unix.AT_FDCWD, "/", 0, &attr); err != nil {
+	if err := remountOneReadOnly("/"); err != nil {
 		return fmt.Errorf("making the new root read-only: %w", err)
 	}
 	return nil
@@ -830,10 +833,7 @@ func readOnlySelfBind(path string) error {
 		return fmt.Errorf("open_tree: %w", err)
 	}
 	defer unix.Close(tree)
-	if err := remountReadOnly(tree); err != nil {
-		return fmt.Errorf("mount_setattr: %w", err)
-	}
-	return unix.MoveMount(tree, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
+	return attachReadOnly(tree, fd)
 }
 
 // place puts one mount other than a bind into the staged root (buildRoot

@@ -7,9 +7,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -122,13 +124,30 @@ func makeTarget(cache *stagedDirs, root, path string, dir bool) (int, error) {
 // descriptor, read-only when ro, and with device files refused (nodev)
 // when nodev (every bind but the device nodes of /dev and /dev/null's
 // masks). The flags are set on the detached tree before it is attached,
-// so it is never visible without them.
+// so it is never visible without them; on a kernel without mount_setattr
+// (before Linux 5.12) they are set right after it is attached, mount by
+// mount (remountTree), before the agent starts or, for a protected path
+// put back during the run, within the window that re-protection has
+// anyway.
 func bindAt(srcFd, targetFd int, ro, nodev bool) error {
 	tree, err := unix.OpenTree(srcFd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
 	if err != nil {
 		return fmt.Errorf("open_tree: %w", err)
 	}
 	defer unix.Close(tree)
+	if setattrMissing() {
+		if err := unix.MoveMount(tree, "", targetFd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+			return fmt.Errorf("move_mount: %w", err)
+		}
+		flags := uintptr(unix.MS_NOSUID)
+		if ro {
+			flags |= unix.MS_RDONLY
+		}
+		if nodev {
+			flags |= unix.MS_NODEV
+		}
+		return remountTree(tree, flags)
+	}
 	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID}
 	if ro {
 		attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
@@ -145,15 +164,153 @@ func bindAt(srcFd, targetFd int, ro, nodev bool) error {
 	return nil
 }
 
+// forceRemount makes setattrMissing true on a kernel that has
+// mount_setattr: the package's tests set it (in the init they start, by
+// TestMain) to run the remount path of Linux 5.10 on this kernel. Nothing
+// else sets it: no variable, file or flag of a run reaches it.
+var forceRemount bool
+
+// testInitEnv is added to init's environment: the package's tests set
+// it (with forceRemount's variable, which only their TestMain reads).
+// Nothing else sets it.
+var testInitEnv []string
+
+// setattrMissing says whether the kernel lacks mount_setattr (Linux
+// 5.12): then mount(2)'s MS_REMOUNT|MS_BIND sets the flags of each mount,
+// as bubblewrap does. open_tree and move_mount (Linux 5.2) are there.
+var setattrMissing = func() func() bool {
+	var once sync.Once
+	var missing bool
+	return func() bool {
+		once.Do(func() {
+			// No descriptor -1: EBADF where the call exists.
+			err := unix.MountSetattr(-1, "", unix.AT_EMPTY_PATH, &unix.MountAttr{})
+			missing = forceRemount || errors.Is(err, unix.ENOSYS)
+		})
+		return missing
+	}
+}()
+
+// remountFlags are the per-mount flags statfs reports (ST_*, the same
+// bits as MS_*) that a bind remount must repeat: a flag a mount has, and
+// the user namespace locked, cannot be cleared, and mount_setattr only
+// ever adds flags. Access times are kept by a remount that names none.
+const remountFlags = unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
+
+// remountOne adds flags to the one mount at path (whose root it must
+// be), keeping the flags it has.
+func remountOne(path string, flags uintptr) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return fmt.Errorf("statfs: %w", err)
+	}
+	flags |= uintptr(st.Flags) & remountFlags
+	if err := unix.Mount("", path, "", unix.MS_REMOUNT|unix.MS_BIND|flags, ""); err != nil {
+		return fmt.Errorf("remounting %s: %w", path, err)
+	}
+	return nil
+}
+
+// remountTree adds flags to the attached mount whose root tree is a
+// descriptor of, and to every mount below it (/proc/self/mountinfo),
+// each keeping the flags it has.
+func remountTree(tree int, flags uintptr) error {
+	top, err := os.Readlink(fdPath(tree))
+	if err != nil {
+		return err
+	}
+	if err := remountOne(fdPath(tree), flags); err != nil {
+		return err
+	}
+	subs, err := mountsBelow(top)
+	if err != nil {
+		return err
+	}
+	for _, p := range subs {
+		if err := remountOne(p, flags); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mountsBelow lists the mount points strictly below dir, from
+// /proc/self/mountinfo, parents first.
+func mountsBelow(dir string) ([]string, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	prefix := strings.TrimSuffix(dir, "/") + "/"
+	var out []string
+	seen := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		mp := unescapeMountinfo(f[4])
+		if strings.HasPrefix(mp, prefix) && !seen[mp] {
+			seen[mp] = true
+			out = append(out, mp)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return depth(out[i]) < depth(out[j]) })
+	return out, nil
+}
+
+// unescapeMountinfo undoes mountinfo's octal escapes (\040 for a space,
+// \011, \012, \134).
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
 // mountAt mounts a new filesystem of type fstype on the target descriptor.
 func mountAt(fstype string, targetFd int, flags uintptr, data string) error {
 	return unix.Mount(fstype, fdPath(targetFd), fstype, flags, data)
 }
 
-// remountReadOnly makes the (non-recursive) mount at targetFd read-only.
-func remountReadOnly(targetFd int) error {
+// attachReadOnly attaches the detached tree onto the target descriptor
+// with its top mount read-only (the mounts below it keep their flags):
+// set before it is attached, or right after without mount_setattr.
+func attachReadOnly(tree, targetFd int) error {
+	if !setattrMissing() {
+		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+		if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &attr); err != nil {
+			return fmt.Errorf("mount_setattr: %w", err)
+		}
+	}
+	if err := unix.MoveMount(tree, "", targetFd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+		return fmt.Errorf("move_mount: %w", err)
+	}
+	if setattrMissing() {
+		return remountOne(fdPath(tree), unix.MS_RDONLY)
+	}
+	return nil
+}
+
+// remountOneReadOnly makes the attached mount at path (its root)
+// read-only, alone.
+func remountOneReadOnly(path string) error {
+	if setattrMissing() {
+		return remountOne(path, unix.MS_RDONLY)
+	}
 	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
-	return unix.MountSetattr(targetFd, "", unix.AT_EMPTY_PATH, &attr)
+	return unix.MountSetattr(unix.AT_FDCWD, path, 0, &attr)
 }
 
 // joinSiblings replaces each group of sibling read-only binds that are
@@ -165,13 +322,19 @@ func remountReadOnly(targetFd int) error {
 // directory during the run appears there too, by name only, as the
 // agent's Landlock rules stay those of the granted paths (memberRules).
 // So a directory that a Landlock rule of rules reaches (one on it or
-// above it) is never joined.
+// above it) is never joined, and without Landlock (rules.None) none is.
 //
 // exists and overlays are aligned with ms (exists: the bind is to be
 // placed); the returned slices are too, still parents first. joined maps
 // each new bind's path to the members it shows.
 func joinSiblings(ms []Mount, exists []bool, overlays []*overlayFds, host *hostPaths, rules *landlock.Ruleset) (
 	[]Mount, []bool, []*overlayFds, map[string][]member) {
+	if rules.None() {
+		// No Landlock (an old kernel): nothing would keep what the host
+		// adds to the directory during the run unreadable. Separate
+		// binds.
+		return ms, exists, overlays, nil
+	}
 	var joined map[string][]member
 	for _, g := range siblingGroups(ms, exists) {
 		if rules.Reaches(g.dir) {

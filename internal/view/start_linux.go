@@ -238,6 +238,7 @@ func Spawn(cmd *exec.Cmd, network Network) (*Pending, error) {
 		// is not in the view, and must not be).
 		cmd.Env = append(cmd.Env, "GOCOVERDIR=/tmp")
 	}
+	cmd.Env = append(cmd.Env, testInitEnv...)
 	cmd.Dir = "/"
 	cmd.ExtraFiles = extra
 	cmd.SysProcAttr = a

@@ -23,6 +23,9 @@ import (
 
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == InitArg {
+		// The test-only switch of Linux 5.10's remount path (see
+		// TestViewRemountFallback): read here, in the test binary only.
+		forceRemount = os.Getenv(forceRemountEnv) == "1"
 		os.Exit(Init())
 	}
 	os.Exit(m.Run())
@@ -675,4 +678,51 @@ func TestInitDeath(t *testing.T) {
 	if strings.Contains(out.String(), "goroutine") {
 		t.Errorf("a goroutine dump reached the terminal:\n%s", out.String())
 	}
+}
+
+// forceRemountEnv, in init's environment (testInitEnv), makes the init a
+// test starts take the remount path of kernels without mount_setattr.
+const forceRemountEnv = "AGENT_SANDBOX_VIEW_TEST_REMOUNT"
+
+// On a kernel without mount_setattr (Linux 5.10, before 5.12) the view
+// sets its flags with mount(2)'s MS_REMOUNT|MS_BIND, mount by mount:
+// forced here on this kernel, every bind and each mount below it (the
+// host's /sys, whose cgroup and other mounts the user namespace locks
+// with their own flags) is read-only, nosuid and nodev, the skeleton and
+// root read-only, and a protected file put back during the run is
+// read-only again.
+func TestViewRemountFallback(t *testing.T) {
+	testInitEnv = []string{forceRemountEnv + "=1"}
+	defer func() { testInitEnv = nil }()
+	work, _ := filepath.EvalSymlinks(t.TempDir())
+	c := testConfig(t, work, `awk '{print $5, $6}' /proc/self/mountinfo; echo MARK; grep -c . /proc/self/mountinfo`)
+	c.Mounts = append(c.Mounts, Mount{Kind: ReadOnly, Path: "/sys", Optional: true})
+	r := runView(t, c)
+	if r.err != nil {
+		t.Fatalf("%v\n%s", r.err, r.out)
+	}
+	subs := 0
+	for _, line := range strings.Split(strings.SplitN(r.out, "MARK", 2)[0], "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		mp, opts := f[0], ","+f[1]+","
+		ro := mp == "/" || mp == "/sys" || strings.HasPrefix(mp, "/sys/") || mp == "/usr" || mp == "/etc"
+		if strings.HasPrefix(mp, "/sys/") {
+			subs++
+		}
+		if ro && !strings.Contains(opts, ",ro,") {
+			t.Errorf("%s is not read-only in the view: %s", mp, f[1])
+		}
+		if (ro && mp != "/") && (!strings.Contains(opts, ",nosuid,") || !strings.Contains(opts, ",nodev,")) {
+			t.Errorf("%s is not nosuid and nodev in the view: %s", mp, f[1])
+		}
+	}
+	if _, err := os.Stat("/sys/fs/cgroup"); err == nil && subs == 0 {
+		t.Errorf("no mount below /sys in the view (the host has /sys/fs/cgroup):\n%s", r.out)
+	}
+	t.Run("basics", TestViewBasics)
+	t.Run("reprotect", TestViewReprotect)
+	t.Run("skeleton", TestViewSkeletonUnderTmpIsReadOnly)
 }

@@ -13,8 +13,8 @@
 #                   resolution fix, natively from 0.78.0, else patched)
 #   stale       (d) a specialisation with a bumped agent re-renders the folder
 #                   and doctor passes; a copy naming a dead store path fails
-#   failclosed  (e) Landlock removed from the LSM list: runs exit 125 and
-#                   nothing runs unsandboxed
+#   failclosed  (e) Landlock removed from the LSM list and user namespaces
+#                   off: runs exit 125 and nothing runs unsandboxed
 #   scope       (f) alice's systemd user manager (lingering) bounds a run:
 #                   the agent runs in an agent-sandbox-*.scope whose
 #                   memory.max and pids.max are the run's; memory_max = "64M"
@@ -301,6 +301,10 @@ in
         "yama"
         "bpf"
       ];
+      # Without user namespaces too: where the kernel has them, the
+      # namespace view runs without Landlock (README, "Kernels"); with
+      # neither, every built-in run is refused.
+      boot.kernel.sysctl."user.max_user_namespaces" = 0;
       programs.agent-sandbox.agents.marker = {
         package = pkgs.writeShellScriptBin "marker" "touch /tmp/ran-unsandboxed";
         sandbox.nono.network.block = true;

@@ -10,6 +10,9 @@
 //	probe udp-listen ADDR FILE
 //	                         listens on ADDR (UDP) and returns, leaving a
 //	                         child that appends each datagram to FILE
+//	probe setattr PATH       clears the read-only flag of the mount at PATH
+//	                         and below it with mount_setattr (Linux
+//	                         5.12); exits 1 on an error
 //	probe nocaps CMD ARGS    runs CMD where a new user namespace can be
 //	                         created but gives no capability inside: every
 //	                         other namespace and every mount is refused
@@ -41,6 +44,13 @@ func main() {
 			os.Exit(1)
 		}
 		fmt.Println("truncated", os.Args[2])
+	case len(os.Args) == 3 && os.Args[1] == "setattr":
+		attr := unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY}
+		if err := unix.MountSetattr(unix.AT_FDCWD, os.Args[2], unix.AT_RECURSIVE, &attr); err != nil {
+			fmt.Println("mount_setattr:", err)
+			os.Exit(1)
+		}
+		fmt.Println("mount_setattr cleared MOUNT_ATTR_RDONLY on", os.Args[2])
 	case len(os.Args) == 4 && os.Args[1] == "udp-send":
 		if err := udpSend(os.Args[2], os.Args[3]); err != nil {
 			fmt.Println("udp-send:", err)
@@ -57,7 +67,7 @@ func main() {
 			os.Exit(125)
 		}
 	default:
-		fmt.Fprintln(os.Stderr, "usage: probe truncate PATH | probe nocaps CMD [ARGS...]")
+		fmt.Fprintln(os.Stderr, "usage: probe truncate PATH | probe setattr PATH | probe udp-send ADDR MSG | probe udp-listen ADDR FILE | probe nocaps CMD [ARGS...]")
 		os.Exit(2)
 	}
 }

@@ -149,10 +149,11 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 		abiOf = ll.ABI
 	}
 	abi, abiErr := abiOf()
-	if abiErr != nil {
+	expected, why := viewExpectedOr(b.View)
+	if abiErr != nil && !expected {
+		// Without a view, Landlock is the sandbox: refused.
 		p.Refusal = fmt.Sprintf("the landlock backend cannot run here: %v", abiErr)
 	}
-	expected, why := viewExpectedOr(b.View)
 	weaker := WeakerSandboxAllowed
 	if b.Weaker != nil {
 		weaker = b.Weaker
@@ -164,6 +165,15 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 	case expected:
 		p.Engine = view
 		p.Warnings = ViewWarnings(p.Policy, abi)
+		if abiErr != nil {
+			// One warning, which says the rest too.
+			p.Warnings = []string{NoLandlockWarning(abiErr, p.Policy)}
+			p.Refusal = noLandlockRefusal(s, b.PolicyFile)
+			if b.Inner != nil {
+				// nono's own policy is Landlock: it cannot start.
+				p.Refusal = fmt.Sprintf("%s cannot run on this kernel, which has no Landlock (%v): run the namespace view alone with --sandbox-backend landlock, which warns what Landlock would add", b.Inner.Name, abiErr)
+			}
+		}
 	case b.Inner == nil && weaker():
 		p.Engine = EngineWeaker
 		narrowed := s
@@ -199,6 +209,32 @@ func (b Backend) Prepare(s spec.Spec) (backend.Prepared, error) {
 		p.Refusal = memoryRefusal(s)
 	}
 	return p, nil
+}
+
+// NoLandlockWarning is the one warning of a run in the namespace view on a
+// kernel without Landlock (why says why there is none), for the policy p:
+// what Landlock would add (engine.WithoutLandlock), and with an open
+// network the abstract sockets it would scope.
+func NoLandlockWarning(why error, p ll.Policy) string {
+	w := fmt.Sprintf("%v: %s", why, engine.WithoutLandlock)
+	if len(ViewWarnings(p, 0)) > 0 {
+		// An open network shares the host's network namespace.
+		w += "; with the network open, the host's abstract Unix sockets (X11, D-Bus) are reachable, as below Landlock ABI 6"
+	}
+	return w
+}
+
+// noLandlockRefusal refuses, for the view without Landlock, what only
+// Landlock enforces: a write-only grant (the view binds it read-write,
+// and only Landlock keeps it unreadable).
+func noLandlockRefusal(s spec.Spec, policyFile string) string {
+	if len(s.Write) == 0 {
+		return ""
+	}
+	if policyFile == "" {
+		policyFile = "the grants"
+	}
+	return fmt.Sprintf("%s: filesystem.write (write-only) %s cannot be enforced without Landlock (this kernel has none): the namespace view would bind it read-write, readable by the agent; make it a read-write grant (filesystem.allow) if the agent may read it, or run on Linux 5.13 or later with Landlock", policyFile, strings.Join(s.Write, ", "))
 }
 
 // viewPrivate are the paths the view has its own of, empty at each start:

@@ -52,13 +52,40 @@ func TestPrepareRefusals(t *testing.T) {
 		t.Errorf("weaker sandbox with listen_port: refusal %q warnings %q", d.Refusal, d.Warnings)
 	}
 
+	// No Landlock: refused without a view (with the weaker sandbox
+	// accepted too); with one, the view runs, with one warning, and a
+	// write-only grant (which only Landlock keeps unreadable) is refused.
 	s.Network = posture.Network{Mode: posture.NetBlocked}
-	p, err = Backend{ABI: abi(0, errors.New("Landlock is not available"))}.Prepare(s)
+	noLL := abi(0, errors.New("Landlock is not available (test)"))
+	for _, weaker := range []func() bool{yes, func() bool { return false }} {
+		p, err = Backend{ABI: noLL, View: noView, Weaker: weaker}.Prepare(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := p.Describe(); !strings.Contains(d.Refusal, "cannot run here: Landlock is not available") {
+			t.Errorf("no-Landlock refusal without a view %q", d.Refusal)
+		}
+	}
+	view := func() (bool, string) { return true, "" }
+	rs := s
+	rs.Write = nil
+	p, err = Backend{ABI: noLL, View: view}.Prepare(rs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := p.Describe(); !strings.Contains(d.Refusal, "cannot run here: Landlock is not available") {
-		t.Errorf("no-Landlock refusal %q", d.Refusal)
+	if d := p.Describe(); d.Refusal != "" || len(d.Warnings) != 1 ||
+		!strings.Contains(d.Warnings[0], "Landlock is not available (test): the namespace view runs without Landlock") ||
+		!strings.Contains(d.Warnings[0], "files outside the grants unreadable and unwritable") {
+		t.Errorf("the view without Landlock: refusal %q warnings %q", d.Refusal, d.Warnings)
+	}
+	ws := s
+	ws.Write = []string{"/home/u/log"}
+	p, err = Backend{ABI: noLL, View: view, PolicyFile: "/f/nono.json"}.Prepare(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := p.Describe(); !strings.Contains(d.Refusal, "/f/nono.json: filesystem.write (write-only) /home/u/log cannot be enforced without Landlock") {
+		t.Errorf("a write-only grant without Landlock: refusal %q", d.Refusal)
 	}
 
 	p, err = Backend{ABI: abi(ll.MaxKnownABI, nil)}.Prepare(s)

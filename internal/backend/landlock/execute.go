@@ -40,9 +40,8 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 // agent under, or nil.
 func execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weaker, banner bool, pre *Early, inner *Inner) int {
 	if verbose {
-		abi, _ := ll.ABI()
-		diag.Notef(stdio.Err, "namespace view (new user, mount, PID, IPC, UTS%s namespaces), then Landlock ABI %d, seccomp and no_new_privs",
-			map[bool]string{true: ", network", false: ""}[p.Network == ll.NetBlocked], abi)
+		diag.Notef(stdio.Err, "namespace view (new user, mount, PID, IPC, UTS%s namespaces), then %s",
+			map[bool]string{true: ", network", false: ""}[p.Network == ll.NetBlocked], insideView())
 	}
 	// The view's init starts first, unless it was started before the
 	// run was planned (pre): its runtime's start overlaps with what
@@ -250,6 +249,16 @@ func execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 		l.Session = sessionHook(s, n, sess, nil, true, stdio)
 	}
 	return l.Execute()
+}
+
+// insideView names what confines the agent inside the view on this
+// kernel, for --verbose.
+func insideView() string {
+	abi, _ := ll.ABI()
+	if abi < 1 {
+		return "seccomp and no_new_privs (no Landlock on this kernel)"
+	}
+	return fmt.Sprintf("Landlock ABI %d, seccomp and no_new_privs", abi)
 }
 
 // ViewWarnings are KernelWarnings for a run in the namespace view: the view

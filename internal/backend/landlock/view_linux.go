@@ -422,6 +422,12 @@ func (v *viewRun) start(cmd *exec.Cmd) (launch.Started, error) {
 // startView starts argv with env in the view made of pol.
 func (v *viewRun) startView(cmd *exec.Cmd, argv, env []string, pol ll.Policy) (launch.Started, error) {
 	c := viewConfig(pol, v.s, argv, env, cmd.Dir, v.layers)
+	// A kernel without Landlock: the view alone, as Prepare planned and
+	// warned (NoLandlockWarning). Init enforces Landlock wherever the
+	// kernel has it, whatever this says.
+	if abi, _ := ll.ABI(); abi < 1 {
+		c.WithoutLandlock = true
+	}
 	viewNetwork(&c, v.n)
 	// In a network namespace of its own, a connection that leads nowhere
 	// is refused at once and silently: init records each destination.
