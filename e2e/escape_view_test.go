@@ -878,7 +878,10 @@ func survivorProbe(marker string, wait bool) string {
 	s := `setsid env ESCAPE_MARKER=` + marker + ` sh -c "sleep 600; : ` + marker + `" </dev/null >/dev/null 2>&1 &
 echo started > @WORK/.started`
 	if wait {
-		s += "\nsleep 30"
+		// The agent waits to be killed with its streams on /dev/null: an
+		// unsandboxed control's shell, which outlives the SIGKILLed
+		// launcher, must not hold the harness's pipe for 30 s.
+		s += "\nexec sleep 30 </dev/null >/dev/null 2>&1"
 	}
 	return s
 }
