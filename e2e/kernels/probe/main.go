@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command probe holds what the kernel matrix (e2e/kernels/rows.sh) needs
 // and busybox has no applet for:
 //
