@@ -185,8 +185,34 @@ rm -f .git/info/exclude && mkfifo .git/info/exclude`)
 // closing it. The watch audits complete writes only (IN_CLOSE_WRITE,
 // IN_MOVED_TO): the plant stays until the run ends, and the host's own
 // git status runs it meanwhile.
+//
+// The attack is a race the agent must win (the open in the window): the
+// row makes up to heldDescriptorRuns runs and fails when the agent won in
+// none of them, so it cannot pass without the attack having happened. The
+// agent reports from inside whether the descriptor it wrote through was
+// still the file at .git/config when it wrote (held-live=1) or one
+// already replaced (held-live=0).
 func TestGuardHeldDescriptor(t *testing.T) {
 	skipWithoutLandlock(t)
+	won := 0
+	for run := 1; run <= heldDescriptorRuns && won == 0; run++ {
+		if heldDescriptorRun(t, run) {
+			won++
+		}
+	}
+	if won == 0 {
+		t.Errorf("the agent won the window in none of %d runs of 300 replacements each: the attack never happened, the row proves nothing", heldDescriptorRuns)
+	}
+}
+
+// heldDescriptorRuns is how many runs TestGuardHeldDescriptor makes at
+// most for the agent to win the window once.
+const heldDescriptorRuns = 3
+
+// heldDescriptorRun is one run of TestGuardHeldDescriptor; it reports
+// whether the agent won the window (and so made the attack).
+func heldDescriptorRun(t *testing.T, run int) bool {
+	t.Helper()
 	r := newBrokerRun(t)
 	gitRepoCommitted(t, r.work)
 	pwned := filepath.Join(filepath.Dir(r.home), "PWNED")
@@ -214,6 +240,11 @@ time.sleep(1)
 payload = b'[core]\n\tfsmonitor = "touch %[5]s; false"\n'
 os.pwrite(fd, payload, 0)
 os.ftruncate(fd, len(payload))
+try:
+    live = os.stat(%[3]q).st_ino == os.fstat(fd).st_ino
+except OSError:
+    live = False
+print("WROTE-THROUGH-HELD-DESCRIPTOR held-live=%%d" %% live, flush=True)
 open(%[6]q, "w").close()
 while not os.path.exists(%[7]q):
     time.sleep(0.05)
@@ -221,25 +252,37 @@ while not os.path.exists(%[7]q):
 	write(t, filepath.Join(r.work, "agent.py"), agent)
 	l := r.start(90*time.Second, nil, "run", "--sandbox-backend", "landlock", "--", "python3", "agent.py")
 	waitPath(t, ready, 20*time.Second)
-	for i := 0; i < 300 && !exists(won); i++ {
+	// The pause between replacements paces the host's git (one save every
+	// 30 ms, as a user's tools would); the agent's open follows the
+	// inotify event of each, so the pause is not what the row waits on.
+	i := 0
+	for ; i < 300 && !exists(won); i++ {
 		hostGit(r.work, r.home, "config", "user.name", fmt.Sprintf("host-%d", i))
 		time.Sleep(30 * time.Millisecond)
 	}
 	if !waitFile(won, 2*time.Second) {
 		os.WriteFile(done, nil, 0o644)
 		l.wait()
-		t.Logf("the agent did not win a window in 300 replacements: nothing to write through")
-		return
+		t.Logf("run %d: the agent did not win a window in %d replacements", run, i)
+		return false
 	}
 	waitPath(t, planted, 10*time.Second)
+	// The watch's chance to act on the write (it has none: no event comes
+	// for a write through a descriptor still open); the row does not wait
+	// for the defence to fail, it gives it half a second to succeed.
 	time.Sleep(500 * time.Millisecond)
 	hostGit(r.work, r.home, "status")
 	cfg, _ := os.ReadFile(filepath.Join(r.work, ".git", "config"))
 	os.WriteFile(done, nil, 0o644)
 	_, out := l.wait()
-	if _, err := os.Stat(pwned); err == nil {
-		t.Errorf("the host's git status, run while the agent still ran, ran the core.fsmonitor it planted through a held descriptor (config then:\n%s)\n%s", cfg, out)
+	if !strings.Contains(out, "WROTE-THROUGH-HELD-DESCRIPTOR") {
+		t.Fatalf("run %d: the agent signalled its write but its report is missing:\n%s", run, out)
 	}
+	t.Logf("run %d: the agent won the window after %d host replacements and wrote through the held descriptor (%s)", run, i, strings.TrimSpace(lastLine(out, "held-live=")))
+	if _, err := os.Stat(pwned); err == nil {
+		t.Errorf("run %d: the host's git status, run while the agent still ran, ran the core.fsmonitor it planted through a held descriptor (config then:\n%s)\n%s", run, cfg, out)
+	}
+	return true
 }
 
 // TestGuardCommondirLoop: .git/commondir must stay missing (disarmed):
