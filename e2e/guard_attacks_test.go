@@ -288,9 +288,43 @@ while not os.path.exists(%[7]q):
 // TestGuardCommondirLoop: .git/commondir must stay missing (disarmed):
 // one that appears is moved aside. The agent creates it again in a loop,
 // pointing at a repository of its own with core.fsmonitor; the host's git
-// status, run meanwhile, follows it a good part of the time.
+// status, run meanwhile, follows it a good part of the time. It runs in
+// the view and under the weaker sandbox. The agent counts its attempts,
+// the ones that created .git/commondir and the ones refused: a run where
+// the loop made no attempt fails (the attack never happened); where every
+// attempt was refused (the view binds a placeholder there: EBUSY) the row
+// asserts that refusal and says the race could not be run on that engine;
+// under the weaker sandbox the attack must land at least once, it must be
+// undone and reported, and the row logs how often the host's git status
+// followed it in the window before the undoing (no bind holds the name
+// there; the view's assertion, never followed, is not made).
 func TestGuardCommondirLoop(t *testing.T) {
-	skipWithoutLandlock(t)
+	for name, engine := range guardEngines() {
+		t.Run(name, func(t *testing.T) {
+			prefix, flags, env := engine(t)
+			commondirLoop(t, name, prefix, flags, env)
+		})
+	}
+}
+
+// guardEngines are the engines the guard's race rows run under: the view
+// (where the machine can build it) and the weaker sandbox, each with its
+// argv prefix, flags and environment; a missing one skips saying why.
+func guardEngines() map[string]func(t *testing.T) (prefix, flags, env []string) {
+	return map[string]func(t *testing.T) ([]string, []string, []string){
+		"view": func(t *testing.T) ([]string, []string, []string) {
+			skipWithoutLandlock(t)
+			return nil, []string{"--sandbox-backend", "landlock"}, nil
+		},
+		"weaker": func(t *testing.T) ([]string, []string, []string) {
+			skipWithoutLandlock(t)
+			return noUserns(t), []string{"--sandbox-backend", "landlock"}, []string{"AGENT_SANDBOX_WEAKER_SANDBOX=1"}
+		},
+	}
+}
+
+// commondirLoop is one engine's run of TestGuardCommondirLoop.
+func commondirLoop(t *testing.T, name string, prefix, flags, env []string) {
 	r := newBrokerRun(t)
 	gitRepoCommitted(t, r.work)
 	pwned := filepath.Join(filepath.Dir(r.home), "PWNED")
@@ -298,9 +332,15 @@ func TestGuardCommondirLoop(t *testing.T) {
 	script := fmt.Sprintf(`set -e
 git init -q --bare evil; git -C evil config core.bare false; git -C evil config core.fsmonitor "touch %[1]s; false"
 cp -r .git/objects .git/refs evil/
+set +e; n=0 c=0
 : > %[2]s
-while [ ! -e %[3]s ]; do printf '%%s\n' "$PWD/evil" > .git/cd.tmp && mv .git/cd.tmp .git/commondir; done`, pwned, ready, stop)
-	l := r.start(90*time.Second, nil, "run", "--sandbox-backend", "landlock", "--", "sh", "-c", script)
+while [ ! -e %[3]s ]; do
+  n=$((n+1))
+  printf '%%s\n' "$PWD/evil" > .git/cd.tmp && mv .git/cd.tmp .git/commondir 2>/dev/null && c=$((c+1))
+done
+echo commondir-attempts=$n created=$c
+mv .git/cd.tmp .git/commondir 2>&1 | head -1`, pwned, ready, stop)
+	l := r.startIn(90*time.Second, prefix, env, append(flags, r.folder(), "-c", script)...)
 	waitPath(t, ready, 20*time.Second)
 	hits := 0
 	for i := 0; i < 40; i++ {
@@ -309,12 +349,41 @@ while [ ! -e %[3]s ]; do printf '%%s\n' "$PWD/evil" > .git/cd.tmp && mv .git/cd.
 		if _, err := os.Stat(pwned); err == nil {
 			hits++
 		}
+		// Paces the host's git status through the agent's loop; not
+		// what either side waits on.
 		time.Sleep(50 * time.Millisecond)
 	}
 	os.WriteFile(stop, nil, 0o644)
 	_, out := l.wait()
-	if hits > 0 {
+	if hits > 0 && name != "weaker" {
 		t.Errorf("the host's git status ran the fsmonitor of the agent's commondir in %d of 40 tries during the run\n%s", hits, lastLine(out, "commondir"))
+	}
+	if exists(filepath.Join(r.work, ".git", "commondir")) {
+		t.Errorf("%s: .git/commondir the agent created is still there after the run\n%s", name, out)
+	}
+	var attempts, created int
+	if _, err := fmt.Sscanf(strings.TrimSpace(lastLine(out, "commondir-attempts=")), "commondir-attempts=%d created=%d", &attempts, &created); err != nil || attempts == 0 {
+		t.Fatalf("the agent's loop made no attempt while the host ran git status (%v): the attack never happened, the row proves nothing\n%s", err, out)
+	}
+	t.Logf("%s: the agent tried %d times to create .git/commondir during the host's 40 git status, %d landed; git status followed it %d times", name, attempts, created, hits)
+	switch {
+	case created > 0 && name == "weaker":
+		// No bind can hold the name without a mount namespace: the
+		// guard undoes each creation, and between a creation and its
+		// undoing the host's git follows it (the window the README
+		// names for nono alone). The row measures it; the undoing is
+		// what it asserts (no commondir after the run, and the warning).
+		if !strings.Contains(out, ".git/commondir changed during the run") {
+			t.Errorf("weaker: the guard did not report undoing the agent's .git/commondir\n%s", out)
+		}
+		t.Logf("weaker: the host's git status followed the agent's commondir in %d of 40 tries (the window between a creation and its undoing)", hits)
+	case created > 0:
+	case name == "weaker":
+		t.Errorf("under the weaker sandbox the agent never created .git/commondir in %d attempts: the race never ran, the row proves nothing\n%s", attempts, out)
+	case !strings.Contains(out, "Device or resource busy") && !strings.Contains(out, "Read-only file system") && !strings.Contains(out, "Permission denied"):
+		t.Errorf("the agent never created .git/commondir in %d attempts, and its last attempt was not refused by the sandbox: the attack never happened\n%s", attempts, out)
+	default:
+		t.Logf("%s: every attempt was refused (%s): the race cannot be run on this engine, the refusal is what the row asserts", name, strings.TrimSpace(lastLine(out, "commondir'")))
 	}
 }
 
@@ -334,13 +403,19 @@ func TestGuardRenamedWatchedDir(t *testing.T) {
 	}
 	pwned := filepath.Join(filepath.Dir(r.home), "PWNED")
 	ready, stop := filepath.Join(r.work, "ready"), filepath.Join(r.work, "stop")
-	l := r.start(60*time.Second, nil, "run", "--sandbox-backend", "landlock", "--", "sh", "-c", fmt.Sprintf(`mv scripts scripts.old && mkdir scripts && printf '#!/bin/sh\ntouch %s\n' > scripts/pre-commit.sh && chmod +x scripts/pre-commit.sh
+	l := r.start(60*time.Second, nil, "run", "--sandbox-backend", "landlock", "--", "sh", "-c", fmt.Sprintf(`mv scripts scripts.old && mkdir scripts && printf '#!/bin/sh\ntouch %s\n' > scripts/pre-commit.sh && chmod +x scripts/pre-commit.sh && echo RECREATED
 : > %s; while [ ! -e %s ]; do sleep 0.1; done`, pwned, ready, stop))
 	waitPath(t, ready, 20*time.Second)
+	// The watch's chance to see the new directory and its script: the
+	// delay is the defence's grace, not what the attack waits on (no
+	// event of the watch reaches the host while the run lasts).
 	time.Sleep(time.Second)
 	hostGit(r.work, r.home, "commit", "-q", "--allow-empty", "-m", "during the run")
 	os.WriteFile(stop, nil, 0o644)
 	_, out := l.wait()
+	if !strings.Contains(out, "RECREATED") {
+		t.Errorf("the agent could not rename scripts/ and make a new one with the script: the attack never happened, the row proves nothing\n%s", out)
+	}
 	if _, err := os.Stat(pwned); err == nil {
 		t.Errorf("the host's git commit during the run ran the hook script the agent created in a renamed-and-recreated watched directory\n%s", out)
 	}
