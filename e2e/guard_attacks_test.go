@@ -392,9 +392,23 @@ mv .git/cd.tmp .git/commondir 2>&1 | head -1`, pwned, ready, stop)
 // directory scripts/ away and makes a new one holding the script: the
 // watch still follows the old directory (watcher.ensure sees a directory
 // at the path and keeps the old watch), so nothing moves the script aside
-// while the run lasts, and the host's git commit runs it.
+// while the run lasts, and the host's git commit runs it. It runs in the
+// view and under the weaker sandbox; the agent reports whether its rename
+// and new directory landed (RECREATED) or were refused (REFUSED and the
+// error). Under the weaker sandbox the attack must land (else the row
+// proves nothing); in the view a refusal by the sandbox is what the row
+// asserts, said in the log.
 func TestGuardRenamedWatchedDir(t *testing.T) {
-	skipWithoutLandlock(t)
+	for name, engine := range guardEngines() {
+		t.Run(name, func(t *testing.T) {
+			prefix, flags, env := engine(t)
+			renamedWatchedDir(t, name, prefix, flags, env)
+		})
+	}
+}
+
+// renamedWatchedDir is one engine's run of TestGuardRenamedWatchedDir.
+func renamedWatchedDir(t *testing.T, name string, prefix, flags, env []string) {
 	r := newBrokerRun(t)
 	gitRepoCommitted(t, r.work)
 	os.MkdirAll(filepath.Join(r.work, "scripts"), 0o755)
@@ -403,8 +417,8 @@ func TestGuardRenamedWatchedDir(t *testing.T) {
 	}
 	pwned := filepath.Join(filepath.Dir(r.home), "PWNED")
 	ready, stop := filepath.Join(r.work, "ready"), filepath.Join(r.work, "stop")
-	l := r.start(60*time.Second, nil, "run", "--sandbox-backend", "landlock", "--", "sh", "-c", fmt.Sprintf(`mv scripts scripts.old && mkdir scripts && printf '#!/bin/sh\ntouch %s\n' > scripts/pre-commit.sh && chmod +x scripts/pre-commit.sh && echo RECREATED
-: > %s; while [ ! -e %s ]; do sleep 0.1; done`, pwned, ready, stop))
+	l := r.startIn(60*time.Second, prefix, env, append(flags, r.folder(), "-c", fmt.Sprintf(`if err=$(mv scripts scripts.old 2>&1 && mkdir scripts 2>&1 && printf '#!/bin/sh\ntouch %s\n' > scripts/pre-commit.sh && chmod +x scripts/pre-commit.sh); then echo RECREATED; else echo "REFUSED: $err"; fi
+: > %s; while [ ! -e %s ]; do sleep 0.1; done`, pwned, ready, stop))...)
 	waitPath(t, ready, 20*time.Second)
 	// The watch's chance to see the new directory and its script: the
 	// delay is the defence's grace, not what the attack waits on (no
@@ -413,11 +427,19 @@ func TestGuardRenamedWatchedDir(t *testing.T) {
 	hostGit(r.work, r.home, "commit", "-q", "--allow-empty", "-m", "during the run")
 	os.WriteFile(stop, nil, 0o644)
 	_, out := l.wait()
-	if !strings.Contains(out, "RECREATED") {
-		t.Errorf("the agent could not rename scripts/ and make a new one with the script: the attack never happened, the row proves nothing\n%s", out)
-	}
 	if _, err := os.Stat(pwned); err == nil {
-		t.Errorf("the host's git commit during the run ran the hook script the agent created in a renamed-and-recreated watched directory\n%s", out)
+		t.Errorf("%s: the host's git commit during the run ran the hook script the agent created in a renamed-and-recreated watched directory\n%s", name, out)
+	}
+	refused := lastLine(out, "REFUSED: ")
+	switch {
+	case strings.Contains(out, "RECREATED"):
+		t.Logf("%s: the agent renamed scripts/ and made a new one with the script", name)
+	case name == "weaker":
+		t.Errorf("weaker: the agent could not rename scripts/ and make a new one with the script: the attack never happened, the row proves nothing\n%s", out)
+	case strings.Contains(refused, "busy") || strings.Contains(refused, "Read-only") || strings.Contains(refused, "denied") || strings.Contains(refused, "not permitted"):
+		t.Logf("%s: the rename was refused by the sandbox (%s): the race cannot be run on this engine, the refusal is what the row asserts", name, strings.TrimSpace(refused))
+	default:
+		t.Errorf("%s: the agent neither made the attack nor was refused by the sandbox\n%s", name, out)
 	}
 }
 
