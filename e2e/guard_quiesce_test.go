@@ -209,10 +209,17 @@ func TestGuardKilledSupervisor(t *testing.T) {
 			prog := filepath.Join(r.work, "late.py")
 			trigger, planted := filepath.Join(r.work, "trigger"), filepath.Join(r.work, "planted")
 			pwned := filepath.Join(filepath.Dir(r.home), "PWNED")
-			// It waits for the trigger file, then plants and says so.
+			// It waits for a byte on the trigger FIFO (opened before it
+			// says it runs, so the test's write finds a reader), then
+			// plants and says so.
+			if err := syscall.Mkfifo(trigger, 0o666); err != nil {
+				t.Fatal(err)
+			}
+			os.Chmod(trigger, 0o666)
 			write(t, prog, fmt.Sprintf(`import os, sys, time
+trig = os.open(%[1]q, os.O_RDWR)
 os.write(1, b"r"); os.dup2(os.open(os.devnull, os.O_RDWR), 1)
-while not os.path.exists(%[1]q): time.sleep(0.01)
+os.read(trig, 1)
 with open(%[2]q, "a") as f: f.write('[core]\n\tfsmonitor = "touch %[3]s; false"\n')
 open(%[4]q, "w").close()
 time.sleep(600)
@@ -222,7 +229,12 @@ time.sleep(600)
 			l := r.startIn(60*time.Second, prefix, env, append(flags, r.folder(), "-c", script)...)
 			waitPath(t, ready, 30*time.Second)
 			l.cmd.Process.Signal(syscall.SIGKILL)
-			os.WriteFile(trigger, nil, 0o644)
+			f, err := os.OpenFile(trigger, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+			if err != nil {
+				t.Fatalf("the late process does not hold the trigger FIFO open (it is gone?): %v", err)
+			}
+			f.Write([]byte{1})
+			f.Close()
 			waitPath(t, planted, 30*time.Second)
 			// The agent itself may outlive agent-sandbox too, holding
 			// its output open.
