@@ -393,9 +393,9 @@ mv .git/cd.tmp .git/commondir 2>&1 | head -1`, pwned, ready, stop)
 // watch still follows the old directory (watcher.ensure sees a directory
 // at the path and keeps the old watch), so nothing moves the script aside
 // while the run lasts, and the host's git commit runs it. It runs in the
-// view and under the weaker sandbox; the agent reports whether its rename
-// and new directory landed (RECREATED) or were refused (REFUSED and the
-// error). Under the weaker sandbox the attack must land (else the row
+// view and under the weaker sandbox; the agent reports whether its rename,
+// new directory and script landed (RECREATED: the guard may still move the
+// script aside before its chmod) or were refused (REFUSED and the error). Under the weaker sandbox the attack must land (else the row
 // proves nothing); in the view a refusal by the sandbox is what the row
 // asserts, said in the log.
 func TestGuardRenamedWatchedDir(t *testing.T) {
@@ -417,7 +417,7 @@ func renamedWatchedDir(t *testing.T, name string, prefix, flags, env []string) {
 	}
 	pwned := filepath.Join(filepath.Dir(r.home), "PWNED")
 	ready, stop := filepath.Join(r.work, "ready"), filepath.Join(r.work, "stop")
-	l := r.startIn(60*time.Second, prefix, env, append(flags, r.folder(), "-c", fmt.Sprintf(`if err=$(mv scripts scripts.old 2>&1 && mkdir scripts 2>&1 && printf '#!/bin/sh\ntouch %s\n' > scripts/pre-commit.sh && chmod +x scripts/pre-commit.sh); then echo RECREATED; else echo "REFUSED: $err"; fi
+	l := r.startIn(60*time.Second, prefix, env, append(flags, r.folder(), "-c", fmt.Sprintf(`if err=$(mv scripts scripts.old 2>&1 && mkdir scripts 2>&1 && printf '#!/bin/sh\ntouch %s\n' 2>&1 > scripts/pre-commit.sh); then echo RECREATED; chmod +x scripts/pre-commit.sh 2>/dev/null; else echo "REFUSED: $err"; fi
 : > %s; while [ ! -e %s ]; do sleep 0.1; done`, pwned, ready, stop))...)
 	waitPath(t, ready, 20*time.Second)
 	// The watch's chance to see the new directory and its script: the
