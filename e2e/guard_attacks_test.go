@@ -289,12 +289,12 @@ while not os.path.exists(%[7]q):
 // one that appears is moved aside. The agent creates it again in a loop,
 // pointing at a repository of its own with core.fsmonitor; the host's git
 // status, run meanwhile, follows it a good part of the time. It runs in
-// the view and under the weaker sandbox. The agent counts its attempts,
+// the view, under the weaker sandbox and on nono alone. The agent counts its attempts,
 // the ones that created .git/commondir and the ones refused: a run where
 // the loop made no attempt fails (the attack never happened); where every
 // attempt was refused (the view binds a placeholder there: EBUSY) the row
 // asserts that refusal and says the race could not be run on that engine;
-// under the weaker sandbox the attack must land at least once, it must be
+// under the weaker sandbox and nono alone the attack must land at least once, it must be
 // undone and reported, and the row logs how often the host's git status
 // followed it in the window before the undoing (no bind holds the name
 // there; the view's assertion, never followed, is not made).
@@ -308,7 +308,8 @@ func TestGuardCommondirLoop(t *testing.T) {
 }
 
 // guardEngines are the engines the guard's race rows run under: the view
-// (where the machine can build it) and the weaker sandbox, each with its
+// (where the machine can build it), the weaker sandbox and nono alone
+// (both on a simulated host without user namespaces), each with its
 // argv prefix, flags and environment; a missing one skips saying why.
 func guardEngines() map[string]func(t *testing.T) (prefix, flags, env []string) {
 	return map[string]func(t *testing.T) ([]string, []string, []string){
@@ -319,6 +320,10 @@ func guardEngines() map[string]func(t *testing.T) (prefix, flags, env []string) 
 		"weaker": func(t *testing.T) ([]string, []string, []string) {
 			skipWithoutLandlock(t)
 			return noUserns(t), []string{"--sandbox-backend", "landlock"}, []string{"AGENT_SANDBOX_WEAKER_SANDBOX=1"}
+		},
+		"nono-alone": func(t *testing.T) ([]string, []string, []string) {
+			skipWithoutNono(t)
+			return noUserns(t), []string{"--sandbox-backend", "nono"}, nil
 		},
 	}
 }
@@ -355,7 +360,7 @@ mv .git/cd.tmp .git/commondir 2>&1 | head -1`, pwned, ready, stop)
 	}
 	os.WriteFile(stop, nil, 0o644)
 	_, out := l.wait()
-	if hits > 0 && name != "weaker" {
+	if hits > 0 && name == "view" {
 		t.Errorf("the host's git status ran the fsmonitor of the agent's commondir in %d of 40 tries during the run\n%s", hits, lastLine(out, "commondir"))
 	}
 	if exists(filepath.Join(r.work, ".git", "commondir")) {
@@ -367,19 +372,19 @@ mv .git/cd.tmp .git/commondir 2>&1 | head -1`, pwned, ready, stop)
 	}
 	t.Logf("%s: the agent tried %d times to create .git/commondir during the host's 40 git status, %d landed; git status followed it %d times", name, attempts, created, hits)
 	switch {
-	case created > 0 && name == "weaker":
+	case created > 0 && name != "view":
 		// No bind can hold the name without a mount namespace: the
 		// guard undoes each creation, and between a creation and its
 		// undoing the host's git follows it (the window the README
 		// names for nono alone). The row measures it; the undoing is
 		// what it asserts (no commondir after the run, and the warning).
 		if !strings.Contains(out, ".git/commondir changed during the run") {
-			t.Errorf("weaker: the guard did not report undoing the agent's .git/commondir\n%s", out)
+			t.Errorf("%s: the guard did not report undoing the agent's .git/commondir\n%s", name, out)
 		}
-		t.Logf("weaker: the host's git status followed the agent's commondir in %d of 40 tries (the window between a creation and its undoing)", hits)
+		t.Logf("%s: the host's git status followed the agent's commondir in %d of 40 tries (the window between a creation and its undoing)", name, hits)
 	case created > 0:
-	case name == "weaker":
-		t.Errorf("under the weaker sandbox the agent never created .git/commondir in %d attempts: the race never ran, the row proves nothing\n%s", attempts, out)
+	case name != "view":
+		t.Errorf("%s: the agent never created .git/commondir in %d attempts: the race never ran, the row proves nothing\n%s", name, attempts, out)
 	case !strings.Contains(out, "Device or resource busy") && !strings.Contains(out, "Read-only file system") && !strings.Contains(out, "Permission denied"):
 		t.Errorf("the agent never created .git/commondir in %d attempts, and its last attempt was not refused by the sandbox: the attack never happened\n%s", attempts, out)
 	default:
@@ -393,7 +398,7 @@ mv .git/cd.tmp .git/commondir 2>&1 | head -1`, pwned, ready, stop)
 // watch still follows the old directory (watcher.ensure sees a directory
 // at the path and keeps the old watch), so nothing moves the script aside
 // while the run lasts, and the host's git commit runs it. It runs in the
-// view and under the weaker sandbox; the agent reports whether its rename,
+// view, under the weaker sandbox and on nono alone; the agent reports whether its rename,
 // new directory and script landed (RECREATED: the guard may still move the
 // script aside before its chmod) or were refused (REFUSED and the error). Under the weaker sandbox the attack must land (else the row
 // proves nothing); in the view a refusal by the sandbox is what the row
@@ -434,8 +439,8 @@ func renamedWatchedDir(t *testing.T, name string, prefix, flags, env []string) {
 	switch {
 	case strings.Contains(out, "RECREATED"):
 		t.Logf("%s: the agent renamed scripts/ and made a new one with the script", name)
-	case name == "weaker":
-		t.Errorf("weaker: the agent could not rename scripts/ and make a new one with the script: the attack never happened, the row proves nothing\n%s", out)
+	case name != "view":
+		t.Errorf("%s: the agent could not rename scripts/ and make a new one with the script: the attack never happened, the row proves nothing\n%s", name, out)
 	case strings.Contains(refused, "busy") || strings.Contains(refused, "Read-only") || strings.Contains(refused, "denied") || strings.Contains(refused, "not permitted"):
 		t.Logf("%s: the rename was refused by the sandbox (%s): the race cannot be run on this engine, the refusal is what the row asserts", name, strings.TrimSpace(refused))
 	default:
