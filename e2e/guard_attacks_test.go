@@ -289,15 +289,15 @@ while not os.path.exists(%[7]q):
 // one that appears is moved aside. The agent creates it again in a loop,
 // pointing at a repository of its own with core.fsmonitor; the host's git
 // status, run meanwhile, follows it a good part of the time. It runs in
-// the view, under the weaker sandbox and on nono alone. The agent counts its attempts,
-// the ones that created .git/commondir and the ones refused: a run where
-// the loop made no attempt fails (the attack never happened); where every
+// the view, under the weaker sandbox and on nono alone. The agent counts
+// its attempts and the ones that created .git/commondir: a run where the
+// loop made no attempt fails (the attack never happened); where every
 // attempt was refused (the view binds a placeholder there: EBUSY) the row
 // asserts that refusal and says the race could not be run on that engine;
-// under the weaker sandbox and nono alone the attack must land at least once, it must be
-// undone and reported, and the row logs how often the host's git status
-// followed it in the window before the undoing (no bind holds the name
-// there; the view's assertion, never followed, is not made).
+// under the weaker sandbox and nono alone the attack must land at least
+// once, be undone and reported, and the row logs how often the host's git
+// status followed it in the window before the undoing (no bind holds the
+// name there; the view's assertion, never followed, is not made).
 func TestGuardCommondirLoop(t *testing.T) {
 	for name, engine := range guardEngines() {
 		t.Run(name, func(t *testing.T) {
@@ -395,14 +395,15 @@ mv .git/cd.tmp .git/commondir 2>&1 | head -1`, pwned, ready, stop)
 // TestGuardRenamedWatchedDir: a hook links to scripts/pre-commit.sh,
 // which does not exist (disarmed). The agent renames the watched
 // directory scripts/ away and makes a new one holding the script: the
-// watch still follows the old directory (watcher.ensure sees a directory
-// at the path and keeps the old watch), so nothing moves the script aside
-// while the run lasts, and the host's git commit runs it. It runs in the
-// view, under the weaker sandbox and on nono alone; the agent reports whether its rename,
-// new directory and script landed (RECREATED: the guard may still move the
-// script aside before its chmod) or were refused (REFUSED and the error). Under the weaker sandbox the attack must land (else the row
-// proves nothing); in the view a refusal by the sandbox is what the row
-// asserts, said in the log.
+// watch followed the old directory (watcher.ensure saw a directory at the
+// path and kept the old watch), so nothing moved the script aside while
+// the run lasted, and the host's git commit ran it. It runs in the view,
+// under the weaker sandbox and on nono alone; the agent reports whether
+// its rename, new directory and script landed (RECREATED: the guard may
+// still move the script aside before its chmod) or were refused (REFUSED
+// and the error). Under the weaker sandbox and nono alone the attack must
+// land (else the row proves nothing); in the view a refusal by the
+// sandbox is what the row asserts, said in the log.
 func TestGuardRenamedWatchedDir(t *testing.T) {
 	for name, engine := range guardEngines() {
 		t.Run(name, func(t *testing.T) {
