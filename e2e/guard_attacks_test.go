@@ -185,8 +185,34 @@ rm -f .git/info/exclude && mkfifo .git/info/exclude`)
 // closing it. The watch audits complete writes only (IN_CLOSE_WRITE,
 // IN_MOVED_TO): the plant stays until the run ends, and the host's own
 // git status runs it meanwhile.
+//
+// The attack is a race the agent must win (the open in the window): the
+// row makes up to heldDescriptorRuns runs and fails when the agent won in
+// none of them, so it cannot pass without the attack having happened. The
+// agent reports from inside whether the descriptor it wrote through was
+// still the file at .git/config when it wrote (held-live=1) or one
+// already replaced (held-live=0).
 func TestGuardHeldDescriptor(t *testing.T) {
 	skipWithoutLandlock(t)
+	won := 0
+	for run := 1; run <= heldDescriptorRuns && won == 0; run++ {
+		if heldDescriptorRun(t, run) {
+			won++
+		}
+	}
+	if won == 0 {
+		t.Errorf("the agent won the window in none of %d runs of 300 replacements each: the attack never happened, the row proves nothing", heldDescriptorRuns)
+	}
+}
+
+// heldDescriptorRuns is how many runs TestGuardHeldDescriptor makes at
+// most for the agent to win the window once.
+const heldDescriptorRuns = 3
+
+// heldDescriptorRun is one run of TestGuardHeldDescriptor; it reports
+// whether the agent won the window (and so made the attack).
+func heldDescriptorRun(t *testing.T, run int) bool {
+	t.Helper()
 	r := newBrokerRun(t)
 	gitRepoCommitted(t, r.work)
 	pwned := filepath.Join(filepath.Dir(r.home), "PWNED")
@@ -214,6 +240,11 @@ time.sleep(1)
 payload = b'[core]\n\tfsmonitor = "touch %[5]s; false"\n'
 os.pwrite(fd, payload, 0)
 os.ftruncate(fd, len(payload))
+try:
+    live = os.stat(%[3]q).st_ino == os.fstat(fd).st_ino
+except OSError:
+    live = False
+print("WROTE-THROUGH-HELD-DESCRIPTOR held-live=%%d" %% live, flush=True)
 open(%[6]q, "w").close()
 while not os.path.exists(%[7]q):
     time.sleep(0.05)
@@ -221,33 +252,84 @@ while not os.path.exists(%[7]q):
 	write(t, filepath.Join(r.work, "agent.py"), agent)
 	l := r.start(90*time.Second, nil, "run", "--sandbox-backend", "landlock", "--", "python3", "agent.py")
 	waitPath(t, ready, 20*time.Second)
-	for i := 0; i < 300 && !exists(won); i++ {
+	// The pause between replacements paces the host's git (one save every
+	// 30 ms, as a user's tools would); the agent's open follows the
+	// inotify event of each, so the pause is not what the row waits on.
+	i := 0
+	for ; i < 300 && !exists(won); i++ {
 		hostGit(r.work, r.home, "config", "user.name", fmt.Sprintf("host-%d", i))
 		time.Sleep(30 * time.Millisecond)
 	}
 	if !waitFile(won, 2*time.Second) {
 		os.WriteFile(done, nil, 0o644)
 		l.wait()
-		t.Logf("the agent did not win a window in 300 replacements: nothing to write through")
-		return
+		t.Logf("run %d: the agent did not win a window in %d replacements", run, i)
+		return false
 	}
 	waitPath(t, planted, 10*time.Second)
+	// The watch's chance to act on the write (it has none: no event comes
+	// for a write through a descriptor still open); the row does not wait
+	// for the defence to fail, it gives it half a second to succeed.
 	time.Sleep(500 * time.Millisecond)
 	hostGit(r.work, r.home, "status")
 	cfg, _ := os.ReadFile(filepath.Join(r.work, ".git", "config"))
 	os.WriteFile(done, nil, 0o644)
 	_, out := l.wait()
-	if _, err := os.Stat(pwned); err == nil {
-		t.Errorf("the host's git status, run while the agent still ran, ran the core.fsmonitor it planted through a held descriptor (config then:\n%s)\n%s", cfg, out)
+	if !strings.Contains(out, "WROTE-THROUGH-HELD-DESCRIPTOR") {
+		t.Fatalf("run %d: the agent signalled its write but its report is missing:\n%s", run, out)
 	}
+	t.Logf("run %d: the agent won the window after %d host replacements and wrote through the held descriptor (%s)", run, i, strings.TrimSpace(lastLine(out, "held-live=")))
+	if _, err := os.Stat(pwned); err == nil {
+		t.Errorf("run %d: the host's git status, run while the agent still ran, ran the core.fsmonitor it planted through a held descriptor (config then:\n%s)\n%s", run, cfg, out)
+	}
+	return true
 }
 
 // TestGuardCommondirLoop: .git/commondir must stay missing (disarmed):
 // one that appears is moved aside. The agent creates it again in a loop,
 // pointing at a repository of its own with core.fsmonitor; the host's git
-// status, run meanwhile, follows it a good part of the time.
+// status, run meanwhile, follows it a good part of the time. It runs in
+// the view, under the weaker sandbox and on nono alone. The agent counts
+// its attempts and the ones that created .git/commondir: a run where the
+// loop made no attempt fails (the attack never happened); where every
+// attempt was refused (the view binds a placeholder there: EBUSY) the row
+// asserts that refusal and says the race could not be run on that engine;
+// under the weaker sandbox and nono alone the attack must land at least
+// once, be undone and reported, and the row logs how often the host's git
+// status followed it in the window before the undoing (no bind holds the
+// name there; the view's assertion, never followed, is not made).
 func TestGuardCommondirLoop(t *testing.T) {
-	skipWithoutLandlock(t)
+	for name, engine := range guardEngines() {
+		t.Run(name, func(t *testing.T) {
+			prefix, flags, env := engine(t)
+			commondirLoop(t, name, prefix, flags, env)
+		})
+	}
+}
+
+// guardEngines are the engines the guard's race rows run under: the view
+// (where the machine can build it), the weaker sandbox and nono alone
+// (both on a simulated host without user namespaces), each with its
+// argv prefix, flags and environment; a missing one skips saying why.
+func guardEngines() map[string]func(t *testing.T) (prefix, flags, env []string) {
+	return map[string]func(t *testing.T) ([]string, []string, []string){
+		"view": func(t *testing.T) ([]string, []string, []string) {
+			skipWithoutLandlock(t)
+			return nil, []string{"--sandbox-backend", "landlock"}, nil
+		},
+		"weaker": func(t *testing.T) ([]string, []string, []string) {
+			skipWithoutLandlock(t)
+			return noUserns(t), []string{"--sandbox-backend", "landlock"}, []string{"AGENT_SANDBOX_WEAKER_SANDBOX=1"}
+		},
+		"nono-alone": func(t *testing.T) ([]string, []string, []string) {
+			skipWithoutNono(t)
+			return noUserns(t), []string{"--sandbox-backend", "nono"}, nil
+		},
+	}
+}
+
+// commondirLoop is one engine's run of TestGuardCommondirLoop.
+func commondirLoop(t *testing.T, name string, prefix, flags, env []string) {
 	r := newBrokerRun(t)
 	gitRepoCommitted(t, r.work)
 	pwned := filepath.Join(filepath.Dir(r.home), "PWNED")
@@ -255,9 +337,15 @@ func TestGuardCommondirLoop(t *testing.T) {
 	script := fmt.Sprintf(`set -e
 git init -q --bare evil; git -C evil config core.bare false; git -C evil config core.fsmonitor "touch %[1]s; false"
 cp -r .git/objects .git/refs evil/
+set +e; n=0 c=0
 : > %[2]s
-while [ ! -e %[3]s ]; do printf '%%s\n' "$PWD/evil" > .git/cd.tmp && mv .git/cd.tmp .git/commondir; done`, pwned, ready, stop)
-	l := r.start(90*time.Second, nil, "run", "--sandbox-backend", "landlock", "--", "sh", "-c", script)
+while [ ! -e %[3]s ]; do
+  n=$((n+1))
+  printf '%%s\n' "$PWD/evil" > .git/cd.tmp && mv .git/cd.tmp .git/commondir 2>/dev/null && c=$((c+1))
+done
+echo commondir-attempts=$n created=$c
+mv .git/cd.tmp .git/commondir 2>&1 | head -1`, pwned, ready, stop)
+	l := r.startIn(90*time.Second, prefix, env, append(flags, r.folder(), "-c", script)...)
 	waitPath(t, ready, 20*time.Second)
 	hits := 0
 	for i := 0; i < 40; i++ {
@@ -266,23 +354,67 @@ while [ ! -e %[3]s ]; do printf '%%s\n' "$PWD/evil" > .git/cd.tmp && mv .git/cd.
 		if _, err := os.Stat(pwned); err == nil {
 			hits++
 		}
+		// Paces the host's git status through the agent's loop; not
+		// what either side waits on.
 		time.Sleep(50 * time.Millisecond)
 	}
 	os.WriteFile(stop, nil, 0o644)
 	_, out := l.wait()
-	if hits > 0 {
+	if hits > 0 && name == "view" {
 		t.Errorf("the host's git status ran the fsmonitor of the agent's commondir in %d of 40 tries during the run\n%s", hits, lastLine(out, "commondir"))
+	}
+	if exists(filepath.Join(r.work, ".git", "commondir")) {
+		t.Errorf("%s: .git/commondir the agent created is still there after the run\n%s", name, out)
+	}
+	var attempts, created int
+	if _, err := fmt.Sscanf(strings.TrimSpace(lastLine(out, "commondir-attempts=")), "commondir-attempts=%d created=%d", &attempts, &created); err != nil || attempts == 0 {
+		t.Fatalf("the agent's loop made no attempt while the host ran git status (%v): the attack never happened, the row proves nothing\n%s", err, out)
+	}
+	t.Logf("%s: the agent tried %d times to create .git/commondir during the host's 40 git status, %d landed; git status followed it %d times", name, attempts, created, hits)
+	switch {
+	case created > 0 && name != "view":
+		// No bind can hold the name without a mount namespace: the
+		// guard undoes each creation, and between a creation and its
+		// undoing the host's git follows it (the window the README
+		// names for nono alone). The row measures it; the undoing is
+		// what it asserts (no commondir after the run, and the warning).
+		if !strings.Contains(out, ".git/commondir changed during the run") {
+			t.Errorf("%s: the guard did not report undoing the agent's .git/commondir\n%s", name, out)
+		}
+		t.Logf("%s: the host's git status followed the agent's commondir in %d of 40 tries (the window between a creation and its undoing)", name, hits)
+	case created > 0:
+	case name != "view":
+		t.Errorf("%s: the agent never created .git/commondir in %d attempts: the race never ran, the row proves nothing\n%s", name, attempts, out)
+	case !strings.Contains(out, "Device or resource busy") && !strings.Contains(out, "Read-only file system") && !strings.Contains(out, "Permission denied"):
+		t.Errorf("the agent never created .git/commondir in %d attempts, and its last attempt was not refused by the sandbox: the attack never happened\n%s", attempts, out)
+	default:
+		t.Logf("%s: every attempt was refused (%s): the race cannot be run on this engine, the refusal is what the row asserts", name, strings.TrimSpace(lastLine(out, "commondir'")))
 	}
 }
 
 // TestGuardRenamedWatchedDir: a hook links to scripts/pre-commit.sh,
 // which does not exist (disarmed). The agent renames the watched
 // directory scripts/ away and makes a new one holding the script: the
-// watch still follows the old directory (watcher.ensure sees a directory
-// at the path and keeps the old watch), so nothing moves the script aside
-// while the run lasts, and the host's git commit runs it.
+// watch followed the old directory (watcher.ensure saw a directory at the
+// path and kept the old watch), so nothing moved the script aside while
+// the run lasted, and the host's git commit ran it. It runs in the view,
+// under the weaker sandbox and on nono alone; the agent reports whether
+// its rename, new directory and script landed (RECREATED: the guard may
+// still move the script aside before its chmod) or were refused (REFUSED
+// and the error). Under the weaker sandbox and nono alone the attack must
+// land (else the row proves nothing); in the view a refusal by the
+// sandbox is what the row asserts, said in the log.
 func TestGuardRenamedWatchedDir(t *testing.T) {
-	skipWithoutLandlock(t)
+	for name, engine := range guardEngines() {
+		t.Run(name, func(t *testing.T) {
+			prefix, flags, env := engine(t)
+			renamedWatchedDir(t, name, prefix, flags, env)
+		})
+	}
+}
+
+// renamedWatchedDir is one engine's run of TestGuardRenamedWatchedDir.
+func renamedWatchedDir(t *testing.T, name string, prefix, flags, env []string) {
 	r := newBrokerRun(t)
 	gitRepoCommitted(t, r.work)
 	os.MkdirAll(filepath.Join(r.work, "scripts"), 0o755)
@@ -291,15 +423,29 @@ func TestGuardRenamedWatchedDir(t *testing.T) {
 	}
 	pwned := filepath.Join(filepath.Dir(r.home), "PWNED")
 	ready, stop := filepath.Join(r.work, "ready"), filepath.Join(r.work, "stop")
-	l := r.start(60*time.Second, nil, "run", "--sandbox-backend", "landlock", "--", "sh", "-c", fmt.Sprintf(`mv scripts scripts.old && mkdir scripts && printf '#!/bin/sh\ntouch %s\n' > scripts/pre-commit.sh && chmod +x scripts/pre-commit.sh
-: > %s; while [ ! -e %s ]; do sleep 0.1; done`, pwned, ready, stop))
+	l := r.startIn(60*time.Second, prefix, env, append(flags, r.folder(), "-c", fmt.Sprintf(`if err=$(mv scripts scripts.old 2>&1 && mkdir scripts 2>&1 && printf '#!/bin/sh\ntouch %s\n' 2>&1 > scripts/pre-commit.sh); then echo RECREATED; chmod +x scripts/pre-commit.sh 2>/dev/null; else echo "REFUSED: $err"; fi
+: > %s; while [ ! -e %s ]; do sleep 0.1; done`, pwned, ready, stop))...)
 	waitPath(t, ready, 20*time.Second)
+	// The watch's chance to see the new directory and its script: the
+	// delay is the defence's grace, not what the attack waits on (no
+	// event of the watch reaches the host while the run lasts).
 	time.Sleep(time.Second)
 	hostGit(r.work, r.home, "commit", "-q", "--allow-empty", "-m", "during the run")
 	os.WriteFile(stop, nil, 0o644)
 	_, out := l.wait()
 	if _, err := os.Stat(pwned); err == nil {
-		t.Errorf("the host's git commit during the run ran the hook script the agent created in a renamed-and-recreated watched directory\n%s", out)
+		t.Errorf("%s: the host's git commit during the run ran the hook script the agent created in a renamed-and-recreated watched directory\n%s", name, out)
+	}
+	refused := lastLine(out, "REFUSED: ")
+	switch {
+	case strings.Contains(out, "RECREATED"):
+		t.Logf("%s: the agent renamed scripts/ and made a new one with the script", name)
+	case name != "view":
+		t.Errorf("%s: the agent could not rename scripts/ and make a new one with the script: the attack never happened, the row proves nothing\n%s", name, out)
+	case strings.Contains(refused, "busy") || strings.Contains(refused, "Read-only") || strings.Contains(refused, "denied") || strings.Contains(refused, "not permitted"):
+		t.Logf("%s: the rename was refused by the sandbox (%s): the race cannot be run on this engine, the refusal is what the row asserts", name, strings.TrimSpace(refused))
+	default:
+		t.Errorf("%s: the agent neither made the attack nor was refused by the sandbox\n%s", name, out)
 	}
 }
 

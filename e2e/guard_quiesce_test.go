@@ -24,13 +24,17 @@ import (
 // argv[1] and appends core.fsmonitor (touching argv[2]) to its config
 // whenever it lacks one. It plants once at start, then writes "r" to its
 // stdout and detaches from it (the agent waits for that byte). argv[3] is
-// a marker the test finds it by.
-const replanter = `import ctypes, os, sys
+// a marker the test finds it by. argv[4] is the agent's pid: the moment
+// the agent has ended (its pidfd, an event) it creates the file argv[5],
+// the proof from inside that it outlived the agent, armed, and so that
+// the attack happened.
+const replanter = `import ctypes, os, select, sys
 libc = ctypes.CDLL(None, use_errno=True)
-git, pwned = sys.argv[1], sys.argv[2]
+git, pwned, agent, outlived = sys.argv[1], sys.argv[2], int(sys.argv[4]), sys.argv[5]
 fd = libc.inotify_init1(0)
 if fd < 0 or libc.inotify_add_watch(fd, git.encode(), 0x2 | 0x4 | 0x8 | 0x80 | 0x100 | 0x200) < 0:
     sys.exit("inotify: %d" % ctypes.get_errno())
+pidfd = os.pidfd_open(agent)
 cfg = os.path.join(git, "config")
 line = '[core]\n\tfsmonitor = "touch %s; false"\n' % pwned
 def plant():
@@ -48,9 +52,21 @@ null = os.open(os.devnull, os.O_RDWR)
 os.dup2(null, 1)
 buf = ctypes.create_string_buffer(65536)
 while True:
-    if libc.read(fd, buf, 65536) < 0 and ctypes.get_errno() != 4:
-        sys.exit(1)
-    plant()
+    try:
+        ready = select.select([fd] + ([pidfd] if pidfd is not None else []), [], [])[0]
+    except InterruptedError:
+        continue
+    if pidfd is not None and pidfd in ready:
+        os.close(pidfd)
+        pidfd = None
+        try:
+            open(outlived, "w").close()
+        except OSError:
+            pass
+    if fd in ready:
+        if libc.read(fd, buf, 65536) < 0 and ctypes.get_errno() != 4:
+            sys.exit(1)
+        plant()
 `
 
 // quiesceEngines are the engines the rows run under: the weaker sandbox
@@ -96,14 +112,16 @@ func (r *brokerRun) startIn(timeout time.Duration, prefix, env []string, args ..
 }
 
 // plantReplanter is the agent's script: start the re-planter detached, wait
-// until it has planted and watches, and exit.
-func plantReplanter(r *brokerRun, marker string) (script, pwned string) {
+// until it has planted and watches, and exit. The re-planter creates
+// outlived once the agent has ended.
+func plantReplanter(r *brokerRun, marker string) (script, pwned, outlived string) {
 	prog := filepath.Join(r.work, "replant.py")
 	write(r.t, prog, replanter)
 	pwned = filepath.Join(filepath.Dir(r.home), "PWNED")
-	script = fmt.Sprintf(`{ setsid python3 %s %s %s %s </dev/null 2>/dev/null & } | head -c1 >/dev/null; exit 0`,
-		prog, filepath.Join(r.work, ".git"), pwned, marker)
-	return script, pwned
+	outlived = filepath.Join(r.work, "replanter-outlived-the-agent")
+	script = fmt.Sprintf(`{ setsid python3 %s %s %s %s $$ %s </dev/null 2>/dev/null & } | head -c1 >/dev/null; exit 0`,
+		prog, filepath.Join(r.work, ".git"), pwned, marker, outlived)
+	return script, pwned, outlived
 }
 
 // TestGuardQuiesceReplanter: under the weaker sandbox and nono alone, an
@@ -111,7 +129,10 @@ func plantReplanter(r *brokerRun, marker string) (script, pwned string) {
 // final audit, 20 runs in a row (AGENT_SANDBOX_E2E_QUIESCE_RUNS): after
 // each run the host's .git/config has no core.fsmonitor and the host's
 // git status runs nothing. Control: the re-planter did plant (the run's
-// audit restored .git/config).
+// audit restored .git/config). The attack is a race with the run's end:
+// the re-planter reports from inside when it outlived the agent, armed
+// (it saw the agent's pidfd end), and the row fails when that happened
+// in none of the runs, logging in how many it did.
 func TestGuardQuiesceReplanter(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("needs python3 for the inotify re-planter")
@@ -123,11 +144,20 @@ func TestGuardQuiesceReplanter(t *testing.T) {
 	for name, engine := range quiesceEngines(t) {
 		t.Run(name, func(t *testing.T) {
 			prefix, flags, env := engine(t)
-			for i := 0; i < runs; i++ {
+			armed, made := 0, 0
+			defer func() {
+				t.Logf("the re-planter outlived the agent, armed, in %d of %d runs", armed, made)
+				if armed == 0 && !t.Failed() {
+					t.Errorf("the re-planter outlived the agent in none of %d runs: the attack (a re-planter still watching when the run ends) never happened, the row proves nothing", made)
+				}
+			}()
+			// When the re-planter outlived the agent in none of the runs
+			// asked for, up to twice as many again are made for it to.
+			for i := 0; i < runs || (armed == 0 && i < 3*runs); i++ {
 				r := newBrokerRun(t)
 				gitRepoCommitted(t, r.work)
 				marker := fmt.Sprintf("replant-%d-%d-%s", os.Getpid(), i, name)
-				script, pwned := plantReplanter(r, marker)
+				script, pwned, outlived := plantReplanter(r, marker)
 				l := r.startIn(60*time.Second, prefix, env, append(flags, r.folder(), "-c", script)...)
 				code, out := l.wait()
 				left := len(markerProcesses(marker))
@@ -144,6 +174,10 @@ func TestGuardQuiesceReplanter(t *testing.T) {
 				}
 				if left > 0 {
 					t.Fatalf("run %d: %d process(es) of the run outlived it", i, left)
+				}
+				made++
+				if exists(outlived) {
+					armed++
 				}
 				hostGit(r.work, r.home, "status")
 				if exists(pwned) {
@@ -175,10 +209,17 @@ func TestGuardKilledSupervisor(t *testing.T) {
 			prog := filepath.Join(r.work, "late.py")
 			trigger, planted := filepath.Join(r.work, "trigger"), filepath.Join(r.work, "planted")
 			pwned := filepath.Join(filepath.Dir(r.home), "PWNED")
-			// It waits for the trigger file, then plants and says so.
+			// It waits for a byte on the trigger FIFO (opened before it
+			// says it runs, so the test's write finds a reader), then
+			// plants and says so.
+			if err := syscall.Mkfifo(trigger, 0o666); err != nil {
+				t.Fatal(err)
+			}
+			os.Chmod(trigger, 0o666)
 			write(t, prog, fmt.Sprintf(`import os, sys, time
+trig = os.open(%[1]q, os.O_RDWR)
 os.write(1, b"r"); os.dup2(os.open(os.devnull, os.O_RDWR), 1)
-while not os.path.exists(%[1]q): time.sleep(0.01)
+os.read(trig, 1)
 with open(%[2]q, "a") as f: f.write('[core]\n\tfsmonitor = "touch %[3]s; false"\n')
 open(%[4]q, "w").close()
 time.sleep(600)
@@ -188,7 +229,12 @@ time.sleep(600)
 			l := r.startIn(60*time.Second, prefix, env, append(flags, r.folder(), "-c", script)...)
 			waitPath(t, ready, 30*time.Second)
 			l.cmd.Process.Signal(syscall.SIGKILL)
-			os.WriteFile(trigger, nil, 0o644)
+			f, err := os.OpenFile(trigger, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+			if err != nil {
+				t.Fatalf("the late process does not hold the trigger FIFO open (it is gone?): %v", err)
+			}
+			f.Write([]byte{1})
+			f.Close()
 			waitPath(t, planted, 30*time.Second)
 			// The agent itself may outlive agent-sandbox too, holding
 			// its output open.

@@ -122,6 +122,7 @@ func TestProtectLiveReplace(t *testing.T) {
 				ready, replaced := filepath.Join(r.work, "ready"), filepath.Join(r.work, "replaced")
 				script := fmt.Sprintf(`: > %[1]s
 while [ ! -e %[2]s ]; do sleep 0.01; done
+grep -q 'on the host' %[3]s && echo SAW-REPLACEMENT
 if printf 'planted\n' >> %[3]s 2>/dev/null; then echo WROTE; else echo DENIED; fi
 echo neighbour > %[4]s/neighbour && echo NEIGHBOUR-OK`, ready, replaced, target, r.work)
 				args := []string{"--sandbox-backend", "landlock", r.folder(), "-c", script}
@@ -136,7 +137,10 @@ echo neighbour > %[4]s/neighbour && echo NEIGHBOUR-OK`, ready, replaced, target,
 				}
 				replaceFile(t, target, host)
 				// The watch binds it again within milliseconds; give it
-				// ample time, the race itself is TestProtectRace's.
+				// ample time, the race itself is TestProtectRace's. (No
+				// event of the rebinding reaches the host while the run
+				// lasts: the delay is the defence's grace, not what the
+				// attack waits on; the agent's write follows "replaced".)
 				time.Sleep(300 * time.Millisecond)
 				os.WriteFile(replaced, nil, 0o644)
 				code, out := l.wait()
@@ -144,6 +148,9 @@ echo neighbour > %[4]s/neighbour && echo NEIGHBOUR-OK`, ready, replaced, target,
 					t.Fatalf("sandboxed %v: exit %d: %s", sandboxed, code, out)
 				}
 				after, _ := os.ReadFile(target)
+				if !strings.Contains(out, "SAW-REPLACEMENT") {
+					t.Fatalf("sandboxed %v: the agent did not see the host's replacement before its write, so the write did not attack the replaced file: %s", sandboxed, out)
+				}
 				if !sandboxed {
 					if !strings.Contains(out, "WROTE") {
 						t.Fatalf("control: the write failed unsandboxed, so the row proves nothing: %s", out)
@@ -165,6 +172,10 @@ echo neighbour > %[4]s/neighbour && echo NEIGHBOUR-OK`, ready, replaced, target,
 // status runs nothing; the host's own last change is there. (The agent
 // can win a window between a replacement and the bind's return; the watch
 // then restores the file at once, and the audit after the run again.)
+// The agent counts its attempts and the plants that landed: the row fails
+// when a run's loop made no attempt during the host's writes, or when no
+// plant landed in any run (the race never won proves nothing of the
+// restore); each run logs the counts.
 func TestProtectRace(t *testing.T) {
 	skipWithoutLandlock(t)
 	if _, err := exec.LookPath("git"); err != nil {
@@ -174,18 +185,19 @@ func TestProtectRace(t *testing.T) {
 	if n := os.Getenv("AGENT_SANDBOX_E2E_RACE_RUNS"); n != "" {
 		fmt.Sscan(n, &runs)
 	}
+	raced, won := 0, 0
 	for i := 0; i < runs; i++ {
 		r := newBrokerRun(t)
 		gitRepoCommitted(t, r.work)
 		pwned := filepath.Join(filepath.Dir(r.home), "PWNED")
 		ready, done := filepath.Join(r.work, "ready"), filepath.Join(r.work, "done")
-		script := fmt.Sprintf(`cd %[1]s; : > %[2]s; n=0
+		script := fmt.Sprintf(`cd %[1]s; : > %[2]s; n=0 g=0 a=0
 while [ ! -e %[3]s ]; do
-  git config core.fsmonitor "touch %[4]s; false" 2>/dev/null
-  printf '[core]\n\tfsmonitor = "touch %[4]s; false"\n' >> .git/config 2>/dev/null
+  git config core.fsmonitor "touch %[4]s; false" 2>/dev/null && g=$((g+1))
+  printf '[core]\n\tfsmonitor = "touch %[4]s; false"\n' >> .git/config 2>/dev/null && a=$((a+1))
   n=$((n+1))
 done
-echo attempts=$n`, r.work, ready, done, pwned)
+echo attempts=$n git-won=$g append-won=$a`, r.work, ready, done, pwned)
 		l := r.start(120*time.Second, nil, "--sandbox-backend", "landlock", r.folder(), "-c", script)
 		waitPath(t, ready, 20*time.Second)
 		ok := 0
@@ -214,8 +226,25 @@ echo attempts=$n`, r.work, ready, done, pwned)
 				restored = strings.Fields(l[i+len("(found "):])[0]
 			}
 		}
-		t.Logf("run %d: %d of 200 host git config writes succeeded (the agent's git holds the lock at times); %s; planted and restored %s times; %s",
-			i, ok, strings.TrimSpace(lastLine(out, "attempts=")), restored, strings.TrimSpace(lastLine(out, "read-only again")))
+		var n, g, a int
+		if _, err := fmt.Sscanf(strings.TrimSpace(lastLine(out, "attempts=")), "attempts=%d git-won=%d append-won=%d", &n, &g, &a); err != nil {
+			t.Fatalf("run %d: the agent's count of its attempts is missing (%v):\n%s", i, err, out)
+		}
+		if n > 0 {
+			raced++
+		}
+		if g+a > 0 || restored != "0" {
+			won++
+		}
+		t.Logf("run %d: %d of 200 host git config writes succeeded (the agent's git holds the lock at times); %d plant attempts during them, %d with git and %d by appending landed in a window; planted and restored %s times; %s",
+			i, ok, n, g, a, restored, strings.TrimSpace(lastLine(out, "read-only again")))
+	}
+	t.Logf("the agent's loop ran through the host's writes in %d of %d runs; a plant landed in a window in %d of them", raced, runs, won)
+	if raced < runs {
+		t.Errorf("the agent made no plant attempt during the host's writes in %d of %d runs: those runs raced nothing", runs-raced, runs)
+	}
+	if won == 0 {
+		t.Errorf("no plant of the agent landed in a window in any of %d runs: the race was never won, so the row says nothing of the restore", runs)
 	}
 }
 

@@ -127,15 +127,33 @@ func TestProtectSharedGitDir(t *testing.T) {
 	target := filepath.Join(a.work, ".git", "config.worktree")
 	b := *a
 	b.work = wt
+	// The order is made by events, not delays: the first agent runs
+	// (its run has made its placeholders) and waits; the second starts
+	// and waits; the first ends; only then does the second write.
+	readyA, goA := filepath.Join(a.work, "ready-a"), filepath.Join(a.work, "go-a")
+	readyB, goB := filepath.Join(wt, "ready-b"), filepath.Join(wt, "go-b")
 	first := make(chan string, 1)
 	go func() {
-		_, out := a.run(60*time.Second, nil, a.folder(), "-c", "sleep 1")
+		_, out := a.run(60*time.Second, nil, a.folder(), "-c", ": > "+readyA+"; while [ ! -e "+goA+" ]; do sleep 0.01; done")
 		first <- out
 	}()
-	time.Sleep(400 * time.Millisecond) // the first run has made its placeholder
-	code, out := b.run(60*time.Second, nil, b.folder(), "-c",
-		"sleep 2; if printf '[core]\\n\\tfsmonitor = x\\n' > "+target+" 2>/dev/null; then echo WROTE; else echo blocked; fi")
+	waitPath(t, readyA, 30*time.Second)
+	type result struct {
+		code int
+		out  string
+	}
+	second := make(chan result, 1)
+	go func() {
+		code, out := b.run(60*time.Second, nil, b.folder(), "-c",
+			": > "+readyB+"; while [ ! -e "+goB+" ]; do sleep 0.01; done; if printf '[core]\\n\\tfsmonitor = x\\n' > "+target+" 2>/dev/null; then echo WROTE; else echo blocked; fi")
+		second <- result{code, out}
+	}()
+	waitPath(t, readyB, 30*time.Second)
+	os.WriteFile(goA, nil, 0o644)
 	firstOut := <-first
+	os.WriteFile(goB, nil, 0o644)
+	res := <-second
+	code, out := res.code, res.out
 	if code != 0 || !strings.Contains(out, "blocked") {
 		t.Errorf("the second run's agent wrote %s after the first run ended (exit %d): %s\nfirst run: %s", target, code, out, firstOut)
 	}

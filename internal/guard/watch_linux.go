@@ -27,6 +27,10 @@ type watcher struct {
 	mu   sync.Mutex
 	wds  map[int32]string // watch descriptor → directory
 	dirs map[string]int32 // directory → watch descriptor
+	// ids are the directory each watch descriptor was placed on (device
+	// and inode): a watched directory renamed away and a new one made at
+	// its path is watched again (the old watch follows the old one).
+	ids map[int32]dirID
 	// pins are the view's pinned directories: a host that replaces one
 	// detaches every mount below it.
 	pins map[string]bool
@@ -50,7 +54,7 @@ func newWatcher(g *Guard) (*watcher, error) {
 	if err != nil {
 		return nil, errors.New("watching the protected paths: inotify: " + err.Error())
 	}
-	w := &watcher{g: g, f: os.NewFile(uintptr(fd), "inotify"), fd: fd, wds: map[int32]string{}, dirs: map[string]int32{}, pins: map[string]bool{}, masks: map[string]bool{}, done: make(chan struct{})}
+	w := &watcher{g: g, f: os.NewFile(uintptr(fd), "inotify"), fd: fd, wds: map[int32]string{}, dirs: map[string]int32{}, ids: map[int32]dirID{}, pins: map[string]bool{}, masks: map[string]bool{}, done: make(chan struct{})}
 	for _, p := range g.opts.Ledger.Pins() {
 		w.pins[p] = true
 	}
@@ -87,25 +91,49 @@ func (w *watcher) addMasks(masks []string) {
 	w.ensure()
 }
 
+// dirID names a directory by device and inode.
+type dirID struct{ dev, ino uint64 }
+
+// dirIDOf is the device and inode of the directory at d, and whether d is a
+// directory (not followed if a link).
+func dirIDOf(d string) (dirID, bool) {
+	var st unix.Stat_t
+	if err := unix.Lstat(d, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return dirID{}, false
+	}
+	return dirID{uint64(st.Dev), uint64(st.Ino)}, true
+}
+
 // ensure adds a watch for each wanted directory, or, while one is
-// missing, its nearest existing ancestor; it drops the watches of
-// directories that are gone.
-func (w *watcher) ensure() {
+// missing, for its nearest existing ancestor; a wanted directory whose
+// path now holds another directory than the one watched (the agent
+// renamed it away and made a new one) is watched again, the old watch
+// removed. It reports whether it placed a watch on a directory not
+// watched before: what that directory already holds came without events,
+// and the caller checks every entry.
+func (w *watcher) ensure() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	added := false
 	for _, d := range w.wanted() {
 		for {
-			if _, ok := w.dirs[d]; ok {
-				if st, err := os.Lstat(d); err == nil && st.IsDir() {
+			if wd, ok := w.dirs[d]; ok {
+				if id, isDir := dirIDOf(d); isDir && id == w.ids[wd] {
 					break
 				}
 			}
 			wd, err := unix.InotifyAddWatch(w.fd, d, watchMask)
 			if err == nil {
 				if old, ok := w.dirs[d]; ok && old != int32(wd) {
-					delete(w.wds, old)
+					w.drop(old)
+				}
+				if _, known := w.wds[int32(wd)]; !known {
+					added = true
 				}
 				w.wds[int32(wd)], w.dirs[d] = d, int32(wd)
+				// Read after the watch: if another directory took the
+				// path in between, the next ensure sees the mismatch.
+				w.ids[int32(wd)], _ = dirIDOf(d)
 				break
 			}
 			parent := filepath.Dir(d)
@@ -115,6 +143,21 @@ func (w *watcher) ensure() {
 			d = parent
 		}
 	}
+	return added
+}
+
+// drop forgets watch descriptor wd (its directory moved away from the
+// path it was placed for) and removes the watch when no other path uses
+// it.
+func (w *watcher) drop(wd int32) {
+	delete(w.wds, wd)
+	delete(w.ids, wd)
+	for _, other := range w.dirs {
+		if other == wd {
+			return
+		}
+	}
+	_, _ = unix.InotifyRmWatch(w.fd, uint32(wd))
 }
 
 // start begins acting on the events (those queued since newWatcher
@@ -280,8 +323,8 @@ func (w *watcher) handle(buf []byte) {
 			touched[st] |= unix.IN_MODIFY
 		}
 	})
-	if rewatch {
-		w.ensure()
+	if rewatch && w.ensure() {
+		all = true // a new watch: what its directory holds came without events
 	}
 	for _, pin := range pinsHit {
 		w.reprotectBelow(pin)
