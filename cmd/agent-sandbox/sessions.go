@@ -45,13 +45,22 @@ func listSessions(e env, p cli.Ps) int {
 // execInSession is `agent-sandbox exec SESSION|AGENT -- CMD...`.
 func execInSession(e env, x cli.Exec) int {
 	root := e.home.StateRoot()
-	info, err := session.Find(root, x.Session)
+	// An id whose supervisor answers is the session (Find prefers an id
+	// to an agent name too): one connection, not one per live session
+	// and another for the command. An agent name, or an id that does not
+	// answer, goes through Find (which also removes a dead session's
+	// directory).
+	id := x.Session
+	c, err := session.Dial(root, id)
 	if err != nil {
-		return fail(e.stdio.Err, err)
-	}
-	c, err := session.Dial(root, info.ID)
-	if err != nil {
-		return fail(e.stdio.Err, err)
+		info, ferr := session.Find(root, x.Session)
+		if ferr != nil {
+			return fail(e.stdio.Err, ferr)
+		}
+		id = info.ID
+		if c, err = session.Dial(root, id); err != nil {
+			return fail(e.stdio.Err, err)
+		}
 	}
 	defer c.Close()
 	sigs := make(chan os.Signal, 8)
@@ -59,7 +68,7 @@ func execInSession(e env, x cli.Exec) int {
 	defer signal.Stop(sigs)
 	code, err := c.Exec(x.Argv, [3]*os.File{os.Stdin, os.Stdout, os.Stderr}, sigs)
 	if err != nil {
-		fmt.Fprintf(e.stdio.Err, "agent-sandbox: exec in session %s: %v\n", info.ID, err)
+		fmt.Fprintf(e.stdio.Err, "agent-sandbox: exec in session %s: %v\n", id, err)
 		return launch.ExitRefused
 	}
 	return code

@@ -296,8 +296,9 @@ func (p *Process) Execs() int {
 	return p.running
 }
 
-// execChan is the channel of pid's exit code, made by whichever of the
-// exec's answer and its end report comes first.
+// execChan is the channel of pid's exit code, for Exec: made here, or
+// taken from an end report that came first (init may report a short
+// command's end before its parent has read the answer naming it).
 func (p *Process) execChan(pid int) chan int {
 	p.execMu.Lock()
 	defer p.execMu.Unlock()
@@ -305,6 +306,11 @@ func (p *Process) execChan(pid int) chan int {
 		p.execs = map[int]chan int{}
 	}
 	ch, ok := p.execs[pid]
+	if ok && p.early[pid] {
+		delete(p.execs, pid)
+		delete(p.early, pid)
+		return ch
+	}
 	if !ok {
 		ch = make(chan int, 1)
 		p.execs[pid] = ch
@@ -313,12 +319,26 @@ func (p *Process) execChan(pid int) chan int {
 	return ch
 }
 
-// execReport delivers init's report of an exec'd process's end.
+// execReport delivers init's report of an exec'd process's end: to the
+// channel Exec made, or to one kept for Exec when the report came first
+// (that process never counted as running).
 func (p *Process) execReport(pid, status int) {
-	ch := p.execChan(pid)
 	p.execMu.Lock()
-	delete(p.execs, pid)
-	p.running--
+	ch, ok := p.execs[pid]
+	if ok {
+		delete(p.execs, pid)
+		p.running--
+	} else {
+		if p.execs == nil {
+			p.execs = map[int]chan int{}
+		}
+		if p.early == nil {
+			p.early = map[int]bool{}
+		}
+		ch = make(chan int, 1)
+		p.execs[pid] = ch
+		p.early[pid] = true
+	}
 	p.execMu.Unlock()
 	ws := syscall.WaitStatus(status)
 	code := ws.ExitStatus()

@@ -50,9 +50,11 @@ type Process struct {
 
 	result error // what Ended returned, once reaped is set
 	// execs are the exit codes' channels of the exec'd processes
-	// (Exec), by pid; running counts those still running.
+	// (Exec), by pid; running counts those still running; early marks
+	// the channels made by an end report that came before Exec's answer.
 	execMu  sync.Mutex
 	execs   map[int]chan int
+	early   map[int]bool
 	running int
 
 	reaped chan struct{} // set by Ended; closed once init itself is reaped
