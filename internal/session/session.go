@@ -177,10 +177,16 @@ func Open(stateRoot string, info Info, h Handlers) (*Server, error) {
 	// Bound under another name and renamed once it listens: a socket
 	// path that exists always listens (or its supervisor is gone), so
 	// List never mistakes a session that is starting for a stale one.
+	// The socket is made 0600 by chmod after the bind, never by the
+	// umask: the umask is the process's, and the guard creates its
+	// quarantine directories concurrently (a 0177 umask made them 0600,
+	// untraversable). Until the chmod the socket lies in the 0700
+	// directory, which no one else can enter.
 	sock := filepath.Join(dir, "control")
-	old := unix.Umask(0o177)
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock + ".new", Net: "unix"})
-	unix.Umask(old)
+	if err == nil {
+		err = os.Chmod(sock+".new", 0o600)
+	}
 	if err == nil {
 		err = os.Rename(sock+".new", sock)
 	}
