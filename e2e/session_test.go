@@ -358,7 +358,8 @@ func TestSessionWeakerExec(t *testing.T) {
 }
 
 // TestSessionNono: under nono alone a session is listed by ps, exec and
-// allow are refused with the reason, and a nono-confined agent cannot
+// allow are refused with the reason; under nono inside the view exec is
+// refused (it would lack nono's layer); and a nono-confined agent cannot
 // use another session's control socket: it may be able to connect (a
 // kernel whose Landlock cannot confine Unix sockets by path), but it
 // cannot read the session's token, without which every request is
@@ -399,7 +400,10 @@ except OSError:
     pass
 print("GOT", got)
 `, token, control)
-	argv := append(append([]string{bin}, nonoFlags...), "--offline", "run", "--", "python3", "-c", probe)
+	// nono alone (no view: noUserns), where the agent may reach the
+	// socket by path: inside the view the state root does not exist.
+	alone := noUserns(t)
+	argv := append(append(append(append([]string{}, alone...), bin), nonoFlags...), "--offline", "run", "--", "python3", "-c", probe)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env, cmd.Dir = env, work
 	out, err := cmd.CombinedOutput()
@@ -407,15 +411,17 @@ print("GOT", got)
 		t.Errorf("a nono-confined agent reached a session's control channel (%v): %s", err, out)
 	}
 
-	s := startSession(t, bin, nil, env, work, append(nonoFlags, "--offline")...)
-	var engine string
-	for _, i := range psJSON(t, bin, nil, env, work) {
-		if i.ID == s.id {
-			engine = i.Engine
+	engineOf := func(id string) string {
+		for _, i := range psJSON(t, bin, nil, env, work) {
+			if i.ID == id {
+				return i.Engine
+			}
 		}
+		return ""
 	}
-	if engine != "nono" {
-		t.Errorf("ps: the nono session's engine is %q", engine)
+	s := startSession(t, bin, alone, env, work, append(nonoFlags, "--offline")...)
+	if engine := engineOf(s.id); engine != "nono" {
+		t.Errorf("ps: the nono-alone session's engine is %q", engine)
 	}
 	if out, code := execIn(t, bin, nil, env, work, s.id, "cat agent.txt"); code != 125 || !strings.Contains(out, "not supported by this engine yet") {
 		t.Errorf("exec under nono alone: exit %d: %s", code, out)
@@ -426,7 +432,20 @@ print("GOT", got)
 		t.Errorf("allow under nono alone: exit %d: %s", a.ProcessState.ExitCode(), out)
 	}
 	if err := s.end(t); err != nil {
-		t.Errorf("the nono run: %v: %s", err, s.out)
+		t.Errorf("the nono-alone run: %v: %s", err, s.out)
+	}
+
+	// nono inside the view: listed as such; exec refused (init would
+	// start the command without nono's own layer: wider than the agent).
+	inView := startSession(t, bin, nil, env, work, append(nonoFlags, "--offline")...)
+	if engine := engineOf(inView.id); engine != "nono-in-view" {
+		t.Errorf("ps: the nono-in-view session's engine is %q", engine)
+	}
+	if out, code := execIn(t, bin, nil, env, work, inView.id, "cat agent.txt"); code != 125 || !strings.Contains(out, "not supported by this engine yet") || !strings.Contains(out, "nono's own Landlock layer") {
+		t.Errorf("exec under nono inside the view: exit %d: %s", code, out)
+	}
+	if err := inView.end(t); err != nil {
+		t.Errorf("the nono-in-view run: %v: %s", err, inView.out)
 	}
 	if err := view.end(t); err != nil {
 		t.Errorf("the view run: %v: %s", err, view.out)

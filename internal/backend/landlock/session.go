@@ -18,14 +18,20 @@ import (
 // weakerExecRefusal is why exec is refused in the weaker sandbox.
 var weakerExecRefusal = backend.NoExec("the weaker sandbox", "no process of agent-sandbox stays inside the agent's Landlock domain that could start another, and a Landlock domain cannot be entered from outside; the namespace view has exec")
 
+// nonoInViewExecRefusal is why exec is refused for nono inside the view.
+var nonoInViewExecRefusal = backend.NoExec("nono inside the namespace view", "the view's init would start the command without nono's own Landlock layer, which the agent runs under: it would be wider than the session's agent")
+
 // sessionHook is the run's control channel (launch.Lifecycle.Session):
 // ps sees the session; exec reaches the view's init (v, when the view
 // started); allow reaches the broker (sess).
 func sessionHook(s spec.Spec, n Net, sess *netSession, v *viewRun, weaker bool, stdio launch.Stdio) func(launch.Started) func() {
 	return func(launch.Started) func() {
 		id := engine.View
-		if weaker || v == nil || v.exec == nil {
+		switch {
+		case weaker || v == nil || v.exec == nil:
 			id = engine.Weaker
+		case v.inner != nil:
+			id = engine.NonoInView
 		}
 		info := session.Info{Agent: s.AgentID, Folder: s.AgentDir, Workdir: s.Workdir, Engine: string(id), Network: string(n.Mode), Started: time.Now()}
 		h := session.Handlers{
@@ -40,6 +46,12 @@ func sessionHook(s spec.Spec, n Net, sess *netSession, v *viewRun, weaker bool, 
 				}
 			},
 			Unsupported: map[string]string{"exec": weakerExecRefusal},
+		}
+		if id == engine.NonoInView {
+			// init would start the command in the view, without nono's
+			// own layer the agent runs under: a wider process than the
+			// session's agent.
+			h.Unsupported["exec"] = nonoInViewExecRefusal
 		}
 		if id == engine.View {
 			h.Exec = func(argv []string, fds []*os.File) (session.Proc, error) { return v.exec(argv, fds) }
