@@ -180,12 +180,23 @@ curl -sS -x "http://nono:wrong-token-0123456789@$p" -o /dev/null -w '%%{http_cod
 	})
 
 	t.Run("programs that ignore the proxy reach nothing", func(t *testing.T) {
-		script := fmt.Sprintf(`curl -sS --noproxy '*' --max-time 5 http://%s/ && echo LEAK-other
+		// Landlock's TCP rules are by port, not host: where nono's own
+		// proxy happened to get the same port number as a test server
+		// (on 127.0.0.1, the server on 127.0.0.2 or .3), that server is
+		// reachable directly, the README's "by host name only" row. Such
+		// a run says so instead of probing it.
+		script := fmt.Sprintf(`pp=${HTTP_PROXY##*:}; pp=${pp%%%%/*}
+for hp in %s %s; do [ "${hp##*:}" = "$pp" ] && echo PORT-COLLISION; done
+curl -sS --noproxy '*' --max-time 5 http://%s/ && echo LEAK-other
 curl -sS --noproxy '*' --max-time 5 http://%s/ && echo LEAK-listed
 getent hosts example.com && echo LEAK-dns
 python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2); s.sendto(b"x", ("127.0.0.53", 53)); print("LEAK-udp", s.recv(10))'
-true`, hostPort(other), hostPort(plain))
+true`, hostPort(other), hostPort(plain), hostPort(other), hostPort(plain))
 		_, out := r.cli(60*time.Second, nil, append(allow, r.folder(), "-c", script)...)
+		if strings.Contains(out, "PORT-COLLISION") {
+			t.Logf("nono's proxy has a test server's port number (Landlock rules are by port): the direct probes prove nothing this run:\n%s", out)
+			return
+		}
 		if strings.Contains(out, "LEAK") || strings.Contains(out, "CANARY") {
 			t.Errorf("a direct connection got out:\n%s", out)
 		}
