@@ -3,6 +3,7 @@
 package view
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -389,14 +390,28 @@ func (p *Process) Forward(port int, ipv6 bool) (net.Listener, error) {
 // signalAgent passes sig, sent to init, on to the agent; once the agent
 // has ended and the session lasts for its exec'd processes, on to them
 // (the user's Ctrl-C or kill of agent-sandbox ends them too).
+// An agent that has exited but is not reaped yet (its SIGCHLD may come
+// after this signal on init's channel) counts as ended: the signal would
+// be lost on its zombie.
 func signalAgent(agent int, sig unix.Signal, toAgent func(unix.Signal)) {
 	session.Lock()
 	defer session.Unlock()
-	if !session.agentDone {
+	if !session.agentDone && !zombie(agent) {
 		toAgent(sig)
 		return
 	}
 	for pid := range session.live {
 		_ = unix.Kill(pid, sig)
 	}
+}
+
+// zombie reports whether pid has exited and waits to be reaped (its state
+// in /proc is Z), or is gone.
+func zombie(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && (b[i+2] == 'Z' || b[i+2] == 'X')
 }
