@@ -80,6 +80,11 @@ let
       };
       tmp_size = nullStr "Bound of each of the built-in engine's private /tmp, /var/tmp and /dev/shm (\"8G\"; binary units K, M, G, T); unset: a quarter of the machine's memory each.";
       memory_max = nullStr "Bound of the run's memory as a whole (\"12G\", or \"none\"): a systemd user scope under the built-in engine, nono's --memory under nono; unset: three quarters of the machine's memory where the user's systemd manager can apply it (built-in engine). A value that cannot be applied refuses the run.";
+      checkpoint = mkOption {
+        type = types.nullOr (types.enum [ "on" "off" "required" ]);
+        default = null;
+        description = "The checkpoint of the workdir before each run (agent-sandbox runs/diff/undo): on (the default for agents), off, or required (a checkpoint that fails stops the run).";
+      };
       expected_refusals = strList "Destinations the agent is known to try that its sandbox refuses (allow_domain's grammar, e.g. downloads.claude.ai): still refused and logged, not warned of; they never widen egress.";
       credentials = mkOption {
         default = [ ];

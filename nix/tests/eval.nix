@@ -557,6 +557,7 @@ let
         "memory_max"
         "credentials"
         "expected_refusals"
+        "checkpoint"
         "sbx"
       ];
     };
