@@ -127,37 +127,27 @@ func TestCredentialInjection(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, out)
 	}
-	phantom := regexp.MustCompile(`PHANTOM=(\S*)`).FindStringSubmatch(out)
-	switch {
-	case phantom == nil || !strings.HasPrefix(phantom[1], "sk-agent-sandbox-phantom-"):
-		t.Fatalf("the agent's ANTHROPIC_API_KEY is not a phantom:\n%s", out)
-	case strings.Contains(out, "REALKEYMARK"), !strings.Contains(out, "ENVIRON-HITS=0"), strings.Contains(out, "FILE-HIT="):
-		t.Errorf("the real key is visible inside:\n%s", out)
-	case !strings.Contains(out, "WITH-PHANTOM=200"):
-		t.Errorf("a request with the phantom did not reach the API:\n%s", out)
-	case !strings.Contains(out, "WITH-OTHER=403"):
-		t.Errorf("a request carrying the real key from inside was not refused:\n%s", out)
-	}
+	phantom := checkCredentialsProbe(t, out)
 	if seen := api.seen(); len(seen) != 1 || seen[0] != real {
 		t.Errorf("the API saw keys %q, want the real one once", seen)
 	}
 	// The phantom copied out and replayed from the host is worthless:
 	// the API does not take it (the broker that did has gone with its run).
 	req, _ := http.NewRequest("POST", api.URL+"/v1/messages", strings.NewReader(`{"model": "m", "max_tokens": 1, "messages": []}`))
-	req.Header.Set("x-api-key", phantom[1])
+	req.Header.Set("x-api-key", phantom)
 	if resp, err := api.Client().Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("the phantom replayed from the host was not refused by the API: %v %v", resp, err)
 	} else {
 		resp.Body.Close()
 	}
 	// A phantom replayed in another run is refused.
-	_, out2 := r.run(120*time.Second, append(env, "PROBE_TRY_HEX="+hex.EncodeToString([]byte(phantom[1]))), "--allow-host", allow, folder, "-c", credentialsProbe)
+	_, out2 := r.run(120*time.Second, append(env, "PROBE_TRY_HEX="+hex.EncodeToString([]byte(phantom))), "--allow-host", allow, folder, "-c", credentialsProbe)
 	if !strings.Contains(out2, "WITH-PHANTOM=200") || !strings.Contains(out2, "WITH-OTHER=403") {
 		t.Errorf("another run's phantom was not refused (or this run's not accepted):\n%s", out2)
 	}
 	// The audit log says the key was injected, never its value.
 	_, log := r.cli(30*time.Second, nil, "log", "--json", "keyed")
-	if !strings.Contains(log, "credential ANTHROPIC_API_KEY injected") || strings.Contains(log, "REALKEYMARK") || strings.Contains(log, phantom[1]) {
+	if !strings.Contains(log, "credential ANTHROPIC_API_KEY injected") || strings.Contains(log, "REALKEYMARK") || strings.Contains(log, phantom) {
 		t.Errorf("the audit log does not say the key was injected, or holds a value:\n%s", log)
 	}
 	// --dry-run shows the route and the source, never a value.
@@ -489,4 +479,24 @@ func ownAddress(t *testing.T) string {
 	}
 	t.Fatal("this machine has no non-loopback IPv4 address, which the test's stand-in needs (gh never proxies loopback)")
 	return ""
+}
+
+// checkCredentialsProbe reads credentialsProbe's output: the agent holds
+// a phantom, the real key is in no environment, /proc entry or file it
+// can read, a request with the phantom reaches the API and one carrying
+// the real key from inside is refused. It returns the phantom.
+func checkCredentialsProbe(t *testing.T, out string) string {
+	t.Helper()
+	phantom := regexp.MustCompile(`PHANTOM=(\S*)`).FindStringSubmatch(out)
+	switch {
+	case phantom == nil || !strings.HasPrefix(phantom[1], "sk-agent-sandbox-phantom-"):
+		t.Fatalf("the agent's ANTHROPIC_API_KEY is not a phantom:\n%s", out)
+	case strings.Contains(out, "REALKEYMARK"), !strings.Contains(out, "ENVIRON-HITS=0"), strings.Contains(out, "FILE-HIT="):
+		t.Errorf("the real key is visible inside:\n%s", out)
+	case !strings.Contains(out, "WITH-PHANTOM=200"):
+		t.Errorf("a request with the phantom did not reach the API:\n%s", out)
+	case !strings.Contains(out, "WITH-OTHER=403"):
+		t.Errorf("a request carrying the real key from inside was not refused:\n%s", out)
+	}
+	return phantom[1]
 }

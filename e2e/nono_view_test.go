@@ -102,17 +102,7 @@ func nonoInViewKey(t *testing.T, c *nonoInViewCase) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, out)
 	}
-	phantom := regexp.MustCompile(`PHANTOM=(\S*)`).FindStringSubmatch(out)
-	switch {
-	case phantom == nil || !strings.HasPrefix(phantom[1], "sk-agent-sandbox-phantom-"):
-		t.Fatalf("the agent's ANTHROPIC_API_KEY is not a phantom:\n%s", out)
-	case strings.Contains(out, "REALKEYMARK"), !strings.Contains(out, "ENVIRON-HITS=0"), strings.Contains(out, "FILE-HIT="):
-		t.Errorf("the real key is visible inside:\n%s", out)
-	case !strings.Contains(out, "WITH-PHANTOM=200"):
-		t.Errorf("a request with the phantom did not reach the API through nono:\n%s", out)
-	case !strings.Contains(out, "WITH-OTHER=403"):
-		t.Errorf("a request carrying the real key from inside was not refused:\n%s", out)
-	}
+	checkCredentialsProbe(t, out)
 	if !regexp.MustCompile(`PARENT=nono\n`).MatchString(out) {
 		t.Errorf("the agent's parent is not nono (no second layer):\n%s", out)
 	}

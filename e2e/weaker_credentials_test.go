@@ -42,17 +42,7 @@ func TestWeakerCredentials(t *testing.T) {
 	if !strings.Contains(out, "WEAKER sandbox") {
 		t.Fatalf("not the weaker sandbox: %s", out)
 	}
-	phantom := regexp.MustCompile(`PHANTOM=(\S*)`).FindStringSubmatch(out)
-	switch {
-	case phantom == nil || !strings.HasPrefix(phantom[1], "sk-agent-sandbox-phantom-"):
-		t.Fatalf("the agent's ANTHROPIC_API_KEY is not a phantom:\n%s", out)
-	case strings.Contains(out, "REALKEYMARK"), !strings.Contains(out, "ENVIRON-HITS=0"), strings.Contains(out, "FILE-HIT="):
-		t.Errorf("the real key is visible inside:\n%s", out)
-	case !strings.Contains(out, "WITH-PHANTOM=200"):
-		t.Errorf("a request with the phantom did not reach the API:\n%s", out)
-	case !strings.Contains(out, "WITH-OTHER=403"):
-		t.Errorf("a request carrying the real key from inside was not refused:\n%s", out)
-	}
+	checkCredentialsProbe(t, out)
 	if seen := api.seen(); len(seen) != 1 || seen[0] != real {
 		t.Errorf("the API saw keys %q, want the real one once", seen)
 	}
