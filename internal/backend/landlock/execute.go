@@ -136,19 +136,41 @@ func execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 	defer sess.close(true)
 	sess.setTerminal(stdio.Out)
 	env := withEnv(Env(s, os.LookupEnv), append([]string{"TMPDIR=" + runTmp}, sess.env(n.ProxyPort)...))
-	weak := func(cmd *exec.Cmd) (func() error, error) {
+	weak := weakerStart(&s, &p, n, stdio, verbose, weaker, sess)
+	l := launch.Lifecycle{Argv: s.Argv, Env: env, Dir: s.Workdir, Stdio: stdio, Guard: backend.Guard(s)}
+	if weaker {
+		l.Start = func(cmd *exec.Cmd) (launch.Started, error) {
+			wait, err := weak(cmd)
+			return launch.Started{Wait: wait}, err
+		}
+	} else {
+		v := &viewRun{early: early, scope: sc, p: p, s: s, n: n, sess: sess, stderr: stdio.Err, fallback: weak, inner: inner, runTmp: runTmp, runFiles: runFiles}
+		l.Prepare, l.Start = v.prepare, v.start
+		l.Session = sessionHook(s, n, sess, v, false, stdio)
+	}
+	if weaker {
+		l.Session = sessionHook(s, n, sess, nil, true, stdio)
+	}
+	return l.Execute()
+}
+
+// weakerStart returns the start of the weaker sandbox (Landlock and seccomp
+// without a view), for a run under weaker or as the view's fallback. It
+// works on execute's own s and p, which it updates as the run starts.
+func weakerStart(s *spec.Spec, p *ll.Policy, n Net, stdio launch.Stdio, verbose, weaker bool, sess *netSession) func(cmd *exec.Cmd) (func() error, error) {
+	return func(cmd *exec.Cmd) (func() error, error) {
 		if len(n.Listen) > 0 {
 			return nil, &launch.SetupError{Err: errors.New(weakerListenRefusal)}
 		}
 		if !weaker && len(s.Caches) > 0 {
 			// The view turned out impossible at start (the fallback):
 			// the caches its plan layered become the run's own copies.
-			s.Caches = weakerCaches(s)
+			s.Caches = weakerCaches(*s)
 			p.ReadWrite, p.ReadOnly = weakerCacheGrants(s.Caches, p.ReadWrite, p.ReadOnly)
 			goproxy, _ := os.LookupEnv("GOPROXY")
 			cmd.Env = withEnv(cmd.Env, cacheEnv(s.Caches, goproxy))
 		}
-		if err := seedCaches(s, stdio.Err, verbose); err != nil {
+		if err := seedCaches(*s, stdio.Err, verbose); err != nil {
 			return nil, &launch.SetupError{Err: err}
 		}
 		// Without a network namespace the host's loopback is shared:
@@ -172,11 +194,11 @@ func execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 		// The weaker sandbox: Landlock, seccomp (no Unix sockets, no
 		// keyrings), no_new_privs, and agent-sandbox first, as the
 		// trampoline that narrows /proc, which then execs the agent.
-		e, err := ll.Plan(p)
+		e, err := ll.Plan(*p)
 		if err != nil {
 			return nil, &launch.SetupError{Err: fmt.Errorf("the landlock backend cannot enforce this policy here: %s", strings.TrimPrefix(err.Error(), "landlock: "))}
 		}
-		for _, w := range namespaceWarnings(e, p, n.Mode) {
+		for _, w := range namespaceWarnings(e, *p, n.Mode) {
 			diag.Warnf(stdio.Err, "%s", w)
 		}
 		if verbose {
@@ -201,7 +223,7 @@ func execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 		// memory_max set in agent.toml was refused already (Prepare), the
 		// default bound is left out (--dry-run says so).
 		var hold *os.File
-		if appliedMemoryMax(s) > 0 {
+		if appliedMemoryMax(*s) > 0 {
 			r, w, err := os.Pipe()
 			if err != nil {
 				return nil, &launch.SetupError{Err: err}
@@ -212,12 +234,12 @@ func execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 			cmd.ExtraFiles = append(cmd.ExtraFiles, r)
 			cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d", holdEnv, 2+len(cmd.ExtraFiles)))
 		}
-		proc, err := ll.StartWith(cmd, p, ll.Seccomp{DenyKeyrings: true, DenyUnixSockets: true, DenyUserns: !s.NestedUserns, DenyHostIPC: true})
+		proc, err := ll.StartWith(cmd, *p, ll.Seccomp{DenyKeyrings: true, DenyUnixSockets: true, DenyUserns: !s.NestedUserns, DenyHostIPC: true})
 		if err != nil {
 			return nil, &launch.SetupError{Err: fmt.Errorf("the landlock backend cannot start the agent: %w", err)}
 		}
 		if hold != nil {
-			refusal, warning := scopeOutcome(s, attachScope(s, proc.Pid))
+			refusal, warning := scopeOutcome(*s, attachScope(*s, proc.Pid))
 			if warning != "" {
 				diag.Warnf(stdio.Err, "%s", warning)
 			}
@@ -234,21 +256,6 @@ func execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 		}
 		return proc.Wait, nil
 	}
-	l := launch.Lifecycle{Argv: s.Argv, Env: env, Dir: s.Workdir, Stdio: stdio, Guard: backend.Guard(s)}
-	if weaker {
-		l.Start = func(cmd *exec.Cmd) (launch.Started, error) {
-			wait, err := weak(cmd)
-			return launch.Started{Wait: wait}, err
-		}
-	} else {
-		v := &viewRun{early: early, scope: sc, p: p, s: s, n: n, sess: sess, stderr: stdio.Err, fallback: weak, inner: inner, runTmp: runTmp, runFiles: runFiles}
-		l.Prepare, l.Start = v.prepare, v.start
-		l.Session = sessionHook(s, n, sess, v, false, stdio)
-	}
-	if weaker {
-		l.Session = sessionHook(s, n, sess, nil, true, stdio)
-	}
-	return l.Execute()
 }
 
 // insideView names what confines the agent inside the view on this
