@@ -578,37 +578,8 @@ func buildRoot(mounts []Mount, rules *landlock.Ruleset) (err error) {
 	if err := host.openTmp(); err != nil {
 		return err
 	}
-	for i, m := range ms {
-		switch m.Kind {
-		case ReadOnly, ReadWrite, Terminal:
-			// Looked at only where it decides what is placed
-			// (coveredBinds); any other is opened when placed, and
-			// skipped then if optional and missing.
-			exists[i] = !encloses[i] || host.exists(m)
-		case Mask:
-			if devNull < 0 {
-				fd, err := openNoSymlinks("/dev/null")
-				if err != nil {
-					return err
-				}
-				devNull = fd
-			}
-		case Overlay:
-			// Before the staged root covers /tmp: layers may lie there.
-			var o overlayFds
-			var err error
-			if o.upper, err = openNoSymlinks(m.Upper); err != nil {
-				return err
-			}
-			overlays[i] = &o
-			if o.work, err = openNoSymlinks(m.Work); err != nil {
-				return err
-			}
-			o.lower, err = openNoSymlinks(m.source())
-			if err != nil && !errors.Is(err, unix.ENOENT) {
-				return err
-			}
-		}
+	if err := openSources(ms, encloses, &host, exists, overlays, &devNull); err != nil {
+		return err
 	}
 	byInode := inodeRules(ms)
 	for i, skip := range coveredBinds(ms, exists) {
@@ -637,32 +608,8 @@ func buildRoot(mounts []Mount, rules *landlock.Ruleset) (err error) {
 		if !exists[i] {
 			continue // optional and missing, or shown by another bind
 		}
-		fd, oerr := host.open(m.source())
-		if oerr != nil {
-			if optionalMissing(m, oerr) {
-				continue
-			}
-			return oerr
-		}
-		var perr error
-		if m.Kind == Terminal {
-			perr = place(stage, m, fd, devNull, dirs)
-		} else {
-			var dir bool
-			if dir, perr = isDirFd(fd); perr == nil {
-				perr = placeBind(stage, m, fd, dir, dirs)
-			}
-			if perr == nil && byInode[m.Path] {
-				// A source opened refusing symlinks is none.
-				perr = rules.AddOpenedKnown(m.Path, fd, dir)
-			}
-		}
-		if perr == nil && joined[m.Path] != nil {
-			perr = memberRules(rules, fd, joined[m.Path], byInode)
-		}
-		unix.Close(fd)
-		if perr != nil {
-			return fmt.Errorf("%s %s: %w", m.Kind, m.Path, perr)
+		if err := placeHostBind(m, &host, devNull, dirs, rules, byInode, joined); err != nil {
+			return err
 		}
 	}
 	dirs.release()
@@ -692,6 +639,82 @@ func buildRoot(mounts []Mount, rules *landlock.Ruleset) (err error) {
 	// The skeleton (mount points, $HOME as a bare directory) is read-only.
 	if err := remountOneReadOnly("/"); err != nil {
 		return fmt.Errorf("making the new root read-only: %w", err)
+	}
+	return nil
+}
+
+// openSources does what must be done before the staged root covers
+// /tmp, for each mount in ms: it records in exists whether a bind
+// enclosed by another is there (for coveredBinds), opens /dev/null into
+// *devNull for the first mask, and opens each overlay's layers into
+// overlays.
+func openSources(ms []Mount, encloses []bool, host *hostPaths, exists []bool, overlays []*overlayFds, devNull *int) error {
+	for i, m := range ms {
+		switch m.Kind {
+		case ReadOnly, ReadWrite, Terminal:
+			// Looked at only where it decides what is placed
+			// (coveredBinds); any other is opened when placed, and
+			// skipped then if optional and missing.
+			exists[i] = !encloses[i] || host.exists(m)
+		case Mask:
+			if *devNull < 0 {
+				fd, err := openNoSymlinks("/dev/null")
+				if err != nil {
+					return err
+				}
+				*devNull = fd
+			}
+		case Overlay:
+			// Before the staged root covers /tmp: layers may lie there.
+			var o overlayFds
+			var err error
+			if o.upper, err = openNoSymlinks(m.Upper); err != nil {
+				return err
+			}
+			overlays[i] = &o
+			if o.work, err = openNoSymlinks(m.Work); err != nil {
+				return err
+			}
+			o.lower, err = openNoSymlinks(m.source())
+			if err != nil && !errors.Is(err, unix.ENOENT) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// placeHostBind places m, a bind of the host's (read-only, read-write
+// or a terminal), in the staged root: it opens its source, skipping it
+// if it is optional and missing, places it, adds the Landlock rules its
+// path or its joined members need, and closes the source again.
+func placeHostBind(m Mount, host *hostPaths, devNull int, dirs *stagedDirs, rules *landlock.Ruleset, byInode map[string]bool, joined map[string][]member) error {
+	fd, oerr := host.open(m.source())
+	if oerr != nil {
+		if optionalMissing(m, oerr) {
+			return nil
+		}
+		return oerr
+	}
+	var perr error
+	if m.Kind == Terminal {
+		perr = place(stage, m, fd, devNull, dirs)
+	} else {
+		var dir bool
+		if dir, perr = isDirFd(fd); perr == nil {
+			perr = placeBind(stage, m, fd, dir, dirs)
+		}
+		if perr == nil && byInode[m.Path] {
+			// A source opened refusing symlinks is none.
+			perr = rules.AddOpenedKnown(m.Path, fd, dir)
+		}
+	}
+	if perr == nil && joined[m.Path] != nil {
+		perr = memberRules(rules, fd, joined[m.Path], byInode)
+	}
+	unix.Close(fd)
+	if perr != nil {
+		return fmt.Errorf("%s %s: %w", m.Kind, m.Path, perr)
 	}
 	return nil
 }
