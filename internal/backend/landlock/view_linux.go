@@ -42,6 +42,66 @@ func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string, la
 	if p.Network == ll.NetBlocked {
 		c.Network = view.NetLoopback
 	}
+	order, kind := viewGrants(p)
+	system := systemPaths(home)
+	for _, path := range order {
+		c.Mounts = append(c.Mounts, grantMount(path, kind[path], system))
+	}
+	c.Mounts = append(c.Mounts, etcMasks()...)
+	// Credential paths inside a granted tree (a toolchain's own secrets,
+	// such as ~/.cargo/credentials.toml) are masked: the tree is granted,
+	// they are not.
+	bound := boundPaths(c.Mounts)
+	c.Mounts = append(c.Mounts, credentialMasks(home, bound)...)
+	// A granted file reached through a symlink in the home (a dotfiles
+	// repository): the link is recreated where tools look for it, unless
+	// a bind shows the host's link there already.
+	for _, l := range s.Links {
+		if !insideBound(l.Path, bound) {
+			c.Mounts = append(c.Mounts, view.Mount{Kind: view.Symlink, Path: l.Path, Target: l.Target})
+		}
+	}
+	scratch, scratchMounts := configScratch(p, s, bound)
+	c.Mounts = append(c.Mounts, scratchMounts...)
+	c.Mounts = append(c.Mounts, protectedMounts(s.Ledger)...)
+	caches, cacheMounts := cacheOverlays(s, layers)
+	c.Mounts = append(c.Mounts, cacheMounts...)
+	// The private /tmp, /var/tmp and /dev/shm are directories of one
+	// tmpfs: its size bounds what they hold together (three of their own
+	// could take three times as much where no memory scope bounds the
+	// run).
+	size := TmpSize(s)
+	c.Mounts = append(c.Mounts,
+		view.Mount{Kind: view.Tmpfs, Path: "/tmp", Source: "tmp", Size: size},
+		view.Mount{Kind: view.Tmpfs, Path: "/var/tmp", Source: "tmp", Size: size},
+		// Where tools that lock a device or a resource put their lock
+		// files (firejail's sandboxes have it too): private, small, a
+		// tmpfs of its own.
+		view.Mount{Kind: view.Tmpfs, Path: "/var/lock", Size: varLockSize},
+		view.Mount{Kind: view.Tmpfs, Path: "/dev/shm", Source: "tmp", Size: size},
+		view.Mount{Kind: view.Dir, Path: "/dev"},
+		view.Mount{Kind: view.Devpts, Path: "/dev/pts"},
+		// What bubblewrap's --dev gives besides the nodes: the
+		// sandbox's own ptmx, and the links to the process's own
+		// descriptors (`echo x > /dev/stderr`, bash's `<(...)`).
+		view.Mount{Kind: view.Symlink, Path: "/dev/ptmx", Target: "pts/ptmx"},
+		view.Mount{Kind: view.Symlink, Path: "/dev/fd", Target: "/proc/self/fd"},
+		view.Mount{Kind: view.Symlink, Path: "/dev/stdin", Target: "/proc/self/fd/0"},
+		view.Mount{Kind: view.Symlink, Path: "/dev/stdout", Target: "/proc/self/fd/1"},
+		view.Mount{Kind: view.Symlink, Path: "/dev/stderr", Target: "/proc/self/fd/2"},
+		view.Mount{Kind: view.Proc, Path: "/proc"},
+		view.Mount{Kind: view.Mask, Path: "/proc/sysrq-trigger"},
+	)
+	c.Landlock = viewLandlock(p, scratch, caches)
+	c.Seccomp = ll.Seccomp{DenyKeyrings: true, DenyUserns: !s.NestedUserns}
+	return c
+}
+
+// viewGrants decides which granted paths the view binds and how: the
+// paths in the order they are first granted, and each one's kind (read-
+// write wins over read-only). /proc, the root, and the host's ptys are
+// left out.
+func viewGrants(p ll.Policy) ([]string, map[string]view.Kind) {
 	kind := map[string]view.Kind{}
 	var order []string
 	add := func(path string, k view.Kind) {
@@ -71,76 +131,95 @@ func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string, la
 	for _, path := range append(append([]string{}, p.ReadWrite...), p.WriteOnly...) {
 		add(path, view.ReadWrite)
 	}
-	system := systemPaths(home)
-	for _, path := range order {
-		m := view.Mount{Kind: kind[path], Path: filepath.Clean(path), Optional: true}
-		if strings.HasPrefix(path, "/dev/pts/") {
-			// The agent's own terminal, over its number in the
-			// sandbox's devpts instance (so that ttyname finds it).
-			m.Kind = view.Terminal
-			c.Mounts = append(c.Mounts, m)
-			continue
-		}
-		if !system[path] {
-			// A grant is never resolved again: the plan checked its
-			// canonical path, and the agent (of this run or another)
-			// could have swapped a component for a symlink since. The
-			// view refuses to follow one.
-		} else if target, err := readlinkAtRoot(path); err == nil {
-			m = view.Mount{Kind: view.Symlink, Path: path, Target: target}
-		} else if real, err := filepath.EvalSymlinks(path); err == nil && real != path {
-			// The view mirrors the host's layout: a system path reached
-			// through a symlink is placed where the link leads, and the
-			// link itself is in the view (as a root entry or inside a
-			// bind).
-			m.Path = real
-		}
-		c.Mounts = append(c.Mounts, m)
+	return order, kind
+}
+
+// grantMount is the view's mount for one granted path of kind k: the
+// agent's terminal, a bind, or (for a system path) a root symlink or a
+// bind placed where its symlinks lead.
+func grantMount(path string, k view.Kind, system map[string]bool) view.Mount {
+	m := view.Mount{Kind: k, Path: filepath.Clean(path), Optional: true}
+	if strings.HasPrefix(path, "/dev/pts/") {
+		// The agent's own terminal, over its number in the
+		// sandbox's devpts instance (so that ttyname finds it).
+		m.Kind = view.Terminal
+		return m
 	}
+	if !system[path] {
+		// A grant is never resolved again: the plan checked its
+		// canonical path, and the agent (of this run or another)
+		// could have swapped a component for a symlink since. The
+		// view refuses to follow one.
+	} else if target, err := readlinkAtRoot(path); err == nil {
+		m = view.Mount{Kind: view.Symlink, Path: path, Target: target}
+	} else if real, err := filepath.EvalSymlinks(path); err == nil && real != path {
+		// The view mirrors the host's layout: a system path reached
+		// through a symlink is placed where the link leads, and the
+		// link itself is in the view (as a root entry or inside a
+		// bind).
+		m.Path = real
+	}
+	return m
+}
+
+// etcMasks are the masks over /etc's secrets, and, for a root caller,
+// over what an ordinary user could not read in /etc.
+func etcMasks() []view.Mount {
+	var out []view.Mount
 	for _, path := range etcSecrets {
-		c.Mounts = append(c.Mounts, view.Mount{Kind: view.Mask, Path: path, Guarded: true})
+		out = append(out, view.Mount{Kind: view.Mask, Path: path, Guarded: true})
 	}
 	if os.Geteuid() == 0 {
 		// A root caller's agent is uid 0 inside (without capabilities):
 		// what an ordinary user could not read in /etc is hidden too.
 		for _, path := range etcRootOnlyList() {
-			c.Mounts = append(c.Mounts, view.Mount{Kind: view.Mask, Path: path, Guarded: true})
+			out = append(out, view.Mount{Kind: view.Mask, Path: path, Guarded: true})
 		}
 	}
-	// Credential paths inside a granted tree (a toolchain's own secrets,
-	// such as ~/.cargo/credentials.toml) are masked: the tree is granted,
-	// they are not.
+	return out
+}
+
+// boundPaths are the paths of the read-only and read-write binds among
+// mounts, in order.
+func boundPaths(mounts []view.Mount) []string {
 	var bound []string
-	for _, m := range c.Mounts {
+	for _, m := range mounts {
 		if m.Kind == view.ReadOnly || m.Kind == view.ReadWrite {
 			bound = append(bound, m.Path)
 		}
 	}
+	return bound
+}
+
+// credentialMasks are the masks over the home's credential paths and the
+// toolchains' secrets that lie strictly inside a bound path.
+func credentialMasks(home string, bound []string) []view.Mount {
+	var out []view.Mount
 	for _, cred := range append(grant.Home{Dir: home, GOOS: "linux"}.CredentialPaths(), toolchainSecrets(home)...) {
 		for _, b := range bound {
 			if cred != b && grant.Within(cred, b) {
-				c.Mounts = append(c.Mounts, view.Mount{Kind: view.Mask, Path: cred, Guarded: true})
+				out = append(out, view.Mount{Kind: view.Mask, Path: cred, Guarded: true})
 				break
 			}
 		}
 	}
-	// A granted file reached through a symlink in the home (a dotfiles
-	// repository): the link is recreated where tools look for it, unless
-	// a bind shows the host's link there already.
-	for _, l := range s.Links {
-		if !insideBound(l.Path, bound) {
-			c.Mounts = append(c.Mounts, view.Mount{Kind: view.Symlink, Path: l.Path, Target: l.Target})
-		}
-	}
-	// An agent's config file (~/.claude.json) is replaced the way editors
-	// and agents save: a new file beside it, then rename. Its directory
-	// (the home) is not granted; in the view it becomes a private,
-	// writable tmpfs that holds the new file (rename onto the bound file
-	// fails with EBUSY, and the agent copies instead, writing through the
-	// bind), and that vanishes with the run. Not when a write-only grant
-	// lies below it: the Landlock rule on the directory would make it
-	// readable.
+	return out
+}
+
+// configScratch decides which config files' directories become private
+// tmpfs scratch directories: the directories, and their mounts.
+//
+// An agent's config file (~/.claude.json) is replaced the way editors
+// and agents save: a new file beside it, then rename. Its directory
+// (the home) is not granted; in the view it becomes a private,
+// writable tmpfs that holds the new file (rename onto the bound file
+// fails with EBUSY, and the agent copies instead, writing through the
+// bind), and that vanishes with the run. Not when a write-only grant
+// lies below it: the Landlock rule on the directory would make it
+// readable.
+func configScratch(p ll.Policy, s spec.Spec, bound []string) ([]string, []view.Mount) {
 	var scratch []string
+	var out []view.Mount
 	for _, cp := range s.ConfigPaths {
 		dir := filepath.Dir(cp)
 		if !spec.ConfigIsFile(cp) || contains(scratch, dir) || insideBound(dir, bound) {
@@ -150,46 +229,32 @@ func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string, la
 			continue
 		}
 		scratch = append(scratch, dir)
-		c.Mounts = append(c.Mounts, view.Mount{Kind: view.Tmpfs, Path: dir})
+		out = append(out, view.Mount{Kind: view.Tmpfs, Path: dir})
 	}
-	c.Mounts = append(c.Mounts, protectedMounts(s.Ledger)...)
-	// The toolchains' caches: a private, writable layer over the host's.
+	return scratch, out
+}
+
+// cacheOverlays are the toolchains' caches: a private, writable layer
+// over the host's. It returns the caches' paths and their mounts.
+func cacheOverlays(s spec.Spec, layers map[string]string) ([]string, []view.Mount) {
 	var caches []string
+	var out []view.Mount
 	for _, cache := range s.Caches {
 		layer := layers[cache.Name]
 		if layer == "" {
 			layer = cacheLayer(s, cache.Name)
 		}
-		c.Mounts = append(c.Mounts, view.Mount{Kind: view.Overlay, Path: cache.Path, Source: cache.Path,
+		out = append(out, view.Mount{Kind: view.Overlay, Path: cache.Path, Source: cache.Path,
 			Upper: filepath.Join(layer, "upper"), Work: filepath.Join(layer, "work")})
 		caches = append(caches, cache.Path)
 	}
-	// The private /tmp, /var/tmp and /dev/shm are directories of one
-	// tmpfs: its size bounds what they hold together (three of their own
-	// could take three times as much where no memory scope bounds the
-	// run).
-	size := TmpSize(s)
-	c.Mounts = append(c.Mounts,
-		view.Mount{Kind: view.Tmpfs, Path: "/tmp", Source: "tmp", Size: size},
-		view.Mount{Kind: view.Tmpfs, Path: "/var/tmp", Source: "tmp", Size: size},
-		// Where tools that lock a device or a resource put their lock
-		// files (firejail's sandboxes have it too): private, small, a
-		// tmpfs of its own.
-		view.Mount{Kind: view.Tmpfs, Path: "/var/lock", Size: varLockSize},
-		view.Mount{Kind: view.Tmpfs, Path: "/dev/shm", Source: "tmp", Size: size},
-		view.Mount{Kind: view.Dir, Path: "/dev"},
-		view.Mount{Kind: view.Devpts, Path: "/dev/pts"},
-		// What bubblewrap's --dev gives besides the nodes: the
-		// sandbox's own ptmx, and the links to the process's own
-		// descriptors (`echo x > /dev/stderr`, bash's `<(...)`).
-		view.Mount{Kind: view.Symlink, Path: "/dev/ptmx", Target: "pts/ptmx"},
-		view.Mount{Kind: view.Symlink, Path: "/dev/fd", Target: "/proc/self/fd"},
-		view.Mount{Kind: view.Symlink, Path: "/dev/stdin", Target: "/proc/self/fd/0"},
-		view.Mount{Kind: view.Symlink, Path: "/dev/stdout", Target: "/proc/self/fd/1"},
-		view.Mount{Kind: view.Symlink, Path: "/dev/stderr", Target: "/proc/self/fd/2"},
-		view.Mount{Kind: view.Proc, Path: "/proc"},
-		view.Mount{Kind: view.Mask, Path: "/proc/sysrq-trigger"},
-	)
+	return caches, out
+}
+
+// viewLandlock is the Landlock policy applied inside the view: p with the
+// network left to the view, the view's own mounts granted, and every
+// directory listable unless a write-only grant forbids it.
+func viewLandlock(p ll.Policy, scratch, caches []string) ll.Policy {
 	lp := p
 	lp.Network = ll.NetOpen
 	lp.AllowTCPConnect = nil
@@ -203,9 +268,7 @@ func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string, la
 		// skeleton stays unlisted.
 		lp.List = []string{"/"}
 	}
-	c.Landlock = lp
-	c.Seccomp = ll.Seccomp{DenyKeyrings: true, DenyUserns: !s.NestedUserns}
-	return c
+	return lp
 }
 
 // varLockSize bounds the view's private /var/lock: lock files are empty
