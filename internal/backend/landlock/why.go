@@ -11,6 +11,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/backend"
 	"github.com/agent-sandbox/agent-sandbox/internal/broker"
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
+	ll "github.com/agent-sandbox/agent-sandbox/internal/landlock"
 	"github.com/agent-sandbox/agent-sandbox/internal/view"
 )
 
@@ -60,12 +61,30 @@ func (p *Prepared) ReachHost(host string, port int) (backend.HostReach, error) {
 
 // Reach reports how the run treats the absolute, canonical path p.
 func (p *Prepared) Reach(path string) Reach {
-	var r Reach
 	pol := p.Policy
 	var mounts []view.Mount
 	if p.Engine != EngineWeaker {
 		mounts, pol = inView(p)
 	}
+	r := grantedReach(path, pol)
+	if r.Rule != "" {
+		r.System = p.isSystemRule(r.Rule)
+	}
+	if mounts == nil {
+		// No view: Landlock alone decides; a toolchain's cache is not
+		// the host's but the run's own copy, which the tool is pointed at.
+		p.applyCacheCopy(&r, path)
+		return r
+	}
+	applyView(&r, path, mounts)
+	return r
+}
+
+// grantedReach decides what the Landlock lists of pol grant path: the
+// union of the rights of every grant it is within, and the grant (rule
+// and list) that names it most closely.
+func grantedReach(path string, pol ll.Policy) Reach {
+	var r Reach
 	lists := []struct {
 		name  string
 		paths []string
@@ -96,21 +115,31 @@ func (p *Prepared) Reach(path string) Reach {
 			}
 		}
 	}
-	if r.Rule != "" {
-		r.System = slices.Contains(systemReadExec, r.Rule) || slices.Contains(systemReadOnly, r.Rule) ||
-			slices.Contains(devices, r.Rule) || slices.Contains(nixReadExec(p.Spec.Home), r.Rule) ||
-			r.Rule == "/etc"
-	}
-	if mounts == nil {
-		// No view: Landlock alone decides; a toolchain's cache is not
-		// the host's but the run's own copy, which the tool is pointed at.
-		for _, c := range p.Spec.Caches {
-			if c.Copy != "" && grant.Within(path, c.Path) {
-				r.Cache, r.CacheCopy = c.Path, c.Copy
-			}
+	return r
+}
+
+// isSystemRule decides whether rule is one of the grants every run gets
+// (the system's, the devices, Nix's, /etc) rather than one of the spec's.
+func (p *Prepared) isSystemRule(rule string) bool {
+	return slices.Contains(systemReadExec, rule) || slices.Contains(systemReadOnly, rule) ||
+		slices.Contains(devices, rule) || slices.Contains(nixReadExec(p.Spec.Home), rule) ||
+		rule == "/etc"
+}
+
+// applyCacheCopy records in r the toolchain cache path is within, when
+// the run gives the tool its own copy of it (the last such cache wins).
+func (p *Prepared) applyCacheCopy(r *Reach, path string) {
+	for _, c := range p.Spec.Caches {
+		if c.Copy != "" && grant.Within(path, c.Path) {
+			r.Cache, r.CacheCopy = c.Path, c.Copy
 		}
-		return r
 	}
+}
+
+// applyView decides how the view's mounts change r: a mask or a missing
+// mount takes every right away, a private filesystem shows the run's own
+// copy, a read-only mount takes writing away, an overlay is a cache.
+func applyView(r *Reach, path string, mounts []view.Mount) {
 	var deepest *view.Mount // the mount that shows the path
 	for i := range mounts {
 		m := &mounts[i]
@@ -138,7 +167,6 @@ func (p *Prepared) Reach(path string) Reach {
 	case deepest.Kind == view.Overlay:
 		r.Cache = deepest.Path
 	}
-	return r
 }
 
 // isDir says whether a grant is a directory (a missing one is judged as
