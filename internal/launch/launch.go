@@ -175,15 +175,7 @@ func (l Lifecycle) Execute() int {
 	cmd.Env = l.Env
 	cmd.Dir = l.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = l.Stdio.In, l.Stdio.Out, l.Stdio.Err
-	start := l.Start
-	if start == nil {
-		start = func(c *exec.Cmd) (Started, error) {
-			if err := c.Start(); err != nil {
-				return Started{}, err
-			}
-			return Started{Wait: c.Wait}, nil
-		}
-	}
+	start := l.starter()
 
 	// The signals are registered before the agent starts: from then on a
 	// signal sent to agent-sandbox is the agent's. A run that called
@@ -311,6 +303,19 @@ func (l Lifecycle) Execute() int {
 		}
 	}
 	return code
+}
+
+// starter is l.Start, or, for an unconfined run, the command's own start.
+func (l Lifecycle) starter() func(*exec.Cmd) (Started, error) {
+	if l.Start != nil {
+		return l.Start
+	}
+	return func(c *exec.Cmd) (Started, error) {
+		if err := c.Start(); err != nil {
+			return Started{}, err
+		}
+		return Started{Wait: c.Wait}, nil
+	}
 }
 
 // untilEnded passes the signals arriving on sigs on to the agent of run

@@ -1125,6 +1125,40 @@ var controlDone = make(chan struct{})
 // the parent to close the control socket.
 const controlLinger = 30 * time.Second
 
+// passedFds are the descriptors a control message carries (SCM_RIGHTS),
+// none when it carries none or cannot be read.
+func passedFds(oob []byte) []int {
+	var fds []int
+	if len(oob) == 0 {
+		return nil
+	}
+	if msgs, err := unix.ParseSocketControlMessage(oob); err == nil {
+		for _, m := range msgs {
+			if got, err := unix.ParseUnixRights(&m); err == nil {
+				fds = append(fds, got...)
+			}
+		}
+	}
+	return fds
+}
+
+// sendInboundSocket answers a "4" or "6" request: a fresh TCP socket of
+// the sandbox's network namespace (IPv4 or IPv6), passed to the parent,
+// or why not.
+func sendInboundSocket(req string) {
+	family := unix.AF_INET
+	if req == "6" {
+		family = unix.AF_INET6
+	}
+	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		_, _ = unix.Write(controlFd, []byte("!"+err.Error()))
+		return
+	}
+	_ = unix.Sendmsg(controlFd, []byte("S"), unix.UnixRights(fd), nil, 0)
+	unix.Close(fd)
+}
+
 // serveControl answers the parent's requests on the control socket until
 // the parent closes its end:
 //
@@ -1155,16 +1189,7 @@ func serveControl(c Config) {
 			unix.Close(controlFd)
 			return
 		}
-		var fds []int
-		if oobn > 0 {
-			if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
-				for _, m := range msgs {
-					if got, err := unix.ParseUnixRights(&m); err == nil {
-						fds = append(fds, got...)
-					}
-				}
-			}
-		}
+		fds := passedFds(oob[:oobn])
 		if n > 0 && buf[0] == 'X' {
 			execRequest(buf[1:n], fds) // an exec'd command's stdio
 			continue
@@ -1176,17 +1201,7 @@ func serveControl(c Config) {
 		case strings.HasPrefix(req, "L"):
 			forwardRequest(req[1:])
 		case (req == "4" || req == "6") && c.Inbound:
-			family := unix.AF_INET
-			if req == "6" {
-				family = unix.AF_INET6
-			}
-			fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-			if err != nil {
-				_, _ = unix.Write(controlFd, []byte("!"+err.Error()))
-				continue
-			}
-			_ = unix.Sendmsg(controlFd, []byte("S"), unix.UnixRights(fd), nil, 0)
-			unix.Close(fd)
+			sendInboundSocket(req)
 		case req == "T":
 			// Is the agent still stopped? A stop report can be stale
 			// by the time the parent reads it: a Ctrl-Z at the
