@@ -21,6 +21,7 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	"github.com/agent-sandbox/agent-sandbox/internal/launch"
+	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
 
 // version is set at link time (-X main.version=...) by the Nix package.
@@ -36,6 +37,9 @@ type env struct {
 	getenv   func(string) string
 	lookPath func(string) (string, error)
 	home     grant.Home
+	// started, when not nil, makes the run a session with no agent
+	// process (agent-sandbox start's supervisor).
+	started *spec.Started
 }
 
 // Main runs agent-sandbox with args (without the program name) and returns
@@ -43,6 +47,13 @@ type env struct {
 func Main(args []string, stdio launch.Stdio) int {
 	if code, ok := backends.Hidden(args, stdio.Err); ok {
 		return code
+	}
+	if len(args) > 0 && args[0] == superviseArg {
+		home, err := grant.HomeFromEnv(os.Getenv, runtime.GOOS)
+		if err != nil {
+			return fail(stdio.Err, err)
+		}
+		return superviseSession(env{stdio: stdio, getenv: os.Getenv, lookPath: exec.LookPath, home: home}, args[1:])
 	}
 	inv, err := cli.Parse(args)
 	if err != nil {
@@ -82,6 +93,10 @@ func Main(args []string, stdio launch.Stdio) int {
 		return execInSession(e, inv.Exec)
 	case cli.CmdAllow:
 		return allowInSession(e, inv.Allow)
+	case cli.CmdStart:
+		return startSession(e, inv.Start, args)
+	case cli.CmdStop:
+		return stopSession(e, inv.Stop)
 	case cli.CmdWhy:
 		return whyAccess(e, inv.Why)
 	case cli.CmdRuns, cli.CmdDiff, cli.CmdUndo:

@@ -44,7 +44,7 @@ func runAgent(e env, r cli.Run) int {
 		Getenv: e.getenv, LookPath: e.lookPath, Protected: e.lookup(workdir).Paths(),
 		NixStore: plan.NixStore(), Verbose: r.Verbose, Quiet: r.Quiet, TTY: launch.IsTerminal(os.Stdout),
 		RunRead: cliPaths(r.Read), RunWrite: cliPaths(r.Write),
-		AllowEdit: r.AllowEdit, AllowUserns: r.AllowUserns, Early: early,
+		AllowEdit: r.AllowEdit, AllowUserns: r.AllowUserns, Early: early, Started: e.started,
 	})
 	if err != nil {
 		return refuseRun(e, r, workdir, folder, pst, err)
@@ -68,6 +68,15 @@ func runAgent(e env, r cli.Run) int {
 	}
 	if p.Refusal != nil {
 		return fail(e.stdio.Err, errors.New(*p.Refusal))
+	}
+	if e.started != nil {
+		if why := startRefusal(p); why != "" {
+			return fail(e.stdio.Err, errors.New(why))
+		}
+	} else {
+		// A started session of this workdir that ended on its idle
+		// timeout left its findings: printed once, here.
+		printPending(e, workdir)
 	}
 	code := execute(e, r, folder, workdir, p)
 	if hint := failureHint(p, r, code); hint != "" {

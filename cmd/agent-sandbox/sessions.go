@@ -20,6 +20,11 @@ import (
 // listSessions is `agent-sandbox ps`.
 func listSessions(e env, p cli.Ps) int {
 	live := session.List(e.home.StateRoot())
+	if wd, err := resolveWorkdir(""); err == nil {
+		// A started session of this workdir that ended on its idle
+		// timeout left its findings: printed once, here.
+		printPending(e, wd)
+	}
 	if p.JSON {
 		if live == nil {
 			live = []session.Info{}

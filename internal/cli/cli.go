@@ -44,6 +44,14 @@ const Usage = `Usage:
   agent-sandbox allow HOST[:PORT] [--session ID] [--save]
                                                     allow a host in a running session (and, with
                                                     --save, in the agent folder's nono.json)
+  agent-sandbox start [run flags] [--idle-timeout DURATION] [--json] [AGENT]
+                                                    start a session with no agent process (for
+                                                    harnesses: exec into it); print its id. It ends
+                                                    after DURATION (default 30m) with no exec'd
+                                                    process, or on stop. Namespace view only
+  agent-sandbox stop SESSION|AGENT                  end a session (its processes get SIGTERM, then
+                                                    SIGKILL after 5s), wait for its end and print
+                                                    its after-run findings
   agent-sandbox version                             print the version
 
 AGENT is an agent name (looked up in $AGENT_SANDBOX_PATH,
@@ -183,6 +191,8 @@ type Invocation struct {
 	Exec       Exec
 	Ps         Ps
 	Allow      Allow
+	Start      Start
+	Stop       Stop
 }
 
 // Parse parses the arguments after the program name.
@@ -214,6 +224,9 @@ func Parse(args []string) (Invocation, error) {
 			return parseCheckpoint(args[0], args[1:])
 		}
 		if inv, ok, err := parseSession(args); ok {
+			return inv, err
+		}
+		if inv, ok, err := parseStarted(args); ok {
 			return inv, err
 		}
 	}

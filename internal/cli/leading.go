@@ -63,6 +63,9 @@ func leadingFlags(fs *pflag.FlagSet, lead, rest []string) (Invocation, error) {
 	if sub == CmdRun {
 		return parseRun(append(slices.Clone(lead), rest[1:]...), true)
 	}
+	if sub == CmdStart {
+		return parseStart(append(slices.Clone(lead), rest[1:]...))
+	}
 	var bad []*pflag.Flag
 	fs.Visit(func(f *pflag.Flag) {
 		if sub != CmdWhy || !slices.Contains(WhyRunFlags, f.Name) {

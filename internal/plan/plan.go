@@ -76,6 +76,9 @@ type Input struct {
 	// AllowUserns is --allow-userns: the agent may create user
 	// namespaces of its own this run (as agent.toml nested_userns).
 	AllowUserns bool
+	// Started, when not nil, makes the run a session with no agent
+	// process (agent-sandbox start).
+	Started *spec.Started
 	// Early is what the backend started before planning (Prestart), or
 	// nil; the backend takes it over. The caller ends it (Early.Abort)
 	// after the run.
@@ -774,6 +777,7 @@ func (sb *specBuilder) execAndLimits() error {
 	// The built-in engine refuses nested user namespaces, and so does the
 	// seccomp layer agent-sandbox puts under nono on Linux.
 	refusesUserns := pst.Backend == posture.Landlock || pst.Backend == posture.Nono && h.GOOS == "linux"
+	s.Started = in.Started
 	if s.NestedUserns = f.Config.NestedUserns || in.AllowUserns; s.NestedUserns && refusesUserns {
 		from := "--allow-userns"
 		if f.Config.NestedUserns {

@@ -70,13 +70,21 @@ type Info struct {
 	// Allowed and Refused are the egress broker's counts so far.
 	Allowed int `json:"allowed"`
 	Refused int `json:"refused"`
+	// Detached says that the session has no agent process
+	// (agent-sandbox start): its supervisor runs detached, and its
+	// after-run findings are kept for agent-sandbox stop (FindingsPath).
+	Detached bool `json:"detached,omitempty"`
+	// IdleTimeout, for a detached session, is how long it lasts with no
+	// exec'd process (a Go duration).
+	IdleTimeout string `json:"idle_timeout,omitempty"`
 }
 
 // Request is one message from a client.
 type Request struct {
 	V     int    `json:"v"`
 	Token string `json:"token"`
-	// Op is "info", "exec", "signal" (after an exec) or "allow".
+	// Op is "info", "exec", "signal" (after an exec), "allow" or
+	// "stop".
 	Op     string   `json:"op"`
 	Argv   []string `json:"argv,omitempty"`
 	Signal int      `json:"signal,omitempty"`
@@ -116,6 +124,11 @@ type Handlers struct {
 	// Allow adds host to the running session's allow list; the answer
 	// says what was added.
 	Allow func(host string) (string, error)
+	// Stop asks the session to end (agent-sandbox stop): its processes
+	// get SIGTERM, then SIGKILL after a grace period; the session's end
+	// (quiesce, audit, scan) follows as after its last process. It
+	// returns once asked, not once ended.
+	Stop func() error
 	// Unsupported says why this engine cannot exec or allow ("nono
 	// alone cannot ..."), for the refusals.
 	Unsupported map[string]string
@@ -285,6 +298,8 @@ func (s *Server) handle(c *net.UnixConn) {
 			return
 		}
 		_ = writeFrame(c, Response{V: Version, Note: note}, nil)
+	case "stop":
+		s.stop(c)
 	default:
 		_ = writeFrame(c, Response{V: Version, Error: fmt.Sprintf("unknown request %q", req.Op)}, nil)
 	}

@@ -13,10 +13,28 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/posture"
 	"github.com/agent-sandbox/agent-sandbox/internal/protect"
 )
+
+// Started is a session started with no agent process (agent-sandbox
+// start): commands reach it through agent-sandbox exec; it ends on
+// agent-sandbox stop or after IdleTimeout with no exec'd process.
+type Started struct {
+	// ID is the session's id, chosen by the caller.
+	ID string
+	// IdleTimeout ends the session once no exec'd process has run for
+	// that long.
+	IdleTimeout time.Duration
+	// Ready, when not nil, is called once the session's control socket
+	// listens, with the agent's id.
+	Ready func(agent string)
+	// Ended, when not nil, is told why the session ends ("stop" or
+	// "idle") when that is asked, before its end runs.
+	Ended func(reason string)
+}
 
 // NoMemoryLimit is Spec.MemoryMax for agent.toml's memory_max = "none".
 const NoMemoryLimit = -1
@@ -28,6 +46,9 @@ type Spec struct {
 	// (agent.toml nested_userns, --allow-userns); the built-in engine
 	// refuses them otherwise.
 	NestedUserns bool
+	// Started, when not nil, is a session with no agent process
+	// (agent-sandbox start): only the namespace view runs one.
+	Started *Started
 	// TmpSize bounds the private /tmp, /var/tmp and /dev/shm of the
 	// built-in engine together (one tmpfs) in bytes (agent.toml
 	// tmp_size); 0: a quarter of the machine's memory.

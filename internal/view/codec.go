@@ -82,6 +82,7 @@ func (c Config) Encode() []byte {
 	e.bool(c.SignalChildren)
 	e.int(int64(c.Umask))
 	e.bool(c.SetUmask)
+	e.bool(c.NoAgent)
 	return e.b
 }
 
@@ -143,6 +144,7 @@ func DecodeConfig(b []byte) (Config, error) {
 	c.SignalChildren = d.bool()
 	c.Umask = int(d.int())
 	c.SetUmask = d.bool()
+	c.NoAgent = d.bool()
 	if d.err == nil && len(d.b) > 0 {
 		d.fail("%d bytes after the end", len(d.b))
 	}

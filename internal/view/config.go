@@ -176,6 +176,10 @@ type Config struct {
 	// no handler for SIGUSR2): init sends a signal it forwards to the
 	// supervisor's children, the agent, instead.
 	SignalChildren bool `json:"signal_children,omitempty"`
+	// NoAgent starts no agent (agent-sandbox start): the session holds
+	// only the processes exec starts, and lasts until the parent asks it
+	// to end (Process.End) or init is signalled to end.
+	NoAgent bool `json:"no_agent,omitempty"`
 }
 
 // UserLimit is one per-user-namespace limit of /proc/sys/user/ (see

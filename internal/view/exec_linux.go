@@ -46,6 +46,9 @@ var session struct {
 	agentStatus unix.WaitStatus
 	// over is set once the session is ending: no more execs.
 	over bool
+	// held keeps a session with no agent (Config.NoAgent) alive with no
+	// exec'd process, until it is asked to end (endRequest).
+	held bool
 }
 
 // execEnded tells the parent that the exec'd process pid ended with ws
@@ -83,8 +86,9 @@ func agentExited(ws unix.WaitStatus) bool {
 	session.Lock()
 	defer session.Unlock()
 	session.agentDone, session.agentStatus = true, ws
-	session.over = len(session.live) == 0
-	return session.over
+	over := len(session.live) == 0
+	session.over = session.over || over // an end asked (endSessionAfter) takes no more execs
+	return over
 }
 
 // sessionOver reports, after the agent's end, whether its last exec'd
@@ -92,7 +96,7 @@ func agentExited(ws unix.WaitStatus) bool {
 func sessionOver() (unix.WaitStatus, bool) {
 	session.Lock()
 	defer session.Unlock()
-	if !session.agentDone || len(session.live) > 0 {
+	if !session.agentDone || session.held || len(session.live) > 0 {
 		return 0, false
 	}
 	session.over = true

@@ -328,6 +328,9 @@ type agentJob struct {
 // waits until the agent has exited and every other process of the sandbox
 // is gone, passing on the signals arriving on sigs.
 func runAgent(c Config, rules *landlock.Ruleset, agent chan<- agentJob, sigs <-chan os.Signal) report {
+	if c.NoAgent {
+		return holdSession(c, rules, sigs)
+	}
 	done := make(chan started, 1)
 	agent <- agentJob{c: c, rules: rules, done: done}
 	s := <-done
@@ -1200,6 +1203,8 @@ func serveControl(c Config) {
 			signalRequest(req[1:])
 		case strings.HasPrefix(req, "L"):
 			forwardRequest(req[1:])
+		case strings.HasPrefix(req, "Q"):
+			endRequest(req[1:])
 		case (req == "4" || req == "6") && c.Inbound:
 			sendInboundSocket(req)
 		case req == "T":

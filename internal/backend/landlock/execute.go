@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/backend"
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
@@ -39,6 +40,14 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 // execute is Execute with inner, the second sandbox the view starts the
 // agent under, or nil.
 func execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weaker, banner bool, pre *Early, inner *Inner) int {
+	if s.Started != nil && (weaker || inner != nil) {
+		id := engine.Weaker
+		if !weaker {
+			id = engine.NonoInView
+		}
+		diag.Errorf(stdio.Err, "%s", backend.StartRefusal(id))
+		return launch.ExitRefused
+	}
 	if verbose {
 		diag.Notef(stdio.Err, "namespace view (new user, mount, PID, IPC, UTS%s namespaces), then %s",
 			map[bool]string{true: ", network", false: ""}[p.Network == ll.NetBlocked], insideView())
@@ -418,6 +427,9 @@ type viewRun struct {
 	// execs counts those still running: set once the view started.
 	exec  func(argv []string, stdio []*os.File) (session.Proc, error)
 	execs func() int
+	// end asks the running view to end (agent-sandbox stop, a started
+	// session's idle timeout): SIGTERM, then SIGKILL after the grace.
+	end func(grace time.Duration) error
 	// forward listens on a port of the view's own loopback
 	// (agent-sandbox allow localhost:PORT).
 	forward func(port int, ipv6 bool) (net.Listener, error)

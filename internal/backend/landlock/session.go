@@ -15,12 +15,6 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/spec"
 )
 
-// weakerExecRefusal is why exec is refused in the weaker sandbox.
-var weakerExecRefusal = backend.NoExec("the weaker sandbox", "no process of agent-sandbox stays inside the agent's Landlock domain that could start another, and a Landlock domain cannot be entered from outside; the namespace view has exec")
-
-// nonoInViewExecRefusal is why exec is refused for nono inside the view.
-var nonoInViewExecRefusal = backend.NoExec("nono inside the namespace view", "the view's init would start the command without nono's own Landlock layer, which the agent runs under: it would be wider than the session's agent")
-
 // sessionHook is the run's control channel (launch.Lifecycle.Session):
 // ps sees the session; exec reaches the view's init (v, when the view
 // started); allow reaches the broker (sess).
@@ -34,9 +28,14 @@ func sessionHook(s spec.Spec, n Net, sess *netSession, v *viewRun, weaker bool, 
 			id = engine.NonoInView
 		}
 		info := session.Info{Agent: s.AgentID, Folder: s.AgentDir, Workdir: s.Workdir, Engine: string(id), Network: string(n.Mode), Started: time.Now()}
+		if st := s.Started; st != nil {
+			info.ID, info.Detached, info.IdleTimeout = st.ID, true, st.IdleTimeout.String()
+		}
 		h := session.Handlers{
 			Info: func(i *session.Info) {
-				i.Processes = 1
+				if s.Started == nil {
+					i.Processes = 1 // the agent
+				}
 				if v != nil && v.execs != nil {
 					i.Processes += v.execs()
 				}
@@ -45,24 +44,78 @@ func sessionHook(s spec.Spec, n Net, sess *netSession, v *viewRun, weaker bool, 
 					i.Allowed, i.Refused = sum.Allowed, sum.Refused
 				}
 			},
-			Unsupported: map[string]string{"exec": weakerExecRefusal},
+			Unsupported: map[string]string{"exec": backend.WeakerExecRefusal},
 		}
 		if id == engine.NonoInView {
 			// init would start the command in the view, without nono's
 			// own layer the agent runs under: a wider process than the
 			// session's agent.
-			h.Unsupported["exec"] = nonoInViewExecRefusal
+			h.Unsupported["exec"] = backend.NonoInViewExecRefusal
 		}
 		if id == engine.View {
 			h.Exec = func(argv []string, fds []*os.File) (session.Proc, error) { return v.exec(argv, fds) }
 		}
 		h.Allow, h.Unsupported["allow"] = sessionAllow(s, n, sess, v)
+		if v != nil && v.end != nil {
+			h.Stop = func() error { return endSession(s.Started, "stop", v.end) }
+		}
 		srv, err := session.Open(s.StateRoot(), info, h)
 		if err != nil {
 			diag.Warnf(stdio.Err, "this run has no control channel (agent-sandbox ps, exec and allow cannot reach it): %v", err)
+			if s.Started != nil && v != nil && v.end != nil {
+				// Nothing could reach a started session: it ends.
+				_ = v.end(0)
+			}
 			return nil
 		}
-		return srv.Close
+		done := make(chan struct{})
+		if st := s.Started; st != nil && v != nil && v.end != nil && v.execs != nil {
+			go idleWatch(st.IdleTimeout, v.execs, func() { _ = endSession(st, "idle", v.end) }, done)
+			if st.Ready != nil {
+				st.Ready(s.AgentID)
+			}
+		}
+		return func() { close(done); srv.Close() }
+	}
+}
+
+// stopGrace is how long a session's processes have after SIGTERM before
+// SIGKILL when agent-sandbox stop (or a started session's idle timeout)
+// ends it: as long as quiesce gives nothing (it kills at once), and
+// enough for a dev server or a test run to write its last state.
+const stopGrace = 5 * time.Second
+
+// endSession ends a session on request (reason "stop" or "idle"): a
+// started session (st) is told why first.
+func endSession(st *spec.Started, reason string, end func(time.Duration) error) error {
+	if st != nil && st.Ended != nil {
+		st.Ended(reason)
+	}
+	return end(stopGrace)
+}
+
+// idleWatch calls end once execs has counted no process for timeout,
+// unless done is closed first.
+func idleWatch(timeout time.Duration, execs func() int, end func(), done <-chan struct{}) {
+	tick := timeout / 4
+	tick = min(max(tick, 50*time.Millisecond), time.Second)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	idleSince := time.Now()
+	for {
+		select {
+		case <-done:
+			return
+		case now := <-t.C:
+			if execs() > 0 {
+				idleSince = now
+				continue
+			}
+			if now.Sub(idleSince) >= timeout {
+				end()
+				return
+			}
+		}
 	}
 }
 

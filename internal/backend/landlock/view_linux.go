@@ -16,7 +16,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agent-sandbox/agent-sandbox/internal/backend"
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
+	"github.com/agent-sandbox/agent-sandbox/internal/engine"
 	"github.com/agent-sandbox/agent-sandbox/internal/grant"
 	"github.com/agent-sandbox/agent-sandbox/internal/guard"
 	ll "github.com/agent-sandbox/agent-sandbox/internal/landlock"
@@ -499,12 +501,16 @@ func (v *viewRun) startView(cmd *exec.Cmd, argv, env []string, pol ll.Policy) (l
 	// nono inside the view keeps SIGUSR1 for itself: init signals its
 	// child, the agent.
 	c.SignalChildren = v.inner != nil
+	c.NoAgent = v.s.Started != nil
 	if u := launch.CallerUmask(); u >= 0 {
 		c.Umask, c.SetUmask = u, true
 	}
 	path, args, env, dir := cmd.Path, cmd.Args, cmd.Env, cmd.Dir
 	in, out, errw := cmd.Stdin, cmd.Stdout, cmd.Stderr
 	proc, err := v.early.start(cmd, c, v.scope.check(v.stderr))
+	if errors.Is(err, view.ErrUnavailable) && v.s.Started != nil {
+		return launch.Started{}, &launch.SetupError{Err: fmt.Errorf("%s (%s)", backend.StartRefusal(engine.Weaker), err)}
+	}
 	if errors.Is(err, view.ErrUnavailable) {
 		// No weaker sandbox under nono: where the view turns out not
 		// to be possible, a nono-in-view run is refused.
@@ -533,6 +539,7 @@ func (v *viewRun) startView(cmd *exec.Cmd, argv, env []string, pol ll.Policy) (l
 	proc.Unrecorded = v.sess.unrecordedDirect
 	v.exec = func(argv []string, stdio []*os.File) (session.Proc, error) { return proc.Exec(argv, stdio) }
 	v.execs = proc.Execs
+	v.end = proc.End
 	v.forward = proc.Forward
 	serveView(proc, v.n, v.sess)
 	for _, n := range proc.Notes() {

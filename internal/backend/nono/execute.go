@@ -80,7 +80,7 @@ func Execute(p Prepared, s spec.Spec, stdio launch.Stdio) int {
 	// Standard streams that are files reach nono as pipes (pipedFiles).
 	return launch.Lifecycle{Argv: step.Argv, Env: append(Environ(p, s, os.Environ()), "TMPDIR="+runTmp), Dir: s.Workdir, Stdio: pipedFiles(stdio), Start: withRelayDelay(starter(Filter(p, s))), Guard: backend.Guard(s),
 		Session: backend.SessionHook(s, "nono", session.Handlers{Unsupported: map[string]string{
-			"exec":  backend.NoExec("nono alone", "no process of agent-sandbox stays inside nono's Landlock domain that could start another, and a Landlock domain cannot be entered from outside"),
+			"exec":  backend.NonoExecRefusal,
 			"allow": backend.NoAllow("nono alone", "its network policy is fixed when nono starts"),
 		}}, stdio)}.Execute()
 }
