@@ -74,6 +74,7 @@ func startSession(e env, st cli.Start, args []string) int {
 		return fail(e.stdio.Err, fmt.Errorf("start: finding agent-sandbox itself: %v", err))
 	}
 	cmd := exec.Command(exe, append([]string{superviseArg, id}, args...)...)
+	cmd.Args[0] = os.Args[0] // the name it was started by
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = null, logf, logf
 	cmd.ExtraFiles = []*os.File{wr}
 	// A session of its own: no controlling terminal, and neither the

@@ -81,7 +81,7 @@ func endSessionAfter(grace time.Duration) {
 	for _, pid := range pids {
 		_ = unix.Kill(pid, unix.SIGTERM)
 	}
-	if len(pids) > 0 {
+	if len(pids) > 0 && os.Getpid() == 1 { // kill(-1) is init's alone
 		time.AfterFunc(grace, func() {
 			// From PID 1, kill(-1) reaches every other process of
 			// the namespace; init's reap then ends the session.
