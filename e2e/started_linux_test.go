@@ -1,0 +1,284 @@
+package e2e
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// startedSession is a session `agent-sandbox start` started, with no
+// agent process.
+type startedSession struct {
+	id  string
+	pid int // its supervisor's host pid
+}
+
+// startedRun runs agent-sandbox with args in dir and returns its stdout,
+// stderr and exit status.
+func startedRun(t *testing.T, bin string, env []string, dir string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env, cmd.Dir = env, dir
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(3 * time.Minute):
+		_ = cmd.Process.Kill()
+		t.Fatalf("agent-sandbox %s did not return in 3 minutes (a hang): %s %s", strings.Join(args, " "), out.String(), errb.String())
+	}
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// startSessionDetached runs `agent-sandbox start --json ARGS` in work and
+// returns the session; t.Cleanup stops it (and checks that its supervisor
+// is gone) if the test did not.
+func startSessionDetached(t *testing.T, bin string, env []string, work string, args ...string) startedSession {
+	t.Helper()
+	out, errOut, code := startedRun(t, bin, env, work, append([]string{"start", "--json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("start: exit %d: %s%s", code, out, errOut)
+	}
+	var info struct {
+		ID       string `json:"id"`
+		Pid      int    `json:"pid"`
+		Engine   string `json:"engine"`
+		Detached bool   `json:"detached"`
+	}
+	if err := json.Unmarshal([]byte(out), &info); err != nil || info.ID == "" || info.Pid <= 0 {
+		t.Fatalf("start --json printed %q (%v); stderr %s", out, err, errOut)
+	}
+	if info.Engine != "view" || !info.Detached {
+		t.Errorf("start --json: engine %q detached %v, want a detached view session", info.Engine, info.Detached)
+	}
+	s := startedSession{id: info.ID, pid: info.Pid}
+	t.Cleanup(func() {
+		if syscall.Kill(s.pid, 0) != nil {
+			return
+		}
+		_, _, _ = startedRun(t, bin, env, work, "stop", s.id)
+		if !gone(s.pid, 30*time.Second) {
+			_ = syscall.Kill(s.pid, syscall.SIGKILL)
+			t.Errorf("session %s's supervisor (pid %d) outlived the test's stop", s.id, s.pid)
+		}
+	})
+	return s
+}
+
+// gone waits up to d for pid to be gone (or a zombie).
+func gone(pid int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return true
+		}
+		if i := strings.LastIndexByte(string(b), ')'); i > 0 && i+2 < len(b) && (b[i+2] == 'Z' || b[i+2] == 'X') {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
+// startedFixture is a home with codex's configuration, a copy of the
+// built-in codex folder whose command is /bin/sh, and a git workdir.
+func startedFixture(t *testing.T, bin, prefix string) (home, work, folder string, env []string) {
+	t.Helper()
+	home = t.TempDir()
+	work = homeTempDir(t, prefix)
+	env = sessionEnv(home)
+	write(t, filepath.Join(home, ".codex", "config.toml"), "model = \"o3\"\n")
+	folder = filepath.Join(home, "agents", "codex")
+	if out, errOut, code := startedRun(t, bin, env, work, "agents", "copy", "codex", folder); code != 0 {
+		t.Fatalf("agents copy codex: %s%s", out, errOut)
+	}
+	p := filepath.Join(folder, "agent.toml")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(strings.Replace(string(b), `command = "codex"`, `command = "/bin/sh"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(work, ".git", "config"), "[core]\n\tbare = false\n")
+	return home, work, folder, env
+}
+
+// plantScript is what the exec'd command does: a file in the workdir, a
+// code-running key in codex's configuration (writable, audited: restored
+// at the end), and core.fsmonitor in .git/config (read-only in the view).
+func plantScript(home string) string {
+	return `echo exec-file > exec.txt
+printf 'notify = ["touch", "` + home + `/PWNED"]\n' >> ` + home + `/.codex/config.toml
+printf '\tfsmonitor = "touch ` + home + `/PWNED"\n' >> .git/config 2>/dev/null && echo GITCONFIG-WRITTEN
+true`
+}
+
+// checkPlantUndone checks that the exec'd command's file stays and its
+// plants do not.
+func checkPlantUndone(t *testing.T, home, work, out string) {
+	t.Helper()
+	if b, err := os.ReadFile(filepath.Join(work, "exec.txt")); err != nil || string(b) != "exec-file\n" {
+		t.Errorf("the exec'd command's file in the workdir: %q %v", b, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(home, ".codex", "config.toml")); strings.Contains(string(b), "notify") {
+		t.Errorf("codex's notify planted through exec survived the session's end:\n%s", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(work, ".git", "config")); strings.Contains(string(b), "fsmonitor") {
+		t.Errorf("core.fsmonitor planted through exec survived:\n%s", b)
+	}
+	if !strings.Contains(out, "that run code") || !strings.Contains(out, ".codex/config.toml") {
+		t.Errorf("the session's findings do not name the restored codex configuration:\n%s", out)
+	}
+}
+
+// TestStartStop: `agent-sandbox start` starts a session with no agent
+// process, its supervisor detached (a session of its own, no controlling
+// terminal); exec runs commands in it; `stop` ends it, waits for its end
+// and prints its after-run findings (the restore of a code-running key
+// an exec'd command planted); ps no longer lists it, and nothing of it is
+// left.
+func TestStartStop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real binary; skipped with -short")
+	}
+	skipWithoutLandlock(t)
+	bin := buildAgentSandbox(t)
+	home, work, folder, env := startedFixture(t, bin, "start-stop")
+	s := startSessionDetached(t, bin, env, work, "--offline", folder)
+
+	// Detached: a session of its own, no controlling terminal.
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(s.pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
+	mySid, _ := unix.Getsid(0)
+	if sid, _ := strconv.Atoi(f[3]); sid != s.pid || sid == mySid {
+		t.Errorf("the supervisor's session id is %d (the caller's %d), want its own (%d)", sid, mySid, s.pid)
+	}
+	if f[4] != "0" {
+		t.Errorf("the supervisor has a controlling terminal (tty_nr %s)", f[4])
+	}
+	l := psJSON(t, bin, nil, env, work)
+	if len(l) != 1 || l[0].ID != s.id || l[0].Processes != 0 {
+		t.Errorf("ps --json = %+v, want session %s with no process", l, s.id)
+	}
+
+	out, code := execIn(t, bin, nil, env, work, s.id, plantScript(home))
+	if code != 0 || strings.Contains(out, "GITCONFIG-WRITTEN") {
+		t.Errorf("exec: exit %d: %s (.git/config must be read-only in the view)", code, out)
+	}
+	// The session lasts with no process: a second exec, by agent name.
+	if out, code := execIn(t, bin, nil, env, work, "codex", "cat exec.txt"); code != 0 || out != "exec-file\n" {
+		t.Errorf("a second exec by agent name: exit %d: %q", code, out)
+	}
+
+	// Two commands still run at the stop: one ends on its SIGTERM, the
+	// other ignores it and is killed after the grace period.
+	running := map[string]chan int{}
+	for name, script := range map[string]string{"term": "exec sleep 300", "ignores": "trap '' TERM; sleep 300; echo survived"} {
+		cmd := exec.Command(bin, "exec", s.id, "--", "sh", "-c", script)
+		cmd.Env, cmd.Dir = env, work
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		ch := make(chan int, 1)
+		running[name] = ch
+		go func() { _ = cmd.Wait(); ch <- cmd.ProcessState.ExitCode() }()
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(psJSON(t, bin, nil, env, work)) == 1 && psJSON(t, bin, nil, env, work)[0].Processes < 2 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	stdout, stderr, code := startedRun(t, bin, env, work, "stop", s.id)
+	if code != 0 {
+		t.Errorf("stop: exit %d: %s%s", code, stdout, stderr)
+	}
+	for name, want := range map[string]int{"term": 128 + 15, "ignores": 128 + 9} {
+		select {
+		case got := <-running[name]:
+			if got != want {
+				t.Errorf("exec'd %s: exit %d after stop, want %d", name, got, want)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("exec'd %s still runs 30s after stop returned", name)
+		}
+	}
+	checkPlantUndone(t, home, work, stderr)
+	if !gone(s.pid, 5*time.Second) {
+		t.Errorf("the supervisor (pid %d) still runs after stop returned", s.pid)
+	}
+	if l := psJSON(t, bin, nil, env, work); len(l) != 0 {
+		t.Errorf("ps lists sessions after stop: %+v", l)
+	}
+	sessions := filepath.Join(home, ".local", "state", "agent-sandbox", "sessions")
+	left, _ := os.ReadDir(sessions)
+	for _, e := range left {
+		t.Errorf("left in the sessions directory after stop: %s", e.Name())
+	}
+	// Stopped once: a second stop says the session is gone.
+	if _, stderr, code := startedRun(t, bin, env, work, "stop", s.id); code != 125 || !strings.Contains(stderr, "no live session") {
+		t.Errorf("a second stop: exit %d: %s", code, stderr)
+	}
+}
+
+// TestStartIdle: a started session with no exec'd process ends by itself
+// after its idle timeout; its findings are kept (outside every grant) and
+// printed once by the next ps in its workdir.
+func TestStartIdle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real binary; skipped with -short")
+	}
+	skipWithoutLandlock(t)
+	bin := buildAgentSandbox(t)
+	home, work, folder, env := startedFixture(t, bin, "start-idle")
+	s := startSessionDetached(t, bin, env, work, "--offline", "--idle-timeout", "2s", folder)
+	if out, code := execIn(t, bin, nil, env, work, s.id, plantScript(home)); code != 0 {
+		t.Errorf("exec: exit %d: %s", code, out)
+	}
+	if !gone(s.pid, 2*time.Minute) {
+		t.Fatalf("the session did not end on its 2s idle timeout")
+	}
+	findings := filepath.Join(home, ".local", "state", "agent-sandbox", "sessions", s.id+".findings.json")
+	if _, err := os.Stat(findings); err != nil {
+		t.Fatalf("the idle session kept no findings: %v", err)
+	}
+	stdout, stderr, code := startedRun(t, bin, env, work, "ps")
+	if code != 0 || !strings.Contains(stdout, "no live sessions") {
+		t.Errorf("ps: exit %d: %s", code, stdout)
+	}
+	if !strings.Contains(stderr, "session "+s.id) || !strings.Contains(stderr, "ended on its idle timeout") {
+		t.Errorf("ps does not say the session ended on its idle timeout:\n%s", stderr)
+	}
+	checkPlantUndone(t, home, work, stderr)
+	if _, err := os.Stat(findings); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the findings outlived their printing: %v", err)
+	}
+	if _, stderr, _ := startedRun(t, bin, env, work, "ps"); strings.Contains(stderr, s.id) {
+		t.Errorf("a second ps printed the findings again:\n%s", stderr)
+	}
+}
