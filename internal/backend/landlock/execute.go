@@ -40,12 +40,8 @@ func Execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 // execute is Execute with inner, the second sandbox the view starts the
 // agent under, or nil.
 func execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weaker, banner bool, pre *Early, inner *Inner) int {
-	if s.Started != nil && (weaker || inner != nil) {
-		id := engine.Weaker
-		if !weaker {
-			id = engine.NonoInView
-		}
-		diag.Errorf(stdio.Err, "%s", backend.StartRefusal(id))
+	if why := startedRefusal(s, weaker, inner); why != "" {
+		diag.Errorf(stdio.Err, "%s", why)
 		return launch.ExitRefused
 	}
 	if verbose {
@@ -161,6 +157,20 @@ func execute(s spec.Spec, p ll.Policy, n Net, stdio launch.Stdio, verbose, weake
 		l.Session = sessionHook(s, n, sess, nil, true, stdio)
 	}
 	return l.Execute()
+}
+
+// startedRefusal is why a started session (agent-sandbox start) cannot
+// run in the weaker sandbox or under nono in the view ("" when it can).
+func startedRefusal(s spec.Spec, weaker bool, inner *Inner) string {
+	switch {
+	case s.Started == nil:
+		return ""
+	case weaker:
+		return backend.StartRefusal(engine.Weaker)
+	case inner != nil:
+		return backend.StartRefusal(engine.NonoInView)
+	}
+	return ""
 }
 
 // weakerStart returns the start of the weaker sandbox (Landlock and seccomp
