@@ -180,6 +180,21 @@ func startRunning(t *testing.T, bin string, env []string, work, id string, scrip
 	return running
 }
 
+// childrenOf lists pid's children.
+func childrenOf(pid int) []int {
+	tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/children")
+	var out []int
+	for _, task := range tasks {
+		b, _ := os.ReadFile(task)
+		for _, f := range strings.Fields(string(b)) {
+			if k, err := strconv.Atoi(f); err == nil {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
 // checkDetached checks that the supervisor pid runs in a session of its
 // own (not the caller's) with no controlling terminal.
 func checkDetached(t *testing.T, pid int) {
@@ -232,9 +247,18 @@ func TestStartStop(t *testing.T) {
 	// other ignores it and is killed after the grace period.
 	running := startRunning(t, bin, env, work, s.id, map[string]string{"term": "exec sleep 300", "ignores": "trap '' TERM; sleep 300; echo survived"})
 
+	kids := childrenOf(s.pid) // the view's init
+	if len(kids) == 0 {
+		t.Errorf("the supervisor (pid %d) has no child: where is the sandbox's init?", s.pid)
+	}
 	stdout, stderr, code := startedRun(t, bin, env, work, "stop", s.id)
 	if code != 0 {
 		t.Errorf("stop: exit %d: %s%s", code, stdout, stderr)
+	}
+	for _, k := range kids {
+		if !gone(k, 30*time.Second) {
+			t.Errorf("the supervisor's child %d (the sandbox's init) outlived the session", k)
+		}
 	}
 	for name, want := range map[string]int{"term": 128 + 15, "ignores": 128 + 9} {
 		select {

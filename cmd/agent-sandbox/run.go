@@ -73,11 +73,10 @@ func runAgent(e env, r cli.Run) int {
 		if why := startRefusal(p); why != "" {
 			return fail(e.stdio.Err, errors.New(why))
 		}
-	} else {
-		// A started session of this workdir that ended on its idle
-		// timeout left its findings: printed once, here.
-		printPending(e, workdir)
 	}
+	// A started session of this workdir that ended on its idle timeout
+	// left its findings: printed once, here (for a start, by start).
+	printPending(e, workdir)
 	code := execute(e, r, folder, workdir, p)
 	if hint := failureHint(p, r, code); hint != "" {
 		diag.Notef(e.stdio.Err, "%s", hint)
