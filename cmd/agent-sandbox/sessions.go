@@ -25,6 +25,7 @@ func listSessions(e env, p cli.Ps) int {
 		// timeout left its findings: printed once, here.
 		printPending(e, wd)
 	}
+	printOrphans(e)
 	if p.JSON {
 		if live == nil {
 			live = []session.Info{}

@@ -58,6 +58,12 @@ func startSession(e env, st cli.Start, args []string) int {
 		return fail(e.stdio.Err, fmt.Errorf("start: the session's log: %v", err))
 	}
 	defer logf.Close()
+	// Held, through the log's open file, by the supervisor (and the
+	// sandbox's init) for as long as it lives: a log whose lock is free
+	// and that has no findings beside it is a killed session's (Orphans).
+	if err := session.LockLog(logf); err != nil {
+		return fail(e.stdio.Err, fmt.Errorf("start: locking the session's log: %v", err))
+	}
 	null, err := os.Open(os.DevNull)
 	if err != nil {
 		return fail(e.stdio.Err, fmt.Errorf("start: %v", err))
@@ -274,6 +280,22 @@ func stopSession(e env, s cli.Stop) int {
 // stopClaim is how long the findings of a session ended by stop are left
 // to the stop that waits for them before ps or a run prints them.
 const stopClaim = time.Minute
+
+// printOrphans prints, once, what the started sessions whose supervisor
+// was killed printed (their log), and removes it: their findings were
+// never kept (the next run in their workdir audits what they left).
+func printOrphans(e env) {
+	root := e.home.StateRoot()
+	for _, id := range session.Orphans(root) {
+		path := session.LogPath(root, id)
+		b, err := os.ReadFile(path)
+		if err != nil || os.Remove(path) != nil {
+			continue
+		}
+		diag.Warnf(e.stdio.Err, "session %s ended without keeping its findings (its supervisor was killed): the next run in its workdir audits what it left; what it printed:", id)
+		e.stdio.Err.Write(b)
+	}
+}
 
 // printPending prints, once, the findings of the started sessions of
 // workdir that ended without a stop to print them (their idle timeout),

@@ -154,3 +154,34 @@ func (f Findings) Describe() string {
 	}
 	return msg + "; what it reported:"
 }
+
+// LockLog takes the lock a detached session's supervisor holds on its log
+// (LogPath) for as long as it lives: f is the log, open for it (a lock on
+// the open file, which its supervisor and the sandbox's init share).
+func LockLog(f *os.File) error {
+	return unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+}
+
+// Orphans lists the ids of detached sessions whose supervisor ended
+// without keeping its findings (it was killed): a log no process holds
+// the lock of (LockLog), with no findings beside it.
+func Orphans(stateRoot string) []string {
+	names, _ := filepath.Glob(filepath.Join(Dir(stateRoot), "*.log"))
+	var out []string
+	for _, n := range names {
+		id := strings.TrimSuffix(filepath.Base(n), ".log")
+		if _, err := os.Stat(FindingsPath(stateRoot, id)); err == nil {
+			continue
+		}
+		f, err := os.Open(n)
+		if err != nil {
+			continue
+		}
+		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+			out = append(out, id)
+		}
+		f.Close()
+	}
+	sort.Strings(out)
+	return out
+}

@@ -107,3 +107,34 @@ func TestWait(t *testing.T) {
 		t.Error("Wait says this process has ended")
 	}
 }
+
+// TestOrphans: a detached session's log is an orphan once no process
+// holds its lock and no findings lie beside it.
+func TestOrphans(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(Dir(root), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(LogPath(root, "live"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := LockLog(f); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"killed", "ended"} {
+		if err := os.WriteFile(LogPath(root, id), []byte("x\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := WriteFindings(root, Findings{ID: "ended"}); err != nil {
+		t.Fatal(err)
+	}
+	if o := Orphans(root); len(o) != 1 || o[0] != "killed" {
+		t.Errorf("Orphans = %v, want [killed] (live holds its lock, ended has findings)", o)
+	}
+	f.Close()
+	if o := Orphans(root); len(o) != 2 || o[0] != "killed" || o[1] != "live" {
+		t.Errorf("Orphans after live's supervisor ended = %v, want [killed live]", o)
+	}
+}
