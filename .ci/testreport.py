@@ -49,6 +49,8 @@ MUST_RUN = [
     "e2e-user TestStartIdle",
     "e2e TestStopAgentSession",
     "e2e-user TestStopAgentSession",
+    "e2e TestStartRefused",
+    "e2e-user TestStartRefused",
     "e2e TestEscapes/landlock",
     "e2e TestEscapeView/landlock",
     "e2e-user TestEscapeView/landlock",

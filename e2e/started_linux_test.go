@@ -383,3 +383,49 @@ func TestStopAgentSession(t *testing.T) {
 		t.Errorf("ps lists sessions after stop: %+v", l)
 	}
 }
+
+// TestStartRefused: only the namespace view runs a started session. The
+// weaker sandbox (a host without user namespaces, opted in), such a host
+// without the opt-in, and nono inside the view refuse with the reason
+// (exec's), exit 125, and leave no session, log or process behind.
+func TestStartRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real binary; skipped with -short")
+	}
+	skipWithoutLandlock(t)
+	bin := buildAgentSandbox(t)
+	prefix := noUserns(t)
+	home := t.TempDir()
+	work := homeTempDir(t, "start-refused")
+	type row struct {
+		name   string
+		prefix []string
+		env    []string
+		flags  []string
+		want   string
+	}
+	rows := []row{
+		{"weaker", prefix, sessionEnv(home, "AGENT_SANDBOX_WEAKER_SANDBOX=1"), []string{"--sandbox-backend", "landlock"}, "start: exec: not supported by this engine yet (the weaker sandbox)"},
+		{"no view", prefix, sessionEnv(home), nil, "user namespaces"},
+	}
+	if _, why, _ := nonoBinary(); why == "" {
+		nonoFlags := []string{"--sandbox-backend", "nono"}
+		rows = append(rows, row{"nono in view", nil, sessionEnv(home, "PATH="+pathFor(nonoFlags)), nonoFlags, "start: exec: not supported by this engine yet (nono inside the namespace view)"})
+	}
+	for _, r := range rows {
+		t.Run(r.name, func(t *testing.T) {
+			argv := append(append(append([]string{}, r.prefix...), bin, "start", "--offline"), r.flags...)
+			cmd := exec.Command(argv[0], argv[1:]...)
+			cmd.Env, cmd.Dir = r.env, work
+			out, _ := cmd.CombinedOutput()
+			if code := cmd.ProcessState.ExitCode(); code != 125 || !strings.Contains(string(out), r.want) {
+				t.Errorf("start: exit %d, want 125 and %q: %s", code, r.want, out)
+			}
+			sessions := filepath.Join(home, ".local", "state", "agent-sandbox", "sessions")
+			left, _ := os.ReadDir(sessions)
+			for _, e := range left {
+				t.Errorf("left in the sessions directory: %s", e.Name())
+			}
+		})
+	}
+}
