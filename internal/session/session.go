@@ -1,6 +1,8 @@
 // Package session is a run's control channel: the Unix socket through
 // which the user reaches a running sandbox (agent-sandbox exec, ps,
-// allow).
+// allow, stop), and the records a detached session (agent-sandbox start)
+// keeps beside it: its log while it runs, its findings once it has ended
+// (stop.go).
 //
 // The host-side process that supervises a run (internal/launch's
 // Lifecycle) serves it. The socket is bound to a path in agent-sandbox's
