@@ -24,7 +24,7 @@ func TestIdleWatch(t *testing.T) {
 	running.Store(0)
 	select {
 	case at := <-ended:
-		if at.Sub(idle) < 150*time.Millisecond {
+		if at.Sub(idle) < 200*time.Millisecond {
 			t.Errorf("ended %v after the last process, before its idle timeout", at.Sub(idle))
 		}
 	case <-time.After(5 * time.Second):

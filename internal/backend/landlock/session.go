@@ -95,21 +95,25 @@ func endSession(st *spec.Started, reason string, end func(time.Duration) error) 
 }
 
 // idleWatch calls end once execs has counted no process for timeout,
-// unless done is closed first.
+// unless done is closed first. The idle time counts from the first look
+// that finds none (up to a tick after the last one ended: never early).
 func idleWatch(timeout time.Duration, execs func() int, end func(), done <-chan struct{}) {
 	tick := timeout / 4
 	tick = min(max(tick, 50*time.Millisecond), time.Second)
 	t := time.NewTicker(tick)
 	defer t.Stop()
-	idleSince := time.Now()
+	idleSince, busy := time.Now(), false
 	for {
 		select {
 		case <-done:
 			return
 		case now := <-t.C:
 			if execs() > 0 {
-				idleSince = now
+				busy = true
 				continue
+			}
+			if busy {
+				idleSince, busy = now, false
 			}
 			if now.Sub(idleSince) >= timeout {
 				end()
