@@ -31,6 +31,15 @@ func runAgent(e env, r cli.Run) int {
 	if err != nil {
 		return refuseRun(e, r, workdir, folder, pst, err)
 	}
+	var wt *plan.WorktreeInput
+	if r.Worktree {
+		held, in, err := startWorktree(e, r, folder, *pst, workdir)
+		if err != nil {
+			return refuseRun(e, r, workdir, folder, pst, err)
+		}
+		defer held.Release()
+		wt, workdir = in, in.Tree
+	}
 	var early backend.Early
 	if !r.DryRun {
 		// What the backend can start before its run is planned (the
@@ -44,7 +53,7 @@ func runAgent(e env, r cli.Run) int {
 		Getenv: e.getenv, LookPath: e.lookPath, Protected: e.lookup(workdir).Paths(),
 		NixStore: plan.NixStore(), Verbose: r.Verbose, Quiet: r.Quiet, TTY: launch.IsTerminal(os.Stdout),
 		RunRead: cliPaths(r.Read), RunWrite: cliPaths(r.Write),
-		AllowEdit: r.AllowEdit, AllowUserns: r.AllowUserns, Early: early,
+		AllowEdit: r.AllowEdit, AllowUserns: r.AllowUserns, Early: early, Worktree: wt,
 	})
 	if err != nil {
 		return refuseRun(e, r, workdir, folder, pst, err)
@@ -68,6 +77,9 @@ func runAgent(e env, r cli.Run) int {
 	}
 	if p.Refusal != nil {
 		return fail(e.stdio.Err, errors.New(*p.Refusal))
+	}
+	if line := p.WorktreeLine(); line != "" {
+		diag.Notef(e.stdio.Err, "%s", line)
 	}
 	code := execute(e, r, folder, workdir, p)
 	if hint := failureHint(p, r, code); hint != "" {

@@ -58,6 +58,14 @@ const (
 	// host's. Where the kernel refuses the overlay, Upper alone is bound
 	// read-write.
 	Overlay Kind = "overlay"
+	// Alias shows at Path what the view shows at Source (a path inside
+	// the view, not the host's): a recursive clone of the mounts there,
+	// each keeping its flags (a read-only bind below stays read-only),
+	// placed after every other mount. A --worktree run's tree is shown
+	// at the project's path this way. Landlock's rules hold inodes, so
+	// the alias has Source's rules. A mount the watch puts back
+	// (Guarded) is put back at Source only.
+	Alias Kind = "alias"
 )
 
 // Mount is one entry of the view. Paths are absolute and canonical (no
@@ -200,6 +208,13 @@ func (m Mount) check() error {
 		if m.Source != "" && !clean(m.Source) {
 			return fmt.Errorf("view: mount source %q is not an absolute clean path", m.Source)
 		}
+	case Alias:
+		if !clean(m.Source) || m.Source == "/" {
+			return fmt.Errorf("view: alias %s needs an absolute clean source inside the view", m.Path)
+		}
+		if inside(m.Path, m.Source) || inside(m.Source, m.Path) {
+			return fmt.Errorf("view: alias %s and its source %s lie inside one another", m.Path, m.Source)
+		}
 	case Symlink, Link:
 		if m.Target == "" {
 			return fmt.Errorf("view: %s %s has no target", m.Kind, m.Path)
@@ -270,6 +285,9 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
+
+// inside reports whether the clean path p is base or lies below it.
+func inside(p, base string) bool { return p == base || strings.HasPrefix(p, base+"/") }
 
 func clean(p string) bool { return filepath.IsAbs(p) && filepath.Clean(p) == p }
 

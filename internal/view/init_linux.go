@@ -598,6 +598,9 @@ func buildRoot(mounts []Mount, rules *landlock.Ruleset) (err error) {
 	shared := &sharedTmpfs{stage: stage}
 	defer func() { _ = shared.release() }()
 	for i, m := range ms {
+		if m.Kind == Alias {
+			continue // placed below, once everything it shows is there
+		}
 		dirs.at(m.Path)
 		if m.Kind != ReadOnly && m.Kind != ReadWrite && m.Kind != Terminal {
 			if err := placeOther(m, overlays[i], shared, devNull, dirs); err != nil {
@@ -613,6 +616,13 @@ func buildRoot(mounts []Mount, rules *landlock.Ruleset) (err error) {
 		}
 	}
 	dirs.release()
+	for _, m := range ms {
+		if m.Kind == Alias {
+			if err := placeAlias(stage, m); err != nil {
+				return fmt.Errorf("alias %s of %s: %w", m.Path, m.Source, err)
+			}
+		}
+	}
 	if err := shared.release(); err != nil {
 		return err
 	}
@@ -927,6 +937,32 @@ func place(stage string, m Mount, srcFd, devNull int, dirs *stagedDirs) error {
 		return placeLink(stage, m, dirs)
 	}
 	return fmt.Errorf("unknown mount kind %q", m.Kind)
+}
+
+// placeAlias shows at m.Path (in the staged root) a recursive clone of
+// the mounts at m.Source there, each keeping its own flags.
+func placeAlias(stage string, m Mount) error {
+	src, err := unix.Openat2(unix.AT_FDCWD, stage+m.Source, &unix.OpenHow{
+		Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_DIRECTORY, Resolve: unix.RESOLVE_NO_SYMLINKS,
+	})
+	if err != nil {
+		return err
+	}
+	defer unix.Close(src)
+	t, err := makeTarget(nil, stage, m.Path, true)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(t)
+	tree, err := unix.OpenTree(src, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
+	if err != nil {
+		return fmt.Errorf("open_tree: %w", err)
+	}
+	defer unix.Close(tree)
+	if err := unix.MoveMount(tree, "", t, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+		return fmt.Errorf("move_mount: %w", err)
+	}
+	return nil
 }
 
 // placeBind binds the source open at srcFd (a directory when dir) at
