@@ -105,10 +105,20 @@ git add -A
 git -c user.name=a -c user.email=a@a.invalid commit -qm agent-work
 git log --format=%%s -1
 echo on-branch=$(git symbolic-ref --short HEAD)
+# The protected entries stay read-only at the workdir's path too.
+(echo '[core]' >> .git/config) 2>/dev/null && echo WROTE-CONFIG
+(echo '#!/bin/sh' > .git/hooks/pre-commit) 2>/dev/null && echo WROTE-HOOK
+(mv .git .git-aside) 2>/dev/null && echo MOVED-GIT
+true
 `, c.work, c.work)
 	out, code := c.run("run", "--worktree=feature/x", "--", "sh", "-c", script)
 	if code != 0 || !strings.Contains(out, "agent-work") || !strings.Contains(out, "on-branch=feature/x") {
 		t.Fatalf("the worktree run failed (exit %d): %s", code, out)
+	}
+	for _, bad := range []string{"WROTE-CONFIG", "WROTE-HOOK", "MOVED-GIT"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("a protected entry was writable at the workdir's path (%s): %s", bad, out)
+		}
 	}
 	if !strings.Contains(out, "is shown at "+c.work) {
 		t.Errorf("the run does not say where the tree is shown: %s", out)
