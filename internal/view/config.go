@@ -209,11 +209,8 @@ func (m Mount) check() error {
 			return fmt.Errorf("view: mount source %q is not an absolute clean path", m.Source)
 		}
 	case Alias:
-		if !clean(m.Source) || m.Source == "/" {
-			return fmt.Errorf("view: alias %s needs an absolute clean source inside the view", m.Path)
-		}
-		if inside(m.Path, m.Source) || inside(m.Source, m.Path) {
-			return fmt.Errorf("view: alias %s and its source %s lie inside one another", m.Path, m.Source)
+		if err := m.checkAlias(); err != nil {
+			return err
 		}
 	case Symlink, Link:
 		if m.Target == "" {
@@ -233,6 +230,18 @@ func (m Mount) check() error {
 	}
 	if m.Guarded && m.Kind != ReadOnly && m.Kind != Mask && (m.Kind != ReadWrite || !m.Pin) {
 		return fmt.Errorf("view: mount %s of kind %q cannot be guarded", m.Path, m.Kind)
+	}
+	return nil
+}
+
+// checkAlias validates an Alias: a source inside the view, other than the
+// root, neither inside nor around its path.
+func (m Mount) checkAlias() error {
+	if !clean(m.Source) || m.Source == "/" {
+		return fmt.Errorf("view: alias %s needs an absolute clean source inside the view", m.Path)
+	}
+	if inside(m.Path, m.Source) || inside(m.Source, m.Path) {
+		return fmt.Errorf("view: alias %s and its source %s lie inside one another", m.Path, m.Source)
 	}
 	return nil
 }

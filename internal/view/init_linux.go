@@ -616,12 +616,8 @@ func buildRoot(mounts []Mount, rules *landlock.Ruleset) (err error) {
 		}
 	}
 	dirs.release()
-	for _, m := range ms {
-		if m.Kind == Alias {
-			if err := placeAlias(stage, m); err != nil {
-				return fmt.Errorf("alias %s of %s: %w", m.Path, m.Source, err)
-			}
-		}
+	if err := placeAliases(stage, ms); err != nil {
+		return err
 	}
 	if err := shared.release(); err != nil {
 		return err
@@ -937,6 +933,19 @@ func place(stage string, m Mount, srcFd, devNull int, dirs *stagedDirs) error {
 		return placeLink(stage, m, dirs)
 	}
 	return fmt.Errorf("unknown mount kind %q", m.Kind)
+}
+
+// placeAliases places the Alias mounts of ms, once every other mount is
+// there.
+func placeAliases(stage string, ms []Mount) error {
+	for _, m := range ms {
+		if m.Kind == Alias {
+			if err := placeAlias(stage, m); err != nil {
+				return fmt.Errorf("alias %s of %s: %w", m.Path, m.Source, err)
+			}
+		}
+	}
+	return nil
 }
 
 // placeAlias shows at m.Path (in the staged root) a recursive clone of
