@@ -31,6 +31,8 @@ MUST_RUN = [
     "e2e-user TestWorktreeBadName",
     "e2e TestWorktreeWeaker",
     "e2e-user TestWorktreeWeaker",
+    "e2e TestWorktreeNono",
+    "e2e-user TestWorktreeNono",
     "e2e TestCheckpointUndo",
     "e2e-user TestCheckpointUndo",
     "e2e TestCheckpointUndoRefusesLiveRun",

@@ -281,3 +281,57 @@ exit 0
 		t.Errorf("the project changed:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 }
+
+// TestWorktreeNono: under nono, inside the view (nono-in-view) and alone
+// (no user namespaces): the agent works in the tree at its real path (nono
+// starts it in its --workdir), git reads the project's objects through the
+// alternates, and neither the project's files nor its objects are
+// writable.
+func TestWorktreeNono(t *testing.T) {
+	nono := nonoOrSkip(t)
+	for _, alone := range []bool{false, true} {
+		name := map[bool]string{false: "nono-in-view", true: "nono-alone"}[alone]
+		t.Run(name, func(t *testing.T) {
+			c := newWorktreeWorld(t, false)
+			if alone {
+				c.prefix = noUserns(t)
+			}
+			c.path = filepath.Dir(nono) + ":" + agentPath()
+			before := c.projectState()
+			tree, link := c.worktreePlan("n")
+			script := fmt.Sprintf(`test "$(pwd)" = %q || { echo "cwd $(pwd)"; exit 3; }
+git log --format=%%s -1
+echo n > n.txt
+git add -A && git -c user.name=n -c user.email=n@n.invalid commit -qm nono-work && echo committed
+touch %s/evil 2>/dev/null && echo WROTE-OBJECTS
+touch %s/.git/objects/evil 2>/dev/null && echo WROTE-PROJECT-OBJECTS
+exit 0
+`, tree, link, c.work)
+			out, code := c.run("--sandbox-backend", "nono", "run", "--worktree=n", "--", "sh", "-c", script)
+			if code != 0 || !strings.Contains(out, "committed") {
+				t.Fatalf("the nono worktree run failed (exit %d): %s", code, out)
+			}
+			if !strings.Contains(out, "runs at the tree's real path "+tree) {
+				t.Errorf("the run does not say where the agent runs: %s", out)
+			}
+			bads := []string{"WROTE-OBJECTS"}
+			if alone {
+				// In the view the project's path shows the tree: its
+				// .git/objects there is the tree's own (projectState
+				// checks the project's).
+				bads = append(bads, "WROTE-PROJECT-OBJECTS")
+			}
+			for _, bad := range bads {
+				if strings.Contains(out, bad) {
+					t.Errorf("the agent wrote the project's objects (%s): %s", bad, out)
+				}
+			}
+			if got := c.git(tree, "log", "--format=%s", "-1", "n"); got != "nono-work" {
+				t.Errorf("the tree's branch is %q", got)
+			}
+			if after := c.projectState(); after != before {
+				t.Errorf("the project changed:\nbefore:\n%s\nafter:\n%s", before, after)
+			}
+		})
+	}
+}

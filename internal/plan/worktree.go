@@ -31,6 +31,8 @@ type Worktree struct {
 	Exists bool `json:"exists"`
 	// Mounts say what is placed where, one line each.
 	Mounts []string `json:"mounts"`
+	// line is what a real run prints (WorktreeLine).
+	line string
 }
 
 // WorktreeInput is Input.Worktree: the layout internal/worktree computed.
@@ -98,13 +100,24 @@ func worktreeStep(in *WorktreeInput, sandboxed bool, id engine.ID) *Worktree {
 	switch {
 	case !sandboxed:
 		w.Mounts = []string{fmt.Sprintf("no sandbox: the agent runs in %s with your full rights", in.Tree)}
+		w.line = fmt.Sprintf("worktree run on branch %s: the agent runs at the tree's real path %s (unsandboxed)", in.Branch, in.Tree)
 	case id == engine.View:
 		w.AgentSees = in.At
+		w.line = fmt.Sprintf("worktree run on branch %s: the tree %s is shown at %s", in.Branch, in.Tree, in.At)
 		w.Mounts = []string{
 			fmt.Sprintf("%s read-write at %s (and at its own path), the project's files hidden below it", in.Tree, in.At),
 			fmt.Sprintf("%s read-only at %s (the tree's alternates)", in.Objects, in.ObjectsLink),
 		}
+	case id == engine.NonoInView:
+		// The view shows the tree at the project's path too, but nono
+		// starts the agent in its --workdir, the tree's real path.
+		w.line = fmt.Sprintf("worktree run on branch %s: the agent runs at the tree's real path %s (nono starts it there; the view shows the tree at %s too)", in.Branch, in.Tree, in.At)
+		w.Mounts = []string{
+			fmt.Sprintf("%s read-write at %s and at its own path, the project's files hidden below it; nono starts the agent at the tree's real path %s", in.Tree, in.At, in.Tree),
+			fmt.Sprintf("%s read-only at %s (the tree's alternates)", in.Objects, in.ObjectsLink),
+		}
 	default:
+		w.line = fmt.Sprintf("worktree run on branch %s: the agent runs at the tree's real path %s (this engine has no mounts to show it at %s)", in.Branch, in.Tree, in.At)
 		w.Mounts = []string{
 			fmt.Sprintf("no mounts in this engine: the agent runs at the tree's real path %s, not at %s", in.Tree, in.At),
 			fmt.Sprintf("%s read-only (reached through the symlink %s, the tree's alternates)", in.Objects, in.ObjectsLink),
@@ -116,12 +129,8 @@ func worktreeStep(in *WorktreeInput, sandboxed bool, id engine.ID) *Worktree {
 // WorktreeLine is the one line a real worktree run prints before the
 // agent starts: where the agent works, and on which branch.
 func (p *Plan) WorktreeLine() string {
-	w := p.Worktree
-	if w == nil {
+	if p.Worktree == nil {
 		return ""
 	}
-	if w.AgentSees == w.Project {
-		return fmt.Sprintf("worktree run on branch %s: the tree %s is shown at %s", w.Branch, w.Tree, w.Project)
-	}
-	return fmt.Sprintf("worktree run on branch %s: the agent runs at the tree's real path %s (this engine cannot show it at %s)", w.Branch, w.Tree, w.Project)
+	return p.Worktree.line
 }
