@@ -148,6 +148,9 @@ func fresh(dirFd int, l Layout, git string) error {
 	if err := writeAlternates(dirFd, l); err != nil {
 		return fail(err)
 	}
+	if err := writeInTree(dirFd, l, []string{".git", "info"}, "exclude", []byte(excludeFile)); err != nil {
+		return fail(err)
+	}
 	in := "--git-dir=" + filepath.Join(l.Tree, ".git")
 	for _, args := range [][]string{
 		{in, "update-ref", "refs/heads/" + l.Branch, commit},
@@ -191,20 +194,30 @@ func linkObjects(dirFd int, l Layout) error {
 // run's directory dirFd (a new file renamed into place: never through a
 // link the agent left there).
 func writeAlternates(dirFd int, l Layout) error {
+	return writeInTree(dirFd, l, []string{".git", "objects", "info"}, "alternates", []byte(l.ObjectsLink+"\n"))
+}
+
+// writeInTree writes tree/<dirs...>/name below the run's directory dirFd,
+// making the last of dirs when missing, following no symlink.
+func writeInTree(dirFd int, l Layout, dirs []string, name string, data []byte) error {
 	fd, path := dirFd, l.Dir
-	for _, name := range []string{"tree", ".git", "objects", "info"} {
-		next, err := openDirAt(fd, path, name, name == "info")
+	for i, d := range append([]string{"tree"}, dirs...) {
+		next, err := openDirAt(fd, path, d, i == len(dirs))
 		if fd != dirFd {
 			unix.Close(fd)
 		}
 		if err != nil {
 			return err
 		}
-		fd, path = next, filepath.Join(path, name)
+		fd, path = next, filepath.Join(path, d)
 	}
 	defer unix.Close(fd)
-	return writeAt(fd, path, "alternates", []byte(l.ObjectsLink+"\n"))
+	return writeAt(fd, path, name, data)
 }
+
+// excludeFile is a new tree's .git/info/exclude (git init's template has
+// one; --template= makes none).
+const excludeFile = "# git ls-files --others --exclude-from=.git/info/exclude\n"
 
 // writeMeta writes Dir/meta.json.
 func writeMeta(dirFd int, l Layout, agent string) error {
