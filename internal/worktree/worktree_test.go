@@ -164,3 +164,42 @@ func TestPlanRefuses(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCreate makes a fresh tree of a repository of
+// AGENT_SANDBOX_BENCH_REPO (default: a 1,000-file repository made here):
+// what a --worktree run adds before the agent starts.
+func BenchmarkCreate(b *testing.B) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		b.Skip("needs git")
+	}
+	proj := os.Getenv("AGENT_SANDBOX_BENCH_REPO")
+	if proj == "" {
+		proj = filepath.Join(b.TempDir(), "proj")
+		for i := 0; i < 1000; i++ {
+			p := filepath.Join(proj, fmt.Sprintf("d%02d", i%50), fmt.Sprintf("f%04d.txt", i))
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			os.WriteFile(p, []byte(strings.Repeat("x", 2000)+fmt.Sprint(i)), 0o644)
+		}
+		for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-qm", "init"}} {
+			cmd := exec.Command(git, args...)
+			cmd.Dir, cmd.Env = proj, Env()
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("git %v: %v: %s", args, err, out)
+			}
+		}
+	}
+	root := b.TempDir()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		l, err := Plan(root, proj, fmt.Sprintf("b%d", i), "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		h, err := Create(l, git, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		h.Release()
+	}
+}
