@@ -33,6 +33,8 @@ MUST_RUN = [
     "e2e-user TestWorktreeWeaker",
     "e2e TestWorktreeNono",
     "e2e-user TestWorktreeNono",
+    "e2e TestWorktreeLiveReplace",
+    "e2e-user TestWorktreeLiveReplace",
     "e2e TestCheckpointUndo",
     "e2e-user TestCheckpointUndo",
     "e2e TestCheckpointUndoRefusesLiveRun",

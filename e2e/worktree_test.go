@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // worktreeWorld is a checkpointWorld whose project is a git repository
@@ -333,5 +334,45 @@ exit 0
 				t.Errorf("the project changed:\nbefore:\n%s\nafter:\n%s", before, after)
 			}
 		})
+	}
+}
+
+// TestWorktreeLiveReplace: the host replaces the tree's .git/config (a
+// rename over it, as git config does) while the agent runs; the view puts
+// the read-only bind back at the tree's path and at the workdir's path,
+// where the agent writes: its write is refused, and the host's file is
+// what the host wrote.
+func TestWorktreeLiveReplace(t *testing.T) {
+	skipWithoutLandlock(t)
+	c := newWorktreeWorld(t, false)
+	sync0 := filepath.Join(filepath.Dir(c.work), "sync")
+	if err := os.MkdirAll(sync0, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tree, _ := c.worktreePlan("live")
+	ready, replaced := filepath.Join(sync0, "ready"), filepath.Join(sync0, "replaced")
+	script := fmt.Sprintf(`: > %[1]s
+i=0; while [ ! -e %[2]s ]; do i=$((i+1)); [ $i -gt 2000 ] && exit 9; sleep 0.01; done
+grep -q 'on the host' %[3]s/.git/config && echo SAW-REPLACEMENT
+if printf 'planted\n' >> %[3]s/.git/config 2>/dev/null; then echo WROTE; else echo DENIED; fi`, ready, replaced, c.work)
+	done := make(chan struct{})
+	var out string
+	var code int
+	go func() {
+		defer close(done)
+		out, code = c.run("run", "--worktree=live", "--write", sync0, "--", "sh", "-c", script)
+	}()
+	waitPath(t, ready, 30*time.Second)
+	host := "[core]\n\tbare = false\n# replaced on the host\n"
+	replaceFile(t, filepath.Join(tree, ".git", "config"), host)
+	time.Sleep(300 * time.Millisecond)
+	os.WriteFile(replaced, nil, 0o644)
+	<-done
+	if code != 0 || !strings.Contains(out, "SAW-REPLACEMENT") {
+		t.Fatalf("the agent did not see the host's replacement at the workdir's path (exit %d): %s", code, out)
+	}
+	after, _ := os.ReadFile(filepath.Join(tree, ".git", "config"))
+	if !strings.Contains(out, "DENIED") || string(after) != host {
+		t.Errorf("the agent wrote the tree's .git/config at the workdir's path after the host replaced it (%q): %s", after, out)
 	}
 }

@@ -63,8 +63,8 @@ const (
 	// each keeping its flags (a read-only bind below stays read-only),
 	// placed after every other mount. A --worktree run's tree is shown
 	// at the project's path this way. Landlock's rules hold inodes, so
-	// the alias has Source's rules. A mount the watch puts back
-	// (Guarded) is put back at Source only.
+	// the alias has Source's rules. A guarded mount below Source that
+	// the watch puts back is put back at the alias's path too.
 	Alias Kind = "alias"
 )
 

@@ -1217,9 +1217,13 @@ func sendInboundSocket(req string) {
 func serveControl(c Config) {
 	defer close(controlDone)
 	guarded := map[string]Mount{}
+	var aliases []Mount
 	for _, m := range c.Mounts {
 		if m.Guarded {
 			guarded[m.Path] = m
+		}
+		if m.Kind == Alias {
+			aliases = append(aliases, m)
 		}
 	}
 	buf := make([]byte, 1<<16)               // an exec request carries a command line
@@ -1267,7 +1271,7 @@ func serveControl(c Config) {
 				_, _ = unix.Write(controlFd, []byte("!not a guarded mount: "+req[1:]))
 				continue
 			}
-			if err := reprotect(m); err != nil {
+			if err := reprotectAliased(m, aliases); err != nil {
 				_, _ = unix.Write(controlFd, []byte("!"+err.Error()))
 				continue
 			}
@@ -1276,6 +1280,25 @@ func serveControl(c Config) {
 			_, _ = unix.Write(controlFd, []byte("!unknown request"))
 		}
 	}
+}
+
+// reprotectAliased puts the guarded mount m back (reprotect), and again
+// where an Alias shows its path too: the host's rename over the entry
+// detached the alias's clone of the mount as well.
+func reprotectAliased(m Mount, aliases []Mount) error {
+	if err := reprotect(m); err != nil {
+		return err
+	}
+	for _, a := range aliases {
+		if inside(m.Path, a.Source) {
+			am := m
+			am.Path = a.Path + m.Path[len(a.Source):]
+			if err := reprotect(am); err != nil {
+				return fmt.Errorf("%s (shown at %s): %w", m.Path, am.Path, err)
+			}
+		}
+	}
+	return nil
 }
 
 // reprotect puts the guarded mount m back at its path when it is no
