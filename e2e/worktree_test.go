@@ -147,9 +147,16 @@ true
 	}
 	c.git(c.work, "fsck", "--strict")
 	// A second run with the same NAME goes on in the same tree.
-	out, code = c.run("run", "--worktree=feature/x", "--", "sh", "-c", "git log --format=%s -1; test -f new.txt")
+	out, code = c.run("run", "--worktree=feature/x", "--checkpoint", "--", "sh", "-c", "git log --format=%s -1; test -f new.txt; rm new.txt")
 	if code != 0 || !strings.Contains(out, "agent-work") {
 		t.Errorf("a second run with the same NAME did not find the tree (exit %d): %s", code, out)
+	}
+	// Its checkpoint is the tree's, not the project's.
+	if out, _ := c.run("runs", "--workdir", tree); !strings.Contains(out, "1 deleted") {
+		t.Errorf("the tree's runs do not record the worktree run's checkpoint: %s", out)
+	}
+	if out, _ := c.run("runs"); !strings.Contains(out, "no runs recorded for "+c.work) {
+		t.Errorf("the project has a checkpoint of a worktree run: %s", out)
 	}
 }
 
