@@ -149,6 +149,9 @@ func Plan(root, project, name, agent string) (Layout, error) {
 	if st, err := os.Lstat(objects); err != nil || !st.IsDir() {
 		return Layout{}, fmt.Errorf("--worktree: %s is not a directory; the project's repository has no object store of its own", objects)
 	}
+	if st, err := os.Lstat(filepath.Join(objects, "info", "alternates")); err == nil && st.Size() > 0 {
+		return Layout{}, fmt.Errorf("--worktree: the project's repository borrows objects from another (%s): a worktree run's view shows only the project's own objects; run `git repack -a -d` and remove that file first, or run without --worktree", filepath.Join(objects, "info", "alternates"))
+	}
 	dir := filepath.Join(root, ProjectKey(project), dirName(name))
 	l := Layout{Project: project, Branch: name, Dir: dir, Tree: filepath.Join(dir, "tree"),
 		Objects: objects, ObjectsLink: filepath.Join(dir, "project-objects")}

@@ -163,6 +163,10 @@ func TestPlanRefuses(t *testing.T) {
 			t.Errorf("Plan(%q, %q, %q) = %v, want %q", c.root, c.project, c.name, err, c.want)
 		}
 	}
+	os.WriteFile(filepath.Join(proj, ".git", "objects", "info", "alternates"), []byte("/elsewhere\n"), 0o644)
+	if _, err := Plan(root, proj, "a", "pi"); err == nil || !strings.Contains(err.Error(), "borrows objects from another") {
+		t.Errorf("a project with alternates: %v", err)
+	}
 }
 
 // BenchmarkCreate makes a fresh tree of a repository of
