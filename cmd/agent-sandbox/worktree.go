@@ -56,7 +56,7 @@ func startWorktree(e env, r cli.Run, folder *agent.Folder, pst posture.Posture, 
 			return nil, nil, err
 		}
 	}
-	in := &plan.WorktreeInput{Tree: l.Tree, Exists: l.Exists}
+	in := &plan.WorktreeInput{Tree: l.Tree, Store: root, Exists: l.Exists}
 	in.Branch, in.At, in.Objects, in.ObjectsLink = l.Branch, l.Project, l.Objects, l.ObjectsLink
 	return held, in, nil
 }

@@ -40,6 +40,9 @@ type WorktreeInput struct {
 	spec.Worktree
 	// Tree is the run's tree (Input.Workdir is set to it too).
 	Tree string
+	// Store is the worktree store the tree lies in, which holds every
+	// other worktree run's tree too: no grant but the tree reaches it.
+	Store string
 	// Exists: the tree is there already.
 	Exists bool
 }
@@ -76,6 +79,8 @@ func (sb *specBuilder) worktree() error {
 	}{{"read-only", sb.s.Read, false}, {"read-write", sb.s.Allow, true}, {"write-only", sb.s.Write, true}} {
 		for _, p := range l.paths {
 			switch {
+			case w.Store != "" && grant.Overlaps(p, grant.Canonical(w.Store)) && !grant.Within(p, sb.s.Workdir):
+				return fmt.Errorf("--worktree: the %s grant %s reaches the worktree store %s, which holds the trees of other worktree runs; drop the grant (the run's own tree %s is its workdir)", l.what, p, w.Store, sb.s.Workdir)
 			case grant.Within(p, w.At), l.writable && grant.Within(w.At, p):
 				return fmt.Errorf("--worktree: the %s grant %s reaches the project %s, whose files a worktree run must not touch (it works in %s); drop the grant or run without --worktree", l.what, p, w.At, sb.s.Workdir)
 			case grant.Within(w.At, p):

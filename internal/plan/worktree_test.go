@@ -22,7 +22,7 @@ func TestWorktreeStep(t *testing.T) {
 		os.MkdirAll(d, 0o755)
 	}
 	fo := f.folder(t, "command = \"/bin/sh\"\n", map[string]string{"sandbox/nono.json": `{"network": {"block": true}}`})
-	wt := &WorktreeInput{Tree: tree, Worktree: spec.Worktree{Branch: "a", At: proj,
+	wt := &WorktreeInput{Tree: tree, Store: filepath.Join(f.root, "store"), Worktree: spec.Worktree{Branch: "a", At: proj,
 		Objects: filepath.Join(proj, ".git", "objects"), ObjectsLink: filepath.Join(f.root, "store", "k", "a", "project-objects")}}
 	build := func(backend posture.Backend, write []string) (*Plan, error) {
 		pst, err := posture.Resolve(posture.Input{Agent: fo.ID, Flags: posture.Flags{Backend: backend}, Nono: fo.Nono, Host: posture.Host{GOOS: "linux"}})
@@ -48,6 +48,15 @@ func TestWorktreeStep(t *testing.T) {
 	}
 	if _, err := build(posture.Landlock, []string{filepath.Join(proj, "sub")}); err == nil || !strings.Contains(err.Error(), "reaches the project") {
 		t.Errorf("--write into the project: %v", err)
+	}
+	other := filepath.Join(f.root, "store", "k", "b", "tree")
+	os.MkdirAll(other, 0o755)
+	os.MkdirAll(filepath.Join(tree, "sub"), 0o755)
+	if _, err := build(posture.Landlock, []string{other}); err == nil || !strings.Contains(err.Error(), "reaches the worktree store") {
+		t.Errorf("--write into another run's tree: %v", err)
+	}
+	if _, err := build(posture.Landlock, []string{filepath.Join(tree, "sub")}); err != nil {
+		t.Errorf("--write inside the run's own tree: %v", err)
 	}
 	if _, err := build(posture.Sbx, nil); err == nil || !strings.Contains(err.Error(), "not supported with the sbx backend") {
 		t.Errorf("sbx: %v", err)
