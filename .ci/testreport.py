@@ -23,6 +23,18 @@ import sys
 # real agents and nono installed by .ci/run). A skip here fails CI, whatever
 # the reason.
 MUST_RUN = [
+    "e2e TestWorktreeView",
+    "e2e-user TestWorktreeView",
+    "e2e TestWorktreeConcurrentAttack",
+    "e2e-user TestWorktreeConcurrentAttack",
+    "e2e TestWorktreeBadName",
+    "e2e-user TestWorktreeBadName",
+    "e2e TestWorktreeWeaker",
+    "e2e-user TestWorktreeWeaker",
+    "e2e TestWorktreeNono",
+    "e2e-user TestWorktreeNono",
+    "e2e TestWorktreeLiveReplace",
+    "e2e-user TestWorktreeLiveReplace",
     "e2e TestCheckpointUndo",
     "e2e-user TestCheckpointUndo",
     "e2e TestCheckpointUndoRefusesLiveRun",

@@ -101,6 +101,11 @@ func checkpointCommand(e env, cmd string, c cli.Checkpoint) int {
 		}
 		return 0
 	}
+	if cmd == cli.CmdRuns {
+		if err := listWorktrees(e, workdir, e.stdio.Out); err != nil {
+			return fail(e.stdio.Err, err)
+		}
+	}
 	if _, err := os.Stat(checkpoint.StoreDir(root, workdir)); err != nil {
 		fmt.Fprintf(e.stdio.Out, "no runs recorded for %s\n", workdir)
 		return 0

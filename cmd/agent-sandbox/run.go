@@ -31,6 +31,15 @@ func runAgent(e env, r cli.Run) int {
 	if err != nil {
 		return refuseRun(e, r, workdir, folder, pst, err)
 	}
+	var wt *plan.WorktreeInput
+	if r.Worktree {
+		held, in, err := startWorktree(e, r, folder, *pst, workdir)
+		if err != nil {
+			return refuseRun(e, r, workdir, folder, pst, err)
+		}
+		defer held.Release()
+		wt, workdir = in, in.Tree
+	}
 	var early backend.Early
 	if !r.DryRun {
 		// What the backend can start before its run is planned (the
@@ -44,7 +53,7 @@ func runAgent(e env, r cli.Run) int {
 		Getenv: e.getenv, LookPath: e.lookPath, Protected: e.lookup(workdir).Paths(),
 		NixStore: plan.NixStore(), Verbose: r.Verbose, Quiet: r.Quiet, TTY: launch.IsTerminal(os.Stdout),
 		RunRead: cliPaths(r.Read), RunWrite: cliPaths(r.Write),
-		AllowEdit: r.AllowEdit, AllowUserns: r.AllowUserns, Early: early, Started: e.started,
+		AllowEdit: r.AllowEdit, AllowUserns: r.AllowUserns, Early: early, Worktree: wt, Started: e.started,
 	})
 	if err != nil {
 		return refuseRun(e, r, workdir, folder, pst, err)
@@ -73,6 +82,9 @@ func runAgent(e env, r cli.Run) int {
 		if why := startRefusal(p); why != "" {
 			return fail(e.stdio.Err, errors.New(why))
 		}
+	}
+	if line := p.WorktreeLine(); line != "" {
+		diag.Notef(e.stdio.Err, "%s", line)
 	}
 	// A started session of this workdir that ended on its idle timeout
 	// left its findings: printed once, here (for a start, by start).

@@ -81,6 +81,11 @@ Run flags:
       --checkpoint[=MODE]        checkpoint the workdir before the run (on, off, required;
                                  default on for an agent, off for run --); required
                                  refuses to start the agent when it fails
+      --worktree[=NAME]          run on a branch of its own (NAME, default
+                                 agent-sandbox/AGENT-ID) in a tree of its own, shown
+                                 at the workdir's path; see docs/worktree.md
+      --worktree-dir DIR         keep the worktrees in DIR (default
+                                 $XDG_STATE_HOME/agent-sandbox-worktrees)
       --dry-run                  print what would run; start nothing
       --json                     with --dry-run: print the plan as one JSON object
   -v, --verbose                  show the posture and the backend's own banner
@@ -140,6 +145,12 @@ type Run struct {
 	// given (the folder's checkpoint key, else on for an agent and off
 	// for run --).
 	Checkpoint string
+	// Worktree is --worktree: the run works on a branch and tree of its
+	// own (internal/worktree); WorktreeName is its NAME ("" for the
+	// default), WorktreeDir --worktree-dir ("" for the default store).
+	Worktree     bool
+	WorktreeName string
+	WorktreeDir  string
 }
 
 // Prune holds the flags of `agent-sandbox prune`.
@@ -263,6 +274,9 @@ func runFlagSet(r *Run, v *runFlagValues) *pflag.FlagSet {
 	fs.BoolVar(&r.AllowUserns, "allow-userns", false, "")
 	fs.Var((*checkpointValue)(&r.Checkpoint), "checkpoint", "")
 	fs.Lookup("checkpoint").NoOptDefVal = "on"
+	fs.Var(&worktreeValue{r}, "worktree", "")
+	fs.Lookup("worktree").NoOptDefVal = worktreeDefault
+	fs.StringVar(&r.WorktreeDir, "worktree-dir", "", "")
 	return fs
 }
 
@@ -347,6 +361,9 @@ func checkRunPaths(fs *pflag.FlagSet, r *Run) error {
 	}
 	if fs.Changed("workdir") && strings.TrimSpace(r.Workdir) == "" {
 		return errors.New("--workdir: empty directory name")
+	}
+	if fs.Changed("worktree-dir") && (!r.Worktree || strings.TrimSpace(r.WorktreeDir) == "") {
+		return fmt.Errorf("--worktree-dir %q: names the store of --worktree runs; give it with --worktree and a directory", r.WorktreeDir)
 	}
 	if r.JSON && !r.DryRun {
 		return errors.New("--json goes with --dry-run (the plan as JSON); a real run prints the agent's own output")
@@ -478,4 +495,30 @@ func parseLog(args []string) (Invocation, error) {
 		l.Agent = rest[0]
 	}
 	return Invocation{Command: CmdLog, Log: l}, nil
+}
+
+// worktreeDefault is --worktree's value when given without =NAME: a
+// string no command line can hold (argv has no NUL bytes).
+const worktreeDefault = "\x00"
+
+// worktreeValue is --worktree[=NAME]; the NAME is checked when the run is
+// planned (internal/worktree.CheckName), where the error can name it.
+type worktreeValue struct{ r *Run }
+
+func (v *worktreeValue) String() string { return v.r.WorktreeName }
+
+// Type is the flag's type name, for pflag.
+func (v *worktreeValue) Type() string { return "name" }
+
+// Set records --worktree and its NAME.
+func (v *worktreeValue) Set(s string) error {
+	v.r.Worktree = true
+	v.r.WorktreeName = ""
+	if s != worktreeDefault {
+		if s == "" {
+			return errors.New("empty NAME: give --worktree alone for a branch named after the agent, or --worktree=NAME")
+		}
+		v.r.WorktreeName = s
+	}
+	return nil
 }

@@ -29,6 +29,10 @@ func TestParse(t *testing.T) {
 		{[]string{"-h", "claude"}, Invocation{Command: CmdHelp}},
 		{[]string{"--allow-edit", ".vscode", "--allow-edit=.git/hooks", "claude"},
 			Invocation{Command: CmdRun, Run: Run{Agent: "claude", Args: []string{}, AllowEdit: []string{".vscode", ".git/hooks"}}}},
+		// --worktree takes its NAME only with '=': a word after it is the agent.
+		{[]string{"--worktree", "pi"}, Invocation{Command: CmdRun, Run: Run{Worktree: true, Agent: "pi", Args: []string{}}}},
+		{[]string{"--worktree=fix/x", "--worktree-dir", "/s", "pi"}, Invocation{Command: CmdRun, Run: Run{Worktree: true, WorktreeName: "fix/x", WorktreeDir: "/s", Agent: "pi", Args: []string{}}}},
+		{[]string{"--worktree=a", "run", "--", "make"}, Invocation{Command: CmdRun, Run: Run{Worktree: true, WorktreeName: "a", Program: "make", Args: []string{}}}},
 		// After "--" a subcommand name is an agent name.
 		{[]string{"-v", "--", "version"}, Invocation{Command: CmdRun, Run: Run{Verbose: true, Agent: "version", Args: []string{}}}},
 		// Run flags before "run" apply as if after it.

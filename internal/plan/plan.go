@@ -76,6 +76,8 @@ type Input struct {
 	// AllowUserns is --allow-userns: the agent may create user
 	// namespaces of its own this run (as agent.toml nested_userns).
 	AllowUserns bool
+	// Worktree is set for a --worktree run (Workdir is then its tree).
+	Worktree *WorktreeInput
 	// Started, when not nil, makes the run a session with no agent
 	// process (agent-sandbox start).
 	Started *spec.Started
@@ -126,6 +128,9 @@ type Plan struct {
 	// user's tools run code from, the backend keeps read-only; null when
 	// unsandboxed.
 	Protection *Protection `json:"protection"`
+	// Worktree is the --worktree run's tree, branch and mounts; null
+	// without --worktree.
+	Worktree *Worktree `json:"worktree"`
 	// Spec is the backend-neutral run.
 	Spec    spec.Spec       `json:"-"`
 	Posture posture.Posture `json:"-"`
@@ -293,6 +298,7 @@ func Build(in Input) (*Plan, error) {
 		p.Environment = Environment{Pass: []string{"*"}, Set: map[string]string{}}
 		p.Spec = spec.Spec{AgentID: f.ID, Workdir: in.Workdir, Argv: argv, CommandFound: found}
 		p.finish(backend.Unsandboxed{Argv: argv, Workdir: in.Workdir})
+		p.Worktree = worktreeStep(in.Worktree, false, "")
 		return p, nil
 	}
 
@@ -340,6 +346,7 @@ func Build(in Input) (*Plan, error) {
 	if e, ok := p.EngineInfo(); ok {
 		p.Engine = &Engine{ID: string(e.ID), Name: e.Name, How: e.How, Lacks: nonNilStrings(e.Lacks())}
 	}
+	p.Worktree = worktreeStep(in.Worktree, true, p.EngineID())
 	return p, nil
 }
 
@@ -480,6 +487,7 @@ func buildSpec(in Input, argv []string, found bool, run *RunGrants) (spec.Spec, 
 		(*specBuilder).linkedGitDirs,
 		(*specBuilder).folderGrants,
 		(*specBuilder).runGrants,
+		(*specBuilder).worktree,
 		(*specBuilder).nonoOnlyKeys,
 		(*specBuilder).execAndLimits,
 		(*specBuilder).userConfiguration,

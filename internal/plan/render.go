@@ -70,6 +70,12 @@ func (p *Plan) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, " (from %s)\n", p.Network.Source)
 	}
+	if w := p.Worktree; w != nil {
+		fmt.Fprintf(&b, "# worktree: branch %s, tree %s (project %s)\n", w.Branch, w.Tree, w.Project)
+		for _, m := range w.Mounts {
+			fmt.Fprintf(&b, "# worktree: %s\n", m)
+		}
+	}
 	for _, g := range p.RunGrants.Read {
 		fmt.Fprintf(&b, "# --read %s: read-only (this run)\n", g)
 	}

@@ -135,6 +135,9 @@ func (p *Plan) Summary() []string {
 		w += fmt.Sprintf(" (and %d in agent-sandbox's state: its mise-cache and tmp)", f.State)
 	}
 	out = append(out, w)
+	if wt := p.Worktree; wt != nil {
+		out = append(out, fmt.Sprintf("worktree:    branch %s; the agent works at %s (the tree %s)", wt.Branch, wt.AgentSees, wt.Tree))
+	}
 	switch {
 	case f.Injected:
 		out = append(out, fmt.Sprintf("credentials: %s injected by the broker (the agent holds a per-run phantom)", strings.Join(f.Credentials, ", ")))

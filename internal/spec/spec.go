@@ -130,11 +130,34 @@ type Spec struct {
 
 	Network posture.Network
 
+	// Worktree is set for a `--worktree` run (internal/worktree): Workdir
+	// is then the run's own tree, which the namespace view also shows at
+	// Worktree.At.
+	Worktree *Worktree
+
 	// EnvPass are the names of host variables passed in; EnvSet are set.
 	EnvPass []string
 	EnvSet  map[string]string
 
 	GOOS string
+}
+
+// Worktree is where a worktree run's tree is shown and what it borrows.
+type Worktree struct {
+	// Branch is the run's branch.
+	Branch string `json:"branch"`
+	// At is the project's directory (the workdir the run was started
+	// in): the namespace view shows the tree (Spec.Workdir) there too,
+	// with every mount below it, and starts the agent there. Engines
+	// without mounts run the agent at Spec.Workdir.
+	At string `json:"at"`
+	// Objects is the project's object store, granted read-only (also in
+	// Read): the tree's repository borrows it.
+	Objects string `json:"objects"`
+	// ObjectsLink is the path the tree's alternates name: on the host a
+	// symlink to Objects; the namespace view binds Objects there
+	// read-only (the project's own path is covered by the tree).
+	ObjectsLink string `json:"objects_link"`
 }
 
 // Toolchain is one tree granted for the programs on PATH.

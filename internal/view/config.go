@@ -58,6 +58,14 @@ const (
 	// host's. Where the kernel refuses the overlay, Upper alone is bound
 	// read-write.
 	Overlay Kind = "overlay"
+	// Alias shows at Path what the view shows at Source (a path inside
+	// the view, not the host's): a recursive clone of the mounts there,
+	// each keeping its flags (a read-only bind below stays read-only),
+	// placed after every other mount. A --worktree run's tree is shown
+	// at the project's path this way. Landlock's rules hold inodes, so
+	// the alias has Source's rules. A guarded mount below Source that
+	// the watch puts back is put back at the alias's path too.
+	Alias Kind = "alias"
 )
 
 // Mount is one entry of the view. Paths are absolute and canonical (no
@@ -204,6 +212,10 @@ func (m Mount) check() error {
 		if m.Source != "" && !clean(m.Source) {
 			return fmt.Errorf("view: mount source %q is not an absolute clean path", m.Source)
 		}
+	case Alias:
+		if err := m.checkAlias(); err != nil {
+			return err
+		}
 	case Symlink, Link:
 		if m.Target == "" {
 			return fmt.Errorf("view: %s %s has no target", m.Kind, m.Path)
@@ -222,6 +234,18 @@ func (m Mount) check() error {
 	}
 	if m.Guarded && m.Kind != ReadOnly && m.Kind != Mask && (m.Kind != ReadWrite || !m.Pin) {
 		return fmt.Errorf("view: mount %s of kind %q cannot be guarded", m.Path, m.Kind)
+	}
+	return nil
+}
+
+// checkAlias validates an Alias: a source inside the view, other than the
+// root, neither inside nor around its path.
+func (m Mount) checkAlias() error {
+	if !clean(m.Source) || m.Source == "/" {
+		return fmt.Errorf("view: alias %s needs an absolute clean source inside the view", m.Path)
+	}
+	if inside(m.Path, m.Source) || inside(m.Source, m.Path) {
+		return fmt.Errorf("view: alias %s and its source %s lie inside one another", m.Path, m.Source)
 	}
 	return nil
 }
@@ -274,6 +298,9 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
+
+// inside reports whether the clean path p is base or lies below it.
+func inside(p, base string) bool { return p == base || strings.HasPrefix(p, base+"/") }
 
 func clean(p string) bool { return filepath.IsAbs(p) && filepath.Clean(p) == p }
 

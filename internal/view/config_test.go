@@ -145,6 +145,14 @@ func TestValidateSharedTmpfsAndUserLimits(t *testing.T) {
 		{"another limit", func(c *Config) { c.UserLimits = []UserLimit{{Name: "max_user_namespaces", Value: 0}} }, false},
 		{"a path", func(c *Config) { c.UserLimits = []UserLimit{{Name: "../../fs/inotify/max_user_instances", Value: 1}} }, false},
 		{"zero", func(c *Config) { c.UserLimits = []UserLimit{{Name: "max_inotify_instances", Value: 0}} }, false},
+		{"alias", func(c *Config) {
+			c.Mounts = []Mount{{Kind: Alias, Path: "/home/u/proj", Source: "/home/u/.local/state/t/tree"}}
+		}, true},
+		{"alias without source", func(c *Config) { c.Mounts = []Mount{{Kind: Alias, Path: "/p"}} }, false},
+		{"alias of /", func(c *Config) { c.Mounts = []Mount{{Kind: Alias, Path: "/p", Source: "/"}} }, false},
+		{"alias inside its source", func(c *Config) { c.Mounts = []Mount{{Kind: Alias, Path: "/t/p", Source: "/t"}} }, false},
+		{"alias holding its source", func(c *Config) { c.Mounts = []Mount{{Kind: Alias, Path: "/t", Source: "/t/p"}} }, false},
+		{"alias relative", func(c *Config) { c.Mounts = []Mount{{Kind: Alias, Path: "/p", Source: "t"}} }, false},
 	} {
 		c := base()
 		tc.edit(&c)

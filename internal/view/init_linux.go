@@ -601,6 +601,9 @@ func buildRoot(mounts []Mount, rules *landlock.Ruleset) (err error) {
 	shared := &sharedTmpfs{stage: stage}
 	defer func() { _ = shared.release() }()
 	for i, m := range ms {
+		if m.Kind == Alias {
+			continue // placed below, once everything it shows is there
+		}
 		dirs.at(m.Path)
 		if m.Kind != ReadOnly && m.Kind != ReadWrite && m.Kind != Terminal {
 			if err := placeOther(m, overlays[i], shared, devNull, dirs); err != nil {
@@ -616,6 +619,9 @@ func buildRoot(mounts []Mount, rules *landlock.Ruleset) (err error) {
 		}
 	}
 	dirs.release()
+	if err := placeAliases(stage, ms); err != nil {
+		return err
+	}
 	if err := shared.release(); err != nil {
 		return err
 	}
@@ -932,6 +938,45 @@ func place(stage string, m Mount, srcFd, devNull int, dirs *stagedDirs) error {
 	return fmt.Errorf("unknown mount kind %q", m.Kind)
 }
 
+// placeAliases places the Alias mounts of ms, once every other mount is
+// there.
+func placeAliases(stage string, ms []Mount) error {
+	for _, m := range ms {
+		if m.Kind == Alias {
+			if err := placeAlias(stage, m); err != nil {
+				return fmt.Errorf("alias %s of %s: %w", m.Path, m.Source, err)
+			}
+		}
+	}
+	return nil
+}
+
+// placeAlias shows at m.Path (in the staged root) a recursive clone of
+// the mounts at m.Source there, each keeping its own flags.
+func placeAlias(stage string, m Mount) error {
+	src, err := unix.Openat2(unix.AT_FDCWD, stage+m.Source, &unix.OpenHow{
+		Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_DIRECTORY, Resolve: unix.RESOLVE_NO_SYMLINKS,
+	})
+	if err != nil {
+		return err
+	}
+	defer unix.Close(src)
+	t, err := makeTarget(nil, stage, m.Path, true)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(t)
+	tree, err := unix.OpenTree(src, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
+	if err != nil {
+		return fmt.Errorf("open_tree: %w", err)
+	}
+	defer unix.Close(tree)
+	if err := unix.MoveMount(tree, "", t, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+		return fmt.Errorf("move_mount: %w", err)
+	}
+	return nil
+}
+
 // placeBind binds the source open at srcFd (a directory when dir) at
 // m.Path in the staged root.
 func placeBind(stage string, m Mount, srcFd int, dir bool, dirs *stagedDirs) error {
@@ -1175,9 +1220,13 @@ func sendInboundSocket(req string) {
 func serveControl(c Config) {
 	defer close(controlDone)
 	guarded := map[string]Mount{}
+	var aliases []Mount
 	for _, m := range c.Mounts {
 		if m.Guarded {
 			guarded[m.Path] = m
+		}
+		if m.Kind == Alias {
+			aliases = append(aliases, m)
 		}
 	}
 	buf := make([]byte, 1<<16)               // an exec request carries a command line
@@ -1227,7 +1276,7 @@ func serveControl(c Config) {
 				_, _ = unix.Write(controlFd, []byte("!not a guarded mount: "+req[1:]))
 				continue
 			}
-			if err := reprotect(m); err != nil {
+			if err := reprotectAliased(m, aliases); err != nil {
 				_, _ = unix.Write(controlFd, []byte("!"+err.Error()))
 				continue
 			}
@@ -1236,6 +1285,25 @@ func serveControl(c Config) {
 			_, _ = unix.Write(controlFd, []byte("!unknown request"))
 		}
 	}
+}
+
+// reprotectAliased puts the guarded mount m back (reprotect), and again
+// where an Alias shows its path too: the host's rename over the entry
+// detached the alias's clone of the mount as well.
+func reprotectAliased(m Mount, aliases []Mount) error {
+	if err := reprotect(m); err != nil {
+		return err
+	}
+	for _, a := range aliases {
+		if inside(m.Path, a.Source) {
+			am := m
+			am.Path = a.Path + m.Path[len(a.Source):]
+			if err := reprotect(am); err != nil {
+				return fmt.Errorf("%s (shown at %s): %w", m.Path, am.Path, err)
+			}
+		}
+	}
+	return nil
 }
 
 // reprotect puts the guarded mount m back at its path when it is no

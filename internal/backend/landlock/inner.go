@@ -77,6 +77,12 @@ func innerRun(s spec.Spec, argv, env []string, runTmp string, readFiles []string
 	for _, t := range s.Toolchains {
 		r.Read = append(r.Read, t.Path)
 	}
+	if s.Worktree != nil {
+		// The project's objects, where the view binds them for the
+		// tree's alternates (nono's own grant of their real path finds
+		// the tree's objects there: the tree is shown over the project).
+		r.Read = append(r.Read, s.Worktree.ObjectsLink)
+	}
 	return r
 }
 

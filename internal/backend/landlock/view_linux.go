@@ -95,8 +95,30 @@ func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string, la
 		view.Mount{Kind: view.Mask, Path: "/proc/sysrq-trigger"},
 	)
 	c.Landlock = viewLandlock(p, scratch, caches)
+	worktreeView(&c, s)
 	c.Seccomp = ll.Seccomp{DenyKeyrings: true, DenyUserns: !s.NestedUserns}
 	return c
+}
+
+// worktreeView shows a --worktree run's tree (the workdir) at the
+// project's path as well, with every mount below it (view.Alias: the
+// protected entries stay read-only there too), starts the agent there,
+// and binds the project's objects read-only where the tree's alternates
+// name them (the project's own .git/objects is under the tree's alias).
+// Landlock's rules hold inodes: the alias is the tree's, with its rules.
+func worktreeView(c *view.Config, s spec.Spec) {
+	w := s.Worktree
+	if w == nil {
+		return
+	}
+	c.Mounts = append(c.Mounts,
+		view.Mount{Kind: view.ReadOnly, Path: w.ObjectsLink, Source: w.Objects},
+		view.Mount{Kind: view.Alias, Path: w.At, Source: s.Workdir},
+	)
+	c.Landlock.ReadOnly = append(slices.Clone(c.Landlock.ReadOnly), w.ObjectsLink)
+	if c.Workdir == s.Workdir {
+		c.Workdir = w.At
+	}
 }
 
 // viewGrants decides which granted paths the view binds and how: the
