@@ -31,6 +31,12 @@ func runAgent(e env, r cli.Run) int {
 	if err != nil {
 		return refuseRun(e, r, workdir, folder, pst, err)
 	}
+	if !r.DryRun {
+		// A started session of this workdir that ended on its idle
+		// timeout left its findings: printed once, here (for a start,
+		// by start).
+		printPending(e, workdir)
+	}
 	var wt *plan.WorktreeInput
 	if r.Worktree {
 		held, in, err := startWorktree(e, r, folder, *pst, workdir)
@@ -86,9 +92,6 @@ func runAgent(e env, r cli.Run) int {
 	if line := p.WorktreeLine(); line != "" {
 		diag.Notef(e.stdio.Err, "%s", line)
 	}
-	// A started session of this workdir that ended on its idle timeout
-	// left its findings: printed once, here (for a start, by start).
-	printPending(e, workdir)
 	code := execute(e, r, folder, workdir, p)
 	if hint := failureHint(p, r, code); hint != "" {
 		diag.Notef(e.stdio.Err, "%s", hint)
