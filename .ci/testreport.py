@@ -40,6 +40,8 @@ MUST_RUN = [
     "e2e-user TestSessionSignalAfterAgent",
     "e2e TestSessionExecOpenNetwork",
     "e2e-user TestSessionExecOpenNetwork",
+    "e2e TestSessionExecTTY",
+    "e2e-user TestSessionExecTTY",
     "e2e TestSessionAllowSave",
     "e2e-user TestSessionAllowSave",
     "e2e-user TestSessionAllow",

@@ -81,6 +81,12 @@ type Request struct {
 	Argv   []string `json:"argv,omitempty"`
 	Signal int      `json:"signal,omitempty"`
 	Host   string   `json:"host,omitempty"`
+	// TTY asks exec for a terminal of its own, Rows x Cols: a pty of
+	// the session's, whose master comes back with the first answer; the
+	// request then carries no descriptors.
+	TTY  bool   `json:"tty,omitempty"`
+	Rows uint16 `json:"rows,omitempty"`
+	Cols uint16 `json:"cols,omitempty"`
 }
 
 // Response is one message from the supervisor.
@@ -113,6 +119,9 @@ type Handlers struct {
 	Info func(i *Info)
 	// Exec starts argv in the sandbox with stdio as its standard streams.
 	Exec func(argv []string, stdio []*os.File) (Proc, error)
+	// ExecTTY starts argv in the sandbox with a terminal of its own (a
+	// pty of the sandbox's, rows x cols) and returns the pty's master.
+	ExecTTY func(argv []string, rows, cols uint16) (Proc, *os.File, error)
 	// Allow adds host to the running session's allow list; the answer
 	// says what was added.
 	Allow func(host string) (string, error)
@@ -120,6 +129,11 @@ type Handlers struct {
 	// alone cannot ..."), for the refusals.
 	Unsupported map[string]string
 }
+
+// ErrNoTTY is the refusal of a terminal request by an engine whose exec
+// has no terminal of its own to give (sbx exec takes the caller's): the
+// client asks again with its standard streams, or fails with -t.
+const ErrNoTTY = "exec -t: this engine gives the command no terminal of its own (it gets yours when you run exec at one); run exec without -t"
 
 // Dir is the sessions directory of the state root stateRoot.
 func Dir(stateRoot string) string { return filepath.Join(stateRoot, DirName) }
@@ -298,23 +312,41 @@ func (s *Server) unsupported(op string) string {
 }
 
 func (s *Server) exec(c *net.UnixConn, req Request, fds []*os.File) {
-	if s.h.Exec == nil {
+	switch {
+	case s.h.Exec == nil:
 		_ = writeFrame(c, Response{V: Version, Error: s.unsupported("exec")}, nil)
 		return
-	}
-	if len(req.Argv) == 0 || len(fds) != 3 {
-		_ = writeFrame(c, Response{V: Version, Error: "exec needs a command and three descriptors (stdin, stdout, stderr)"}, nil)
+	case req.TTY && s.h.ExecTTY == nil:
+		_ = writeFrame(c, Response{V: Version, Error: ErrNoTTY}, nil)
+		return
+	case len(req.Argv) == 0 || (!req.TTY && len(fds) != 3) || (req.TTY && len(fds) != 0):
+		_ = writeFrame(c, Response{V: Version, Error: "exec needs a command and three descriptors (stdin, stdout, stderr), or a terminal request and none"}, nil)
 		return
 	}
 	s.mu.Lock()
 	s.live[c] = true
 	s.mu.Unlock()
-	p, err := s.h.Exec(req.Argv, fds)
+	var p Proc
+	var master *os.File
+	var err error
+	if req.TTY {
+		p, master, err = s.h.ExecTTY(req.Argv, req.Rows, req.Cols)
+	} else {
+		p, err = s.h.Exec(req.Argv, fds)
+	}
 	if err != nil {
 		_ = writeFrame(c, Response{V: Version, Error: err.Error()}, nil)
 		return
 	}
-	if err := writeFrame(c, Response{V: Version, Pid: p.Pid()}, nil); err != nil {
+	var pass []int
+	if master != nil {
+		pass = []int{int(master.Fd())}
+	}
+	err = writeFrame(c, Response{V: Version, Pid: p.Pid()}, pass)
+	if master != nil {
+		master.Close() // the client's now: the supervisor relays nothing
+	}
+	if err != nil {
 		_ = p.Signal(int(unix.SIGHUP))
 	}
 	// The caller's signals, until it hangs up (then the command gets
@@ -346,11 +378,18 @@ func (s *Server) exec(c *net.UnixConn, req Request, fds []*os.File) {
 // with it.
 func readFrame(c *net.UnixConn) (Request, []*os.File, error) {
 	var req Request
+	fds, err := readMsg(c, &req)
+	return req, fds, err
+}
+
+// readMsg reads one length-prefixed message into v and the descriptors
+// sent with it (at most four).
+func readMsg(c *net.UnixConn, v any) ([]*os.File, error) {
 	hdr := make([]byte, 4)
 	oob := make([]byte, unix.CmsgSpace(4*4))
 	n, oobn, _, _, err := c.ReadMsgUnix(hdr, oob)
 	if err != nil {
-		return req, nil, err
+		return nil, err
 	}
 	var fds []*os.File
 	if oobn > 0 {
@@ -359,25 +398,25 @@ func readFrame(c *net.UnixConn) (Request, []*os.File, error) {
 			if raw, err := unix.ParseUnixRights(&m); err == nil {
 				for _, fd := range raw {
 					unix.CloseOnExec(fd)
-					fds = append(fds, os.NewFile(uintptr(fd), "client-stdio"))
+					fds = append(fds, os.NewFile(uintptr(fd), "passed"))
 				}
 			}
 		}
 	}
 	if n < 4 {
 		if _, err := io.ReadFull(c, hdr[n:]); err != nil {
-			return req, fds, err
+			return fds, err
 		}
 	}
 	size := binary.BigEndian.Uint32(hdr)
 	if size > maxFrame {
-		return req, fds, errors.New("message too large")
+		return fds, errors.New("message too large")
 	}
 	body := make([]byte, size)
 	if _, err := io.ReadFull(c, body); err != nil {
-		return req, fds, err
+		return fds, err
 	}
-	return req, fds, json.Unmarshal(body, &req)
+	return fds, json.Unmarshal(body, v)
 }
 
 // writeFrame writes v length-prefixed, with fds (SCM_RIGHTS).
@@ -492,6 +531,36 @@ func (c *Client) Exec(argv []string, stdio [3]*os.File, sigs <-chan os.Signal) (
 	if err != nil {
 		return 0, err
 	}
+	return c.Wait(sigs)
+}
+
+// ExecTTY starts argv in the session with a terminal of its own, a pty
+// of the session's sized rows x cols, and returns the pty's master (the
+// caller relays it to the user's terminal, and sets its size); Wait then
+// returns the command's exit code. No descriptor of the caller's enters
+// the session.
+func (c *Client) ExecTTY(argv []string, rows, cols uint16) (*os.File, error) {
+	if err := writeFrame(c.c, Request{V: Version, Token: c.tok, Op: "exec", Argv: argv, TTY: true, Rows: rows, Cols: cols}, nil); err != nil {
+		return nil, err
+	}
+	var r Response
+	fds, err := readMsg(c.c, &r)
+	if err == nil && r.Error != "" {
+		err = errors.New(r.Error)
+	}
+	if err == nil && len(fds) != 1 {
+		err = fmt.Errorf("the session sent %d descriptors for the terminal, not one", len(fds))
+	}
+	if err != nil {
+		closeAll(fds)
+		return nil, err
+	}
+	return fds[0], nil
+}
+
+// Wait passes signals received on sigs on to the command an exec started,
+// until it ends, and returns its exit code.
+func (c *Client) Wait(sigs <-chan os.Signal) (int, error) {
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {

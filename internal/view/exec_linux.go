@@ -100,8 +100,9 @@ func sessionOver() (unix.WaitStatus, bool) {
 }
 
 // startExec starts argv with stdio fds (three) in the sandbox, confined
-// as the agent, and returns its pid.
-func startExec(argv []string, fds []int) (int, error) {
+// as the agent, and returns its pid. With ctty, fds[0] is a pty's slave
+// that becomes the command's controlling terminal.
+func startExec(argv []string, fds []int, ctty bool) (int, error) {
 	session.Lock()
 	defer session.Unlock() // held over the fork: reap records the pid first
 	if session.rules == nil || session.over {
@@ -136,8 +137,10 @@ func startExec(argv []string, fds []int) (int, error) {
 			Env:   c.Env,
 			Files: []uintptr{uintptr(fds[0]), uintptr(fds[1]), uintptr(fds[2])},
 			// A session of its own: the agent's terminal's signals
-			// do not reach it; the caller's come through exec.
-			Sys: &syscall.SysProcAttr{Setsid: true},
+			// do not reach it; the caller's come through exec (or,
+			// with ctty, through its own terminal: setsid, then
+			// TIOCSCTTY on its fd 0).
+			Sys: &syscall.SysProcAttr{Setsid: true, Setctty: ctty, Ctty: 0},
 		})
 		done <- result{pid, err, e.Listener}
 	}()
@@ -196,12 +199,79 @@ func execRequest(body []byte, fds []int) {
 		_, _ = unix.Write(controlFd, []byte("!bad request: "+err.Error()))
 		return
 	}
-	pid, err := startExec(argv, fds)
+	pid, err := startExec(argv, fds, false)
 	if err != nil {
 		_, _ = unix.Write(controlFd, []byte("!"+err.Error()))
 		return
 	}
 	_, _ = unix.Write(controlFd, []byte("x"+strconv.Itoa(pid)))
+}
+
+// ttyRequest is the body of a "Y" request.
+type ttyRequest struct {
+	Argv []string `json:"argv"`
+	Rows uint16   `json:"rows"`
+	Cols uint16   `json:"cols"`
+}
+
+// execTTYRequest serves one "Y" request of the control socket: a command
+// line and a window size (JSON, no descriptors). The command gets a
+// terminal of its own, a pty of the sandbox's devpts instance (so that
+// ttyname finds it in the view), as its standard streams and controlling
+// terminal; the answer is "x" and the pid with the pty's master, which
+// the caller relays to the user's terminal, or "!" and why not. The
+// user's terminal never enters the sandbox: only the master leaves it.
+func execTTYRequest(body []byte, fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd) // a terminal request carries none
+	}
+	var r ttyRequest
+	if err := json.Unmarshal(body, &r); err != nil {
+		_, _ = unix.Write(controlFd, []byte("!bad request: "+err.Error()))
+		return
+	}
+	master, slave, err := openPty(r.Rows, r.Cols)
+	if err != nil {
+		_, _ = unix.Write(controlFd, []byte("!a terminal for the command: "+err.Error()))
+		return
+	}
+	pid, err := startExec(r.Argv, []int{slave, slave, slave}, true)
+	unix.Close(slave)
+	if err != nil {
+		unix.Close(master)
+		_, _ = unix.Write(controlFd, []byte("!"+err.Error()))
+		return
+	}
+	_ = unix.Sendmsg(controlFd, []byte("x"+strconv.Itoa(pid)), unix.UnixRights(master), nil, 0)
+	unix.Close(master)
+}
+
+// openPty opens a pty pair in the sandbox's devpts instance (/dev/pts in
+// init's root, the view's), sized rows x cols.
+func openPty(rows, cols uint16) (master, slave int, err error) {
+	master, err = unix.Open("/dev/pts/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, -1, err
+	}
+	fail := func(e error) (int, int, error) {
+		unix.Close(master)
+		return -1, -1, e
+	}
+	if err := unix.IoctlSetPointerInt(master, unix.TIOCSPTLCK, 0); err != nil {
+		return fail(err)
+	}
+	if rows > 0 && cols > 0 {
+		if err := unix.IoctlSetWinsize(master, unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols}); err != nil {
+			return fail(err)
+		}
+	}
+	// The slave by its master (TIOCGPTPEER, Linux 4.13): no path to
+	// race on.
+	fd, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(master), unix.TIOCGPTPEER, uintptr(unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC))
+	if errno != 0 {
+		return fail(fmt.Errorf("opening the pty's slave: %w", errno))
+	}
+	return master, int(fd), nil
 }
 
 // signalRequest serves a "Z" request: "Z<pid> <signal>" for an exec'd
@@ -223,6 +293,29 @@ func signalRequest(body string) {
 		return
 	}
 	_, _ = unix.Write(controlFd, []byte("z"))
+}
+
+// ExecTTY starts argv in the running sandbox, confined as the agent, with
+// a terminal of its own (a pty of the sandbox's, rows x cols) as its
+// standard streams and controlling terminal; it returns the pty's master,
+// which the caller relays to the user's terminal.
+func (p *Process) ExecTTY(argv []string, rows, cols uint16) (*Exec, *os.File, error) {
+	b, err := json.Marshal(ttyRequest{Argv: argv, Rows: rows, Cols: cols})
+	if err != nil {
+		return nil, nil, err
+	}
+	msg, f, err := p.request(append([]byte("Y"), b...))
+	if err != nil {
+		return nil, nil, fmt.Errorf("view: asking the sandbox to start %s: %w", argv[0], err)
+	}
+	pid, err := strconv.Atoi(strings.TrimPrefix(msg, "x"))
+	if !strings.HasPrefix(msg, "x") || err != nil || f == nil {
+		if f != nil {
+			f.Close()
+		}
+		return nil, nil, errors.New(strings.TrimPrefix(msg, "!"))
+	}
+	return &Exec{p: p, pid: pid, ch: p.execChan(pid)}, f, nil
 }
 
 // Exec is a process started in the sandbox by [Process.Exec].

@@ -1169,6 +1169,9 @@ func sendInboundSocket(req string) {
 //     back after the host replaced what it covered (reprotect); the answer
 //     is "r", or "!" and why not;
 //   - "K" with a descriptor: init holds it until it exits (Process.Keep).
+//   - "X" and a JSON command line with three descriptors (Process.Exec), or
+//     "Y" and a JSON command line and window size (Process.ExecTTY): a
+//     command started confined as the agent (exec_linux.go).
 func serveControl(c Config) {
 	defer close(controlDone)
 	guarded := map[string]Mount{}
@@ -1192,6 +1195,10 @@ func serveControl(c Config) {
 		fds := passedFds(oob[:oobn])
 		if n > 0 && buf[0] == 'X' {
 			execRequest(buf[1:n], fds) // an exec'd command's stdio
+			continue
+		}
+		if n > 0 && buf[0] == 'Y' {
+			execTTYRequest(buf[1:n], fds) // an exec'd command with a terminal
 			continue
 		}
 		kept = append(kept, fds...)

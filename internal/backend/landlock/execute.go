@@ -418,6 +418,9 @@ type viewRun struct {
 	// execs counts those still running: set once the view started.
 	exec  func(argv []string, stdio []*os.File) (session.Proc, error)
 	execs func() int
+	// execTTY is exec with a terminal of the sandbox's (a pty; its
+	// master is returned).
+	execTTY func(argv []string, rows, cols uint16) (session.Proc, *os.File, error)
 	// forward listens on a port of the view's own loopback
 	// (agent-sandbox allow localhost:PORT).
 	forward func(port int, ipv6 bool) (net.Listener, error)

@@ -55,6 +55,7 @@ func sessionHook(s spec.Spec, n Net, sess *netSession, v *viewRun, weaker bool, 
 		}
 		if id == engine.View {
 			h.Exec = func(argv []string, fds []*os.File) (session.Proc, error) { return v.exec(argv, fds) }
+			h.ExecTTY = v.execTTY
 		}
 		h.Allow, h.Unsupported["allow"] = sessionAllow(s, n, sess, v)
 		srv, err := session.Open(s.StateRoot(), info, h)
