@@ -42,6 +42,8 @@ MUST_RUN = [
     "e2e-user TestSessionExecOpenNetwork",
     "e2e TestSessionExecTTY",
     "e2e-user TestSessionExecTTY",
+    "e2e TestSessionExecSocket",
+    "e2e-user TestSessionExecSocket",
     "e2e TestSessionAllowSave",
     "e2e-user TestSessionAllowSave",
     "e2e-user TestSessionAllow",

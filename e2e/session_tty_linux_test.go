@@ -3,8 +3,13 @@
 package e2e
 
 import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -197,4 +202,106 @@ func TestSessionExecTTY(t *testing.T) {
 		}
 	})
 	_ = s.end(t)
+}
+
+// TestSessionExecSocket: the view's init serves exec on the session's
+// exec socket itself (no hop through the supervisor): the socket is
+// 0600 in the 0700 session directory, refuses a request without the
+// token and any request but exec, is out of reach of an exec'd command
+// (by path, through /proc, by an abstract name), a command started
+// through it counts in ps until it ends, and without it exec goes
+// through the control socket as before.
+func TestSessionExecSocket(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real binary; skipped with -short")
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("needs python3 for the socket probes")
+	}
+	bin := buildAgentSandbox(t)
+	home := t.TempDir()
+	work := homeTempDir(t, "session-execsock")
+	env := sessionEnv(home)
+	s := startSession(t, bin, nil, env, work)
+	dir := filepath.Join(home, ".local", "state", "agent-sandbox", "sessions", s.id)
+	sock := filepath.Join(dir, "exec")
+	checkControlSocket(t, sock)
+	checkForgedRequest(t, sock)
+	tok, err := os.ReadFile(filepath.Join(dir, "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"v":1,"token":"` + string(tok) + `","op":"info"}`)
+	_, _ = c.Write(append([]byte{0, 0, 0, byte(len(body))}, body...))
+	resp, _ := io.ReadAll(c)
+	c.Close()
+	if !strings.Contains(string(resp), "control socket") {
+		t.Errorf("info on the exec socket: %q, want a refusal naming the control socket", resp)
+	}
+
+	probe := fmt.Sprintf(`python3 - <<'EOF'
+import socket, glob
+got = []
+for path in [%q] + glob.glob("/proc/*/root" + %q):
+    try:
+        s = socket.socket(socket.AF_UNIX); s.settimeout(2); s.connect(path); got.append(path)
+    except OSError:
+        pass
+try:
+    s = socket.socket(socket.AF_UNIX); s.settimeout(2); s.connect("\0" + %q); got.append("abstract")
+except OSError:
+    pass
+print("GOT", got)
+EOF`, sock, sock, sock)
+	if out, code := execIn(t, bin, nil, env, work, s.id, probe); code != 0 || !strings.Contains(out, "GOT []") {
+		t.Errorf("an exec'd command reached the exec socket (exit %d): %s", code, out)
+	}
+
+	// Counted while it runs.
+	x := exec.Command(bin, "exec", s.id, "--", "sh", "-c", "echo started; read x; exit 6")
+	x.Env, x.Dir = env, work
+	xin, err := x.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	xout, err := x.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, _ := bufio.NewReader(xout).ReadString('\n'); line != "started\n" {
+		t.Fatalf("the exec'd command did not start: %q", line)
+	}
+	if l := psJSON(t, bin, nil, env, work); len(l) != 1 || l[0].Processes != 2 {
+		t.Errorf("ps while a command started through the exec socket runs: %+v, want 2 processes", l)
+	}
+	xin.Close()
+	if err := x.Wait(); err == nil || x.ProcessState.ExitCode() != 6 {
+		t.Errorf("exec's status: %v, want exit 6", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for l := psJSON(t, bin, nil, env, work); len(l) != 1 || l[0].Processes != 1; l = psJSON(t, bin, nil, env, work) {
+		if time.Now().After(deadline) {
+			t.Fatalf("ps still counts the ended command: %+v", l)
+		}
+		time.Sleep(20 * time.Millisecond) // the end report reaches the supervisor after exec's status
+	}
+
+	// Without the exec socket: through the control socket.
+	if err := os.Rename(sock, sock+".away"); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := execIn(t, bin, nil, env, work, s.id, "echo via-control; exit 4"); code != 4 || !strings.Contains(out, "via-control") {
+		t.Errorf("exec through the control socket: exit %d, %q", code, out)
+	}
+	_ = os.Rename(sock+".away", sock)
+	if err := s.end(t); err != nil {
+		t.Errorf("the session's run: %v: %s", err, s.out)
+	}
 }

@@ -51,14 +51,14 @@ func execInSession(e env, x cli.Exec) int {
 	// answer, goes through Find (which also removes a dead session's
 	// directory).
 	id := x.Session
-	c, err := session.Dial(root, id)
+	c, err := session.DialExec(root, id)
 	if err != nil {
 		info, ferr := session.Find(root, x.Session)
 		if ferr != nil {
 			return fail(e.stdio.Err, ferr)
 		}
 		id = info.ID
-		if c, err = session.Dial(root, id); err != nil {
+		if c, err = session.DialExec(root, id); err != nil {
 			return fail(e.stdio.Err, err)
 		}
 	}
@@ -76,7 +76,7 @@ func execInSession(e env, x cli.Exec) int {
 		// command of its own (sbx exec): the caller's stdio, as
 		// without a terminal.
 		c.Close()
-		if c, err = session.Dial(root, id); err != nil {
+		if c, err = session.DialExec(root, id); err != nil {
 			return fail(e.stdio.Err, err)
 		}
 		defer c.Close()

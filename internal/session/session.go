@@ -148,6 +148,59 @@ type Server struct {
 	wg   sync.WaitGroup
 	mu   sync.Mutex
 	live map[net.Conn]bool // true: an exec that runs
+	// execOnly: the exec socket, served by the engine (ServeExec).
+	execOnly bool
+}
+
+// ExecSocket is the name of a session's exec socket, beside its control
+// socket: where the engine serves exec itself (the namespace view's init,
+// which starts the command: one process fewer between the caller and
+// the command). It takes exec requests only, with the same token.
+const ExecSocket = "exec"
+
+// ListenExec binds the session's exec socket (0600, in the session's
+// directory, as the control socket) and returns its listener, for the
+// engine to serve with [ServeExec], and the session's token. The caller
+// closes its copy of the file once handed over; RemoveExec takes the
+// socket away again (clients then use the control socket).
+func (s *Server) ListenExec() (*os.File, string, error) {
+	sock := filepath.Join(s.dir, ExecSocket)
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock + ".new", Net: "unix"})
+	if err != nil {
+		return nil, "", fmt.Errorf("session: listening on %s: %w", sock, err)
+	}
+	l.SetUnlinkOnClose(false)
+	defer l.Close()
+	if err := os.Chmod(sock+".new", 0o600); err != nil {
+		os.Remove(sock + ".new")
+		return nil, "", fmt.Errorf("session: %w", err)
+	}
+	f, err := l.File()
+	if err == nil {
+		err = os.Rename(sock+".new", sock)
+	}
+	if err != nil {
+		if f != nil {
+			f.Close()
+		}
+		os.Remove(sock + ".new")
+		return nil, "", fmt.Errorf("session: listening on %s: %w", sock, err)
+	}
+	return f, s.tok, nil
+}
+
+// RemoveExec removes the exec socket (its engine could not serve it).
+func (s *Server) RemoveExec() { os.Remove(filepath.Join(s.dir, ExecSocket)) }
+
+// ServeExec serves a session's exec socket l (from ListenExec) with h's
+// exec handlers, checking token as the control socket does, until l is
+// closed. Other requests are refused: they go to the control socket. A
+// Proc that has a Reported method is told once its exit status has been
+// written to the caller.
+func ServeExec(l *net.UnixListener, token string, h Handlers) {
+	s := &Server{h: h, tok: token, l: l, live: map[net.Conn]bool{}, execOnly: true}
+	s.wg.Add(1)
+	s.serve()
 }
 
 // NewID returns a fresh session id.
@@ -278,6 +331,10 @@ func (s *Server) handle(c *net.UnixConn) {
 		_ = writeFrame(c, Response{V: Version, Error: "not this session's token"}, nil)
 		return
 	}
+	if s.execOnly && req.Op != "exec" {
+		_ = writeFrame(c, Response{V: Version, Error: fmt.Sprintf("%q goes to the session's control socket, not its exec socket", req.Op)}, nil)
+		return
+	}
 	switch req.Op {
 	case "info":
 		i := s.info
@@ -372,6 +429,9 @@ func (s *Server) exec(c *net.UnixConn, req Request, fds []*os.File) {
 	code := p.Wait()
 	close(done)
 	_ = writeFrame(c, Response{V: Version, Exit: &code}, nil)
+	if r, ok := p.(interface{ Reported() }); ok {
+		r.Reported()
+	}
 }
 
 // readFrame reads one length-prefixed request and the descriptors sent
@@ -481,6 +541,21 @@ func Dial(stateRoot, id string) (*Client, error) {
 		return nil, fmt.Errorf("session %s has ended (its supervisor does not answer: %v)", id, err)
 	}
 	return &Client{c: c, tok: string(tok), dir: dir}, nil
+}
+
+// DialExec connects to session id under stateRoot for an exec: to its
+// exec socket where its engine serves one, else to its control socket.
+func DialExec(stateRoot, id string) (*Client, error) {
+	if id == "" || strings.ContainsAny(id, "/.") {
+		return nil, fmt.Errorf("%q is not a session id", id)
+	}
+	dir := filepath.Join(Dir(stateRoot), id)
+	if tok, err := os.ReadFile(filepath.Join(dir, "token")); err == nil {
+		if c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: filepath.Join(dir, ExecSocket), Net: "unix"}); err == nil {
+			return &Client{c: c, tok: string(tok), dir: dir}, nil
+		}
+	}
+	return Dial(stateRoot, id)
 }
 
 // Close closes the connection.

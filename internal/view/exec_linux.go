@@ -14,10 +14,12 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/landlock"
+	sessionpkg "github.com/agent-sandbox/agent-sandbox/internal/session"
 )
 
 // A session's further processes (agent-sandbox exec). A multithreaded Go
@@ -46,7 +48,14 @@ var session struct {
 	agentStatus unix.WaitStatus
 	// over is set once the session is ending: no more execs.
 	over bool
+	// direct are the exec'd processes init started for a caller of its
+	// own exec socket (serveDirect): their status goes to that caller.
+	direct map[int]*directProc
 }
+
+// execStarted tells the parent that init started pid for a caller of its
+// exec socket (the parent counts it as the session's, as its own execs).
+var execStarted = func(pid int) {}
 
 // execEnded tells the parent that the exec'd process pid ended with ws
 // (set once the status channel is the agent's).
@@ -71,9 +80,14 @@ func execExited(pid int, ws unix.WaitStatus) {
 	session.Lock()
 	ok := session.live[pid]
 	delete(session.live, pid)
+	d := session.direct[pid]
+	delete(session.direct, pid)
 	session.Unlock()
 	if ok {
 		execEnded(pid, ws)
+	}
+	if d != nil {
+		d.end(ws)
 	}
 }
 
@@ -103,6 +117,12 @@ func sessionOver() (unix.WaitStatus, bool) {
 // as the agent, and returns its pid. With ctty, fds[0] is a pty's slave
 // that becomes the command's controlling terminal.
 func startExec(argv []string, fds []int, ctty bool) (int, error) {
+	return startExecFor(argv, fds, ctty, nil)
+}
+
+// startExecFor is startExec; a non-nil d gets the process's status
+// (a caller of init's own exec socket).
+func startExecFor(argv []string, fds []int, ctty bool, d *directProc) (int, error) {
 	session.Lock()
 	defer session.Unlock() // held over the fork: reap records the pid first
 	if session.rules == nil || session.over {
@@ -156,6 +176,14 @@ func startExec(argv []string, fds []int, ctty bool) (int, error) {
 		return 0, fmt.Errorf("starting %s in the sandbox: %w", argv[0], r.err)
 	}
 	session.live[r.pid] = true
+	if d != nil {
+		d.pid = r.pid
+		if session.direct == nil {
+			session.direct = map[int]*directProc{}
+		}
+		session.direct[r.pid] = d
+		execStarted(r.pid) // before its end can be reported: the lock is held
+	}
 	return r.pid, nil
 }
 
@@ -230,20 +258,29 @@ func execTTYRequest(body []byte, fds []int) {
 		_, _ = unix.Write(controlFd, []byte("!bad request: "+err.Error()))
 		return
 	}
-	master, slave, err := openPty(r.Rows, r.Cols)
+	pid, master, err := startTTY(r.Argv, r.Rows, r.Cols, nil)
 	if err != nil {
-		_, _ = unix.Write(controlFd, []byte("!a terminal for the command: "+err.Error()))
-		return
-	}
-	pid, err := startExec(r.Argv, []int{slave, slave, slave}, true)
-	unix.Close(slave)
-	if err != nil {
-		unix.Close(master)
 		_, _ = unix.Write(controlFd, []byte("!"+err.Error()))
 		return
 	}
 	_ = unix.Sendmsg(controlFd, []byte("x"+strconv.Itoa(pid)), unix.UnixRights(master), nil, 0)
 	unix.Close(master)
+}
+
+// startTTY starts argv on a pty of the sandbox's, rows x cols, and
+// returns its pid and the pty's master.
+func startTTY(argv []string, rows, cols uint16, d *directProc) (int, int, error) {
+	master, slave, err := openPty(rows, cols)
+	if err != nil {
+		return 0, -1, fmt.Errorf("a terminal for the command: %w", err)
+	}
+	pid, err := startExecFor(argv, []int{slave, slave, slave}, true, d)
+	unix.Close(slave)
+	if err != nil {
+		unix.Close(master)
+		return 0, -1, err
+	}
+	return pid, master, nil
 }
 
 // openPty opens a pty pair in the sandbox's devpts instance (/dev/pts in
@@ -317,6 +354,137 @@ func (p *Process) ExecTTY(argv []string, rows, cols uint16) (*Exec, *os.File, er
 	}
 	return &Exec{p: p, pid: pid, ch: p.execChan(pid)}, f, nil
 }
+
+// directProc is a process init started for a caller of its own exec
+// socket: its status goes to that caller (session.Proc).
+type directProc struct {
+	pid  int
+	code chan int
+	// reported is closed once the status has been written to the
+	// caller: the end of the session waits for it (bounded), so that
+	// the last command's caller gets its status before init exits.
+	reported chan struct{}
+}
+
+func newDirect() *directProc {
+	return &directProc{code: make(chan int, 1), reported: make(chan struct{})}
+}
+
+// Pid is the process's pid in the sandbox.
+func (d *directProc) Pid() int { return d.pid }
+
+// Signal sends sig to the process while it runs (only then: its pid
+// could be another's after it was reaped).
+func (d *directProc) Signal(sig int) error {
+	session.Lock()
+	defer session.Unlock()
+	if !session.live[d.pid] {
+		return errors.New("no such process")
+	}
+	return unix.Kill(d.pid, unix.Signal(sig))
+}
+
+// Wait returns its exit code (128+N when killed by signal N).
+func (d *directProc) Wait() int { return <-d.code }
+
+// Reported is told that the status was written to the caller.
+func (d *directProc) Reported() { close(d.reported) }
+
+// directReportWait bounds how long the reaper waits for a caller's status
+// to be written (a socket write with room: at once).
+const directReportWait = 2 * time.Second
+
+// end delivers the process's end (from the reaper) and waits until its
+// caller was told.
+func (d *directProc) end(ws unix.WaitStatus) {
+	code := ws.ExitStatus()
+	if ws.Signaled() {
+		code = 128 + int(ws.Signal())
+	}
+	d.code <- code
+	select {
+	case <-d.reported:
+	case <-time.After(directReportWait):
+	}
+}
+
+// execListenRequest serves an "A" request: the session's exec socket
+// (listening, bound by the parent in the session's directory, outside the
+// view) and, as the body, the session's token. Init serves it itself:
+// an exec then goes from its caller to init, without the parent in
+// between; the parent hears of each command's start and end on the
+// report stream, as of its own.
+func execListenRequest(token string, fds []int) {
+	if len(fds) != 1 || token == "" {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		_, _ = unix.Write(controlFd, []byte("!bad request"))
+		return
+	}
+	f := os.NewFile(uintptr(fds[0]), "exec-socket")
+	l, err := net.FileListener(f)
+	f.Close()
+	ul, ok := l.(*net.UnixListener)
+	if err != nil || !ok {
+		if l != nil {
+			l.Close()
+		}
+		_, _ = unix.Write(controlFd, []byte(fmt.Sprintf("!not a Unix socket listener (%v)", err)))
+		return
+	}
+	go sessionpkg.ServeExec(ul, token, sessionpkg.Handlers{
+		Exec: func(argv []string, stdio []*os.File) (sessionpkg.Proc, error) {
+			fds := make([]int, len(stdio))
+			for k, f := range stdio {
+				fds[k] = int(f.Fd())
+			}
+			d := newDirect()
+			if _, err := startExecFor(argv, fds, false, d); err != nil {
+				return nil, err
+			}
+			return d, nil
+		},
+		ExecTTY: func(argv []string, rows, cols uint16) (sessionpkg.Proc, *os.File, error) {
+			d := newDirect()
+			_, master, err := startTTY(argv, rows, cols, d)
+			if err != nil {
+				return nil, nil, err
+			}
+			return d, os.NewFile(uintptr(master), "pty"), nil
+		},
+	})
+	_, _ = unix.Write(controlFd, []byte("a"))
+}
+
+// ServeExec hands the session's exec socket l (listening) to init, which
+// serves exec on it with token (session.ServeExec). The caller closes
+// its copy of l.
+func (p *Process) ServeExec(l *os.File, token string) error {
+	p.ctlMu.Lock()
+	defer p.ctlMu.Unlock()
+	if p.ctl == nil {
+		return errors.New("the session has ended")
+	}
+	if err := unix.Sendmsg(int(p.ctl.Fd()), []byte("A"+token), unix.UnixRights(int(l.Fd())), nil, 0); err != nil {
+		return fmt.Errorf("view: handing the exec socket to the sandbox: %w", err)
+	}
+	msg, f, err := receiveFd(p.ctl)
+	if f != nil {
+		f.Close()
+	}
+	if err == nil && msg != "a" {
+		err = errors.New(strings.TrimPrefix(msg, "!"))
+	}
+	if err != nil {
+		return fmt.Errorf("view: handing the exec socket to the sandbox: %w", err)
+	}
+	return nil
+}
+
+// execStartReport registers a command init started for a caller of its
+// own exec socket: it counts as running until its end is reported.
+func (p *Process) execStartReport(pid int) { p.execChan(pid) }
 
 // Exec is a process started in the sandbox by [Process.Exec].
 type Exec struct {

@@ -421,6 +421,9 @@ type viewRun struct {
 	// execTTY is exec with a terminal of the sandbox's (a pty; its
 	// master is returned).
 	execTTY func(argv []string, rows, cols uint16) (session.Proc, *os.File, error)
+	// serveExec hands the session's exec socket to the view's init,
+	// which serves exec on it itself (no hop through this process).
+	serveExec func(l *os.File, token string) error
 	// forward listens on a port of the view's own loopback
 	// (agent-sandbox allow localhost:PORT).
 	forward func(port int, ipv6 bool) (net.Listener, error)

@@ -63,7 +63,25 @@ func sessionHook(s spec.Spec, n Net, sess *netSession, v *viewRun, weaker bool, 
 			diag.Warnf(stdio.Err, "this run has no control channel (agent-sandbox ps, exec and allow cannot reach it): %v", err)
 			return nil
 		}
+		if id == engine.View && v.serveExec != nil {
+			directExec(srv, v.serveExec)
+		}
 		return srv.Close
+	}
+}
+
+// directExec gives the view's init the session's exec socket, on which it
+// serves exec itself: the caller's request goes to the process that
+// starts the command, not through this one. Where that fails, exec goes
+// through the control socket as before (the socket is removed).
+func directExec(srv *session.Server, serve func(*os.File, string) error) {
+	l, tok, err := srv.ListenExec()
+	if err != nil {
+		return
+	}
+	defer l.Close()
+	if err := serve(l, tok); err != nil {
+		srv.RemoveExec()
 	}
 }
 

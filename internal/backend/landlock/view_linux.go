@@ -541,6 +541,7 @@ func (v *viewRun) startView(cmd *exec.Cmd, argv, env []string, pol ll.Policy) (l
 		return x, master, nil
 	}
 	v.forward = proc.Forward
+	v.serveExec = proc.ServeExec
 	serveView(proc, v.n, v.sess)
 	for _, n := range proc.Notes() {
 		diag.Notef(v.stderr, "%s", n)
