@@ -142,7 +142,10 @@ func TestExecTTY(t *testing.T) {
 	var got []string
 	var rows, cols uint16
 	srv, err := Open(root, Info{Agent: "a"}, Handlers{
-		Exec: func([]string, []*os.File) (Proc, error) { t.Error("Exec ran for a terminal request"); return doneProc{}, nil },
+		Exec: func([]string, []*os.File) (Proc, error) {
+			t.Error("Exec ran for a terminal request")
+			return doneProc{}, nil
+		},
 		ExecTTY: func(argv []string, r, c uint16) (Proc, *os.File, error) {
 			got, rows, cols = argv, r, c
 			pr, pw, err := os.Pipe()
