@@ -37,6 +37,15 @@ const ttyDrain = 500 * time.Millisecond
 func execWithTTY(c *session.Client, argv []string) (int, error) {
 	in, out := int(os.Stdin.Fd()), int(os.Stdout.Fd())
 	rows, cols := terminalSize(out, in)
+	// The signals are registered before the terminal is made raw: a
+	// signal to exec must find the handler that restores it. ctl: window
+	// size and job-control stops of exec itself (kill -TSTP: a Ctrl-Z at
+	// the keyboard goes to the command through its terminal).
+	ctl, sigs := make(chan os.Signal, 4), make(chan os.Signal, 8)
+	signal.Notify(ctl, unix.SIGWINCH, unix.SIGTSTP, unix.SIGCONT)
+	defer signal.Stop(ctl)
+	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2)
+	defer signal.Stop(sigs)
 	master, err := c.ExecTTY(argv, rows, cols)
 	if err != nil {
 		return 0, err
@@ -59,11 +68,6 @@ func execWithTTY(c *session.Client, argv []string) (int, error) {
 	defer term.restore()
 	term.makeRaw()
 
-	// Window size and job-control stops of exec itself (kill -TSTP: a
-	// Ctrl-Z at the keyboard goes to the command through its terminal).
-	ctl := make(chan os.Signal, 4)
-	signal.Notify(ctl, unix.SIGWINCH, unix.SIGTSTP, unix.SIGCONT)
-	defer signal.Stop(ctl)
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {
@@ -101,9 +105,6 @@ func execWithTTY(c *session.Client, argv []string) (int, error) {
 		defer close(drained)
 		_, _ = io.Copy(os.Stdout, pty) // until EIO: no process holds the pty
 	}()
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2)
-	defer signal.Stop(sigs)
 	code, err := c.Wait(sigs)
 	select {
 	case <-drained:
