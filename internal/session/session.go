@@ -18,7 +18,15 @@
 //
 // The protocol is versioned, length-prefixed JSON (a 4-byte big-endian
 // length, then one object), over a stream socket; the caller's standard
-// streams travel with an exec request as SCM_RIGHTS descriptors.
+// streams travel with an exec request as SCM_RIGHTS descriptors, or, with
+// a terminal request, none go in and the master of a pty of the
+// sandbox's comes back with the first answer.
+//
+// An engine that starts exec's commands in a process of its own (the
+// namespace view's init) may serve exec itself on the session's exec
+// socket, beside the control socket, with the same modes and token
+// (Server.ListenExec, ServeExec): the caller then reaches that process
+// directly (DialExec), without the supervisor in between.
 package session
 
 import (
