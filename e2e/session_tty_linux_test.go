@@ -300,6 +300,12 @@ EOF`, sock, sock, sock)
 	if out, code := execIn(t, bin, nil, env, work, s.id, "echo via-control; exit 4"); code != 4 || !strings.Contains(out, "via-control") {
 		t.Errorf("exec through the control socket: exit %d, %q", code, out)
 	}
+	tty := exec.Command(bin, "exec", "-t", s.id, "--", "sh", "-c", "tty; exit 5")
+	tty.Env, tty.Dir = env, work
+	out, err := tty.CombinedOutput()
+	if tty.ProcessState == nil || tty.ProcessState.ExitCode() != 5 || !regexp.MustCompile(`(?m)^/dev/pts/[0-9]+\r?$`).Match(out) {
+		t.Errorf("exec -t through the control socket: %v, %q; want a /dev/pts name and exit 5", err, out)
+	}
 	_ = os.Rename(sock+".away", sock)
 	if err := s.end(t); err != nil {
 		t.Errorf("the session's run: %v: %s", err, s.out)
