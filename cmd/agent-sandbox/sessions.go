@@ -57,18 +57,36 @@ func execInSession(e env, x cli.Exec) int {
 	// answer, goes through Find (which also removes a dead session's
 	// directory).
 	id := x.Session
-	c, err := session.Dial(root, id)
+	c, err := session.DialExec(root, id)
 	if err != nil {
 		info, ferr := session.Find(root, x.Session)
 		if ferr != nil {
 			return fail(e.stdio.Err, ferr)
 		}
 		id = info.ID
-		if c, err = session.Dial(root, id); err != nil {
+		if c, err = session.DialExec(root, id); err != nil {
 			return fail(e.stdio.Err, err)
 		}
 	}
 	defer c.Close()
+	if x.TTY || (!x.NoTTY && isTerminal(int(os.Stdin.Fd())) && isTerminal(int(os.Stdout.Fd()))) {
+		code, err := execWithTTY(c, x.Argv)
+		if err == nil {
+			return code
+		}
+		if x.TTY || err.Error() != session.ErrNoTTY {
+			fmt.Fprintf(e.stdio.Err, "agent-sandbox: exec in session %s: %v\n", id, err)
+			return launch.ExitRefused
+		}
+		// An engine whose exec gives the caller's terminal to a
+		// command of its own (sbx exec): the caller's stdio, as
+		// without a terminal.
+		c.Close()
+		if c, err = session.DialExec(root, id); err != nil {
+			return fail(e.stdio.Err, err)
+		}
+		defer c.Close()
+	}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH)
 	defer signal.Stop(sigs)

@@ -40,7 +40,9 @@ const Usage = `Usage:
   agent-sandbox undo [--yes] [--workdir DIR] [RUN]  put the workdir back as it was before RUN (shows the
                                                     plan; changes it only with --yes or a yes at a terminal)
   agent-sandbox ps [--json]                         list the live sessions (running sandboxes)
-  agent-sandbox exec SESSION|AGENT -- CMD [ARGS...] run CMD inside a running session's sandbox
+  agent-sandbox exec [-t|-T] SESSION|AGENT -- CMD [ARGS...]
+                                                    run CMD inside a running session's sandbox (at a
+                                                    terminal, on a terminal of its own; -T: none)
   agent-sandbox allow HOST[:PORT] [--session ID] [--save]
                                                     allow a host in a running session (and, with
                                                     --save, in the agent folder's nono.json)

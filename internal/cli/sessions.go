@@ -29,6 +29,10 @@ type Exec struct {
 	Session string
 	// Argv is the command to start in the session.
 	Argv []string
+	// TTY (-t/--tty) gives the command a terminal of its own even when
+	// the caller's stdin or stdout is not one; NoTTY (-T/--no-tty) never
+	// does. Without either it gets one when both are terminals.
+	TTY, NoTTY bool
 }
 
 // Ps holds the flags of `agent-sandbox ps`.
@@ -47,7 +51,7 @@ type Allow struct {
 
 func init() {
 	Subcommands = append(Subcommands, CmdExec, CmdPs, CmdAllow)
-	subUsage[CmdExec] = "agent-sandbox exec SESSION|AGENT -- CMD [ARGS...]"
+	subUsage[CmdExec] = "agent-sandbox exec [-t|-T] SESSION|AGENT -- CMD [ARGS...]"
 	subUsage[CmdPs] = "agent-sandbox ps [--json]"
 	subUsage[CmdAllow] = "agent-sandbox allow HOST[:PORT] [--session ID] [--save]"
 	ownFlags[CmdPs] = []string{"json"}
@@ -74,7 +78,12 @@ func parseSession(args []string) (inv Invocation, ok bool, err error) {
 
 func parseExec(args []string) (Invocation, error) {
 	usage := subUsage[CmdExec]
-	rest, help, err := subcommand(CmdExec, usage, args, func(fs *pflag.FlagSet) { fs.SetInterspersed(false) })
+	var x Exec
+	rest, help, err := subcommand(CmdExec, usage, args, func(fs *pflag.FlagSet) {
+		fs.SetInterspersed(false)
+		fs.BoolVarP(&x.TTY, "tty", "t", false, "")
+		fs.BoolVarP(&x.NoTTY, "no-tty", "T", false, "")
+	})
 	if len(rest) > 1 && rest[1] == "--" {
 		rest = append(rest[:1], rest[2:]...)
 	}
@@ -87,8 +96,11 @@ func parseExec(args []string) (Invocation, error) {
 		return Invocation{}, fmt.Errorf("exec needs a session and a command; usage: %s", usage)
 	case strings.TrimSpace(rest[0]) == "" || strings.TrimSpace(rest[1]) == "":
 		return Invocation{}, fmt.Errorf("exec: empty session or command; usage: %s", usage)
+	case x.TTY && x.NoTTY:
+		return Invocation{}, fmt.Errorf("exec: -t/--tty and -T/--no-tty contradict each other: give one; usage: %s", usage)
 	}
-	return Invocation{Command: CmdExec, Exec: Exec{Session: rest[0], Argv: rest[1:]}}, nil
+	x.Session, x.Argv = rest[0], rest[1:]
+	return Invocation{Command: CmdExec, Exec: x}, nil
 }
 
 func parsePs(args []string) (Invocation, error) {

@@ -20,7 +20,15 @@
 //
 // The protocol is versioned, length-prefixed JSON (a 4-byte big-endian
 // length, then one object), over a stream socket; the caller's standard
-// streams travel with an exec request as SCM_RIGHTS descriptors.
+// streams travel with an exec request as SCM_RIGHTS descriptors, or, with
+// a terminal request, none go in and the master of a pty of the
+// sandbox's comes back with the first answer.
+//
+// An engine that starts exec's commands in a process of its own (the
+// namespace view's init) may serve exec itself on the session's exec
+// socket, beside the control socket, with the same modes and token
+// (Server.ListenExec, ServeExec): the caller then reaches that process
+// directly (DialExec), without the supervisor in between.
 package session
 
 import (
@@ -91,6 +99,12 @@ type Request struct {
 	Argv   []string `json:"argv,omitempty"`
 	Signal int      `json:"signal,omitempty"`
 	Host   string   `json:"host,omitempty"`
+	// TTY asks exec for a terminal of its own, Rows x Cols: a pty of
+	// the session's, whose master comes back with the first answer; the
+	// request then carries no descriptors.
+	TTY  bool   `json:"tty,omitempty"`
+	Rows uint16 `json:"rows,omitempty"`
+	Cols uint16 `json:"cols,omitempty"`
 }
 
 // Response is one message from the supervisor.
@@ -123,6 +137,9 @@ type Handlers struct {
 	Info func(i *Info)
 	// Exec starts argv in the sandbox with stdio as its standard streams.
 	Exec func(argv []string, stdio []*os.File) (Proc, error)
+	// ExecTTY starts argv in the sandbox with a terminal of its own (a
+	// pty of the sandbox's, rows x cols) and returns the pty's master.
+	ExecTTY func(argv []string, rows, cols uint16) (Proc, *os.File, error)
 	// Allow adds host to the running session's allow list; the answer
 	// says what was added.
 	Allow func(host string) (string, error)
@@ -135,6 +152,11 @@ type Handlers struct {
 	// alone cannot ..."), for the refusals.
 	Unsupported map[string]string
 }
+
+// ErrNoTTY is the refusal of a terminal request by an engine whose exec
+// has no terminal of its own to give (sbx exec takes the caller's): the
+// client asks again with its standard streams, or fails with -t.
+const ErrNoTTY = "exec -t: this engine gives the command no terminal of its own (it gets yours when you run exec at one); run exec without -t"
 
 // Dir is the sessions directory of the state root stateRoot.
 func Dir(stateRoot string) string { return filepath.Join(stateRoot, DirName) }
@@ -149,6 +171,59 @@ type Server struct {
 	wg   sync.WaitGroup
 	mu   sync.Mutex
 	live map[net.Conn]bool // true: an exec that runs
+	// execOnly: the exec socket, served by the engine (ServeExec).
+	execOnly bool
+}
+
+// ExecSocket is the name of a session's exec socket, beside its control
+// socket: where the engine serves exec itself (the namespace view's init,
+// which starts the command: one process fewer between the caller and
+// the command). It takes exec requests only, with the same token.
+const ExecSocket = "exec"
+
+// ListenExec binds the session's exec socket (0600, in the session's
+// directory, as the control socket) and returns its listener, for the
+// engine to serve with [ServeExec], and the session's token. The caller
+// closes its copy of the file once handed over; RemoveExec takes the
+// socket away again (clients then use the control socket).
+func (s *Server) ListenExec() (*os.File, string, error) {
+	sock := filepath.Join(s.dir, ExecSocket)
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock + ".new", Net: "unix"})
+	if err != nil {
+		return nil, "", fmt.Errorf("session: listening on %s: %w", sock, err)
+	}
+	l.SetUnlinkOnClose(false)
+	defer l.Close()
+	if err := os.Chmod(sock+".new", 0o600); err != nil {
+		os.Remove(sock + ".new")
+		return nil, "", fmt.Errorf("session: %w", err)
+	}
+	f, err := l.File()
+	if err == nil {
+		err = os.Rename(sock+".new", sock)
+	}
+	if err != nil {
+		if f != nil {
+			f.Close()
+		}
+		os.Remove(sock + ".new")
+		return nil, "", fmt.Errorf("session: listening on %s: %w", sock, err)
+	}
+	return f, s.tok, nil
+}
+
+// RemoveExec removes the exec socket (its engine could not serve it).
+func (s *Server) RemoveExec() { os.Remove(filepath.Join(s.dir, ExecSocket)) }
+
+// ServeExec serves a session's exec socket l (from ListenExec) with h's
+// exec handlers, checking token as the control socket does, until l is
+// closed. Other requests are refused: they go to the control socket. A
+// Proc that has a Reported method is told once its exit status has been
+// written to the caller.
+func ServeExec(l *net.UnixListener, token string, h Handlers) {
+	s := &Server{h: h, tok: token, l: l, live: map[net.Conn]bool{}, execOnly: true}
+	s.wg.Add(1)
+	s.serve()
 }
 
 // NewID returns a fresh session id.
@@ -279,6 +354,10 @@ func (s *Server) handle(c *net.UnixConn) {
 		_ = writeFrame(c, Response{V: Version, Error: "not this session's token"}, nil)
 		return
 	}
+	if s.execOnly && req.Op != "exec" {
+		_ = writeFrame(c, Response{V: Version, Error: fmt.Sprintf("%q goes to the session's control socket, not its exec socket", req.Op)}, nil)
+		return
+	}
 	switch req.Op {
 	case "info":
 		i := s.info
@@ -315,23 +394,41 @@ func (s *Server) unsupported(op string) string {
 }
 
 func (s *Server) exec(c *net.UnixConn, req Request, fds []*os.File) {
-	if s.h.Exec == nil {
+	switch {
+	case s.h.Exec == nil:
 		_ = writeFrame(c, Response{V: Version, Error: s.unsupported("exec")}, nil)
 		return
-	}
-	if len(req.Argv) == 0 || len(fds) != 3 {
-		_ = writeFrame(c, Response{V: Version, Error: "exec needs a command and three descriptors (stdin, stdout, stderr)"}, nil)
+	case req.TTY && s.h.ExecTTY == nil:
+		_ = writeFrame(c, Response{V: Version, Error: ErrNoTTY}, nil)
+		return
+	case len(req.Argv) == 0 || (!req.TTY && len(fds) != 3) || (req.TTY && len(fds) != 0):
+		_ = writeFrame(c, Response{V: Version, Error: "exec needs a command and three descriptors (stdin, stdout, stderr), or a terminal request and none"}, nil)
 		return
 	}
 	s.mu.Lock()
 	s.live[c] = true
 	s.mu.Unlock()
-	p, err := s.h.Exec(req.Argv, fds)
+	var p Proc
+	var master *os.File
+	var err error
+	if req.TTY {
+		p, master, err = s.h.ExecTTY(req.Argv, req.Rows, req.Cols)
+	} else {
+		p, err = s.h.Exec(req.Argv, fds)
+	}
 	if err != nil {
 		_ = writeFrame(c, Response{V: Version, Error: err.Error()}, nil)
 		return
 	}
-	if err := writeFrame(c, Response{V: Version, Pid: p.Pid()}, nil); err != nil {
+	var pass []int
+	if master != nil {
+		pass = []int{int(master.Fd())}
+	}
+	err = writeFrame(c, Response{V: Version, Pid: p.Pid()}, pass)
+	if master != nil {
+		master.Close() // the client's now: the supervisor relays nothing
+	}
+	if err != nil {
 		_ = p.Signal(int(unix.SIGHUP))
 	}
 	// The caller's signals, until it hangs up (then the command gets
@@ -357,17 +454,27 @@ func (s *Server) exec(c *net.UnixConn, req Request, fds []*os.File) {
 	code := p.Wait()
 	close(done)
 	_ = writeFrame(c, Response{V: Version, Exit: &code}, nil)
+	if r, ok := p.(interface{ Reported() }); ok {
+		r.Reported()
+	}
 }
 
 // readFrame reads one length-prefixed request and the descriptors sent
 // with it.
 func readFrame(c *net.UnixConn) (Request, []*os.File, error) {
 	var req Request
+	fds, err := readMsg(c, &req)
+	return req, fds, err
+}
+
+// readMsg reads one length-prefixed message into v and the descriptors
+// sent with it (at most four).
+func readMsg(c *net.UnixConn, v any) ([]*os.File, error) {
 	hdr := make([]byte, 4)
 	oob := make([]byte, unix.CmsgSpace(4*4))
 	n, oobn, _, _, err := c.ReadMsgUnix(hdr, oob)
 	if err != nil {
-		return req, nil, err
+		return nil, err
 	}
 	var fds []*os.File
 	if oobn > 0 {
@@ -376,25 +483,25 @@ func readFrame(c *net.UnixConn) (Request, []*os.File, error) {
 			if raw, err := unix.ParseUnixRights(&m); err == nil {
 				for _, fd := range raw {
 					unix.CloseOnExec(fd)
-					fds = append(fds, os.NewFile(uintptr(fd), "client-stdio"))
+					fds = append(fds, os.NewFile(uintptr(fd), "passed"))
 				}
 			}
 		}
 	}
 	if n < 4 {
 		if _, err := io.ReadFull(c, hdr[n:]); err != nil {
-			return req, fds, err
+			return fds, err
 		}
 	}
 	size := binary.BigEndian.Uint32(hdr)
 	if size > maxFrame {
-		return req, fds, errors.New("message too large")
+		return fds, errors.New("message too large")
 	}
 	body := make([]byte, size)
 	if _, err := io.ReadFull(c, body); err != nil {
-		return req, fds, err
+		return fds, err
 	}
-	return req, fds, json.Unmarshal(body, &req)
+	return fds, json.Unmarshal(body, v)
 }
 
 // writeFrame writes v length-prefixed, with fds (SCM_RIGHTS).
@@ -461,6 +568,21 @@ func Dial(stateRoot, id string) (*Client, error) {
 	return &Client{c: c, tok: string(tok), dir: dir}, nil
 }
 
+// DialExec connects to session id under stateRoot for an exec: to its
+// exec socket where its engine serves one, else to its control socket.
+func DialExec(stateRoot, id string) (*Client, error) {
+	if id == "" || strings.ContainsAny(id, "/.") {
+		return nil, fmt.Errorf("%q is not a session id", id)
+	}
+	dir := filepath.Join(Dir(stateRoot), id)
+	if tok, err := os.ReadFile(filepath.Join(dir, "token")); err == nil {
+		if c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: filepath.Join(dir, ExecSocket), Net: "unix"}); err == nil {
+			return &Client{c: c, tok: string(tok), dir: dir}, nil
+		}
+	}
+	return Dial(stateRoot, id)
+}
+
 // Close closes the connection.
 func (c *Client) Close() error { return c.c.Close() }
 
@@ -509,6 +631,36 @@ func (c *Client) Exec(argv []string, stdio [3]*os.File, sigs <-chan os.Signal) (
 	if err != nil {
 		return 0, err
 	}
+	return c.Wait(sigs)
+}
+
+// ExecTTY starts argv in the session with a terminal of its own, a pty
+// of the session's sized rows x cols, and returns the pty's master (the
+// caller relays it to the user's terminal, and sets its size); Wait then
+// returns the command's exit code. No descriptor of the caller's enters
+// the session.
+func (c *Client) ExecTTY(argv []string, rows, cols uint16) (*os.File, error) {
+	if err := writeFrame(c.c, Request{V: Version, Token: c.tok, Op: "exec", Argv: argv, TTY: true, Rows: rows, Cols: cols}, nil); err != nil {
+		return nil, err
+	}
+	var r Response
+	fds, err := readMsg(c.c, &r)
+	if err == nil && r.Error != "" {
+		err = errors.New(r.Error)
+	}
+	if err == nil && len(fds) != 1 {
+		err = fmt.Errorf("the session sent %d descriptors for the terminal, not one", len(fds))
+	}
+	if err != nil {
+		closeAll(fds)
+		return nil, err
+	}
+	return fds[0], nil
+}
+
+// Wait passes signals received on sigs on to the command an exec started,
+// until it ends, and returns its exit code.
+func (c *Client) Wait(sigs <-chan os.Signal) (int, error) {
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {

@@ -132,3 +132,78 @@ func TestStaleRemoved(t *testing.T) {
 		t.Errorf("a stale session's directory was kept: %v", err)
 	}
 }
+
+// TestExecTTY: a terminal request carries no descriptor of the caller's
+// and gets the pty's master back with the first answer; an engine without
+// terminals refuses it with ErrNoTTY; a terminal request with descriptors
+// is refused.
+func TestExecTTY(t *testing.T) {
+	root := t.TempDir()
+	var got []string
+	var rows, cols uint16
+	srv, err := Open(root, Info{Agent: "a"}, Handlers{
+		Exec: func([]string, []*os.File) (Proc, error) {
+			t.Error("Exec ran for a terminal request")
+			return doneProc{}, nil
+		},
+		ExecTTY: func(argv []string, r, c uint16) (Proc, *os.File, error) {
+			got, rows, cols = argv, r, c
+			pr, pw, err := os.Pipe()
+			if err != nil {
+				return nil, nil, err
+			}
+			_, _ = pw.WriteString("from the master")
+			pw.Close()
+			return doneProc{}, pr, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c, err := Dial(root, srv.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	m, err := c.ExecTTY([]string{"sh", "-i"}, 33, 111)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(m)
+	m.Close()
+	if string(b) != "from the master" || strings.Join(got, " ") != "sh -i" || rows != 33 || cols != 111 {
+		t.Errorf("ExecTTY: master %q, argv %q, size %dx%d", b, got, rows, cols)
+	}
+	if code, err := c.Wait(nil); err != nil || code != 0 {
+		t.Errorf("Wait: %d %v", code, err)
+	}
+
+	dir := filepath.Join(Dir(root), srv.ID())
+	tok, _ := os.ReadFile(filepath.Join(dir, "token"))
+	uc, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: filepath.Join(dir, "control"), Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer uc.Close()
+	if err := writeFrame(uc, Request{V: Version, Token: string(tok), Op: "exec", Argv: []string{"x"}, TTY: true}, []int{0}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := readResponse(uc); err != nil || !strings.Contains(r.Error, "a terminal request and none") {
+		t.Errorf("a terminal request with a descriptor: %+v %v", r, err)
+	}
+
+	other, err := Open(root, Info{Agent: "b"}, Handlers{Exec: func([]string, []*os.File) (Proc, error) { return doneProc{}, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	oc, err := Dial(root, other.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oc.Close()
+	if _, err := oc.ExecTTY([]string{"x"}, 24, 80); err == nil || err.Error() != ErrNoTTY {
+		t.Errorf("a terminal request to an engine without terminals: %v, want %q", err, ErrNoTTY)
+	}
+}

@@ -30,7 +30,7 @@ func TestHeldSession(t *testing.T) {
 	if _, over := sessionOver(); over {
 		t.Fatal("the session is over while an exec'd process runs")
 	}
-	if _, err := startExec([]string{"/bin/true"}, []int{0, 1, 2}); err == nil {
+	if _, err := startExec([]string{"/bin/true"}, []int{0, 1, 2}, false); err == nil {
 		t.Fatal("an exec was started after the end was asked")
 	}
 	execExited(42, 0)

@@ -14,10 +14,12 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/agent-sandbox/agent-sandbox/internal/landlock"
+	sessionpkg "github.com/agent-sandbox/agent-sandbox/internal/session"
 )
 
 // A session's further processes (agent-sandbox exec). A multithreaded Go
@@ -49,7 +51,14 @@ var session struct {
 	// held keeps a session with no agent (Config.NoAgent) alive with no
 	// exec'd process, until it is asked to end (endRequest).
 	held bool
+	// direct are the exec'd processes init started for a caller of its
+	// own exec socket (serveDirect): their status goes to that caller.
+	direct map[int]*directProc
 }
+
+// execStarted tells the parent that init started pid for a caller of its
+// exec socket (the parent counts it as the session's, as its own execs).
+var execStarted = func(pid int) {}
 
 // execEnded tells the parent that the exec'd process pid ended with ws
 // (set once the status channel is the agent's).
@@ -74,9 +83,14 @@ func execExited(pid int, ws unix.WaitStatus) {
 	session.Lock()
 	ok := session.live[pid]
 	delete(session.live, pid)
+	d := session.direct[pid]
+	delete(session.direct, pid)
 	session.Unlock()
 	if ok {
 		execEnded(pid, ws)
+	}
+	if d != nil {
+		d.end(ws)
 	}
 }
 
@@ -104,8 +118,15 @@ func sessionOver() (unix.WaitStatus, bool) {
 }
 
 // startExec starts argv with stdio fds (three) in the sandbox, confined
-// as the agent, and returns its pid.
-func startExec(argv []string, fds []int) (int, error) {
+// as the agent, and returns its pid. With ctty, fds[0] is a pty's slave
+// that becomes the command's controlling terminal.
+func startExec(argv []string, fds []int, ctty bool) (int, error) {
+	return startExecFor(argv, fds, ctty, nil)
+}
+
+// startExecFor is startExec; a non-nil d gets the process's status
+// (a caller of init's own exec socket).
+func startExecFor(argv []string, fds []int, ctty bool, d *directProc) (int, error) {
 	session.Lock()
 	defer session.Unlock() // held over the fork: reap records the pid first
 	if session.rules == nil || session.over {
@@ -140,8 +161,10 @@ func startExec(argv []string, fds []int) (int, error) {
 			Env:   c.Env,
 			Files: []uintptr{uintptr(fds[0]), uintptr(fds[1]), uintptr(fds[2])},
 			// A session of its own: the agent's terminal's signals
-			// do not reach it; the caller's come through exec.
-			Sys: &syscall.SysProcAttr{Setsid: true},
+			// do not reach it; the caller's come through exec (or,
+			// with ctty, through its own terminal: setsid, then
+			// TIOCSCTTY on its fd 0).
+			Sys: &syscall.SysProcAttr{Setsid: true, Setctty: ctty, Ctty: 0},
 		})
 		done <- result{pid, err, e.Listener}
 	}()
@@ -157,6 +180,14 @@ func startExec(argv []string, fds []int) (int, error) {
 		return 0, fmt.Errorf("starting %s in the sandbox: %w", argv[0], r.err)
 	}
 	session.live[r.pid] = true
+	if d != nil {
+		d.pid = r.pid
+		if session.direct == nil {
+			session.direct = map[int]*directProc{}
+		}
+		session.direct[r.pid] = d
+		execStarted(r.pid) // before its end can be reported: the lock is held
+	}
 	return r.pid, nil
 }
 
@@ -200,12 +231,88 @@ func execRequest(body []byte, fds []int) {
 		_, _ = unix.Write(controlFd, []byte("!bad request: "+err.Error()))
 		return
 	}
-	pid, err := startExec(argv, fds)
+	pid, err := startExec(argv, fds, false)
 	if err != nil {
 		_, _ = unix.Write(controlFd, []byte("!"+err.Error()))
 		return
 	}
 	_, _ = unix.Write(controlFd, []byte("x"+strconv.Itoa(pid)))
+}
+
+// ttyRequest is the body of a "Y" request.
+type ttyRequest struct {
+	Argv []string `json:"argv"`
+	Rows uint16   `json:"rows"`
+	Cols uint16   `json:"cols"`
+}
+
+// execTTYRequest serves one "Y" request of the control socket: a command
+// line and a window size (JSON, no descriptors). The command gets a
+// terminal of its own, a pty of the sandbox's devpts instance (so that
+// ttyname finds it in the view), as its standard streams and controlling
+// terminal; the answer is "x" and the pid with the pty's master, which
+// the caller relays to the user's terminal, or "!" and why not. The
+// user's terminal never enters the sandbox: only the master leaves it.
+func execTTYRequest(body []byte, fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd) // a terminal request carries none
+	}
+	var r ttyRequest
+	if err := json.Unmarshal(body, &r); err != nil {
+		_, _ = unix.Write(controlFd, []byte("!bad request: "+err.Error()))
+		return
+	}
+	pid, master, err := startTTY(r.Argv, r.Rows, r.Cols, nil)
+	if err != nil {
+		_, _ = unix.Write(controlFd, []byte("!"+err.Error()))
+		return
+	}
+	_ = unix.Sendmsg(controlFd, []byte("x"+strconv.Itoa(pid)), unix.UnixRights(master), nil, 0)
+	unix.Close(master)
+}
+
+// startTTY starts argv on a pty of the sandbox's, rows x cols, and
+// returns its pid and the pty's master.
+func startTTY(argv []string, rows, cols uint16, d *directProc) (int, int, error) {
+	master, slave, err := openPty(rows, cols)
+	if err != nil {
+		return 0, -1, fmt.Errorf("a terminal for the command: %w", err)
+	}
+	pid, err := startExecFor(argv, []int{slave, slave, slave}, true, d)
+	unix.Close(slave)
+	if err != nil {
+		unix.Close(master)
+		return 0, -1, err
+	}
+	return pid, master, nil
+}
+
+// openPty opens a pty pair in the sandbox's devpts instance (/dev/pts in
+// init's root, the view's), sized rows x cols.
+func openPty(rows, cols uint16) (master, slave int, err error) {
+	master, err = unix.Open("/dev/pts/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, -1, err
+	}
+	fail := func(e error) (int, int, error) {
+		unix.Close(master)
+		return -1, -1, e
+	}
+	if err := unix.IoctlSetPointerInt(master, unix.TIOCSPTLCK, 0); err != nil {
+		return fail(err)
+	}
+	if rows > 0 && cols > 0 {
+		if err := unix.IoctlSetWinsize(master, unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols}); err != nil {
+			return fail(err)
+		}
+	}
+	// The slave by its master (TIOCGPTPEER, Linux 4.13): no path to
+	// race on.
+	fd, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(master), unix.TIOCGPTPEER, uintptr(unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC))
+	if errno != 0 {
+		return fail(fmt.Errorf("opening the pty's slave: %w", errno))
+	}
+	return master, int(fd), nil
 }
 
 // signalRequest serves a "Z" request: "Z<pid> <signal>" for an exec'd
@@ -228,6 +335,160 @@ func signalRequest(body string) {
 	}
 	_, _ = unix.Write(controlFd, []byte("z"))
 }
+
+// ExecTTY starts argv in the running sandbox, confined as the agent, with
+// a terminal of its own (a pty of the sandbox's, rows x cols) as its
+// standard streams and controlling terminal; it returns the pty's master,
+// which the caller relays to the user's terminal.
+func (p *Process) ExecTTY(argv []string, rows, cols uint16) (*Exec, *os.File, error) {
+	b, err := json.Marshal(ttyRequest{Argv: argv, Rows: rows, Cols: cols})
+	if err != nil {
+		return nil, nil, err
+	}
+	msg, f, err := p.request(append([]byte("Y"), b...))
+	if err != nil {
+		return nil, nil, fmt.Errorf("view: asking the sandbox to start %s: %w", argv[0], err)
+	}
+	pid, err := strconv.Atoi(strings.TrimPrefix(msg, "x"))
+	if !strings.HasPrefix(msg, "x") || err != nil || f == nil {
+		if f != nil {
+			f.Close()
+		}
+		return nil, nil, errors.New(strings.TrimPrefix(msg, "!"))
+	}
+	return &Exec{p: p, pid: pid, ch: p.execChan(pid)}, f, nil
+}
+
+// directProc is a process init started for a caller of its own exec
+// socket: its status goes to that caller (session.Proc).
+type directProc struct {
+	pid  int
+	code chan int
+	// reported is closed once the status has been written to the
+	// caller: the end of the session waits for it (bounded), so that
+	// the last command's caller gets its status before init exits.
+	reported chan struct{}
+}
+
+func newDirect() *directProc {
+	return &directProc{code: make(chan int, 1), reported: make(chan struct{})}
+}
+
+// Pid is the process's pid in the sandbox.
+func (d *directProc) Pid() int { return d.pid }
+
+// Signal sends sig to the process while it runs (only then: its pid
+// could be another's after it was reaped).
+func (d *directProc) Signal(sig int) error {
+	session.Lock()
+	defer session.Unlock()
+	if !session.live[d.pid] {
+		return errors.New("no such process")
+	}
+	return unix.Kill(d.pid, unix.Signal(sig))
+}
+
+// Wait returns its exit code (128+N when killed by signal N).
+func (d *directProc) Wait() int { return <-d.code }
+
+// Reported is told that the status was written to the caller.
+func (d *directProc) Reported() { close(d.reported) }
+
+// directReportWait bounds how long the reaper waits for a caller's status
+// to be written (a socket write with room: at once).
+const directReportWait = 2 * time.Second
+
+// end delivers the process's end (from the reaper) and waits until its
+// caller was told.
+func (d *directProc) end(ws unix.WaitStatus) {
+	code := ws.ExitStatus()
+	if ws.Signaled() {
+		code = 128 + int(ws.Signal())
+	}
+	d.code <- code
+	select {
+	case <-d.reported:
+	case <-time.After(directReportWait):
+	}
+}
+
+// execListenRequest serves an "A" request: the session's exec socket
+// (listening, bound by the parent in the session's directory, outside the
+// view) and, as the body, the session's token. Init serves it itself:
+// an exec then goes from its caller to init, without the parent in
+// between; the parent hears of each command's start and end on the
+// report stream, as of its own.
+func execListenRequest(token string, fds []int) {
+	if len(fds) != 1 || token == "" {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		_, _ = unix.Write(controlFd, []byte("!bad request"))
+		return
+	}
+	f := os.NewFile(uintptr(fds[0]), "exec-socket")
+	l, err := net.FileListener(f)
+	f.Close()
+	ul, ok := l.(*net.UnixListener)
+	if err != nil || !ok {
+		if l != nil {
+			l.Close()
+		}
+		_, _ = unix.Write(controlFd, []byte(fmt.Sprintf("!not a Unix socket listener (%v)", err)))
+		return
+	}
+	go sessionpkg.ServeExec(ul, token, sessionpkg.Handlers{
+		Exec: func(argv []string, stdio []*os.File) (sessionpkg.Proc, error) {
+			fds := make([]int, len(stdio))
+			for k, f := range stdio {
+				fds[k] = int(f.Fd())
+			}
+			d := newDirect()
+			if _, err := startExecFor(argv, fds, false, d); err != nil {
+				return nil, err
+			}
+			return d, nil
+		},
+		ExecTTY: func(argv []string, rows, cols uint16) (sessionpkg.Proc, *os.File, error) {
+			d := newDirect()
+			_, master, err := startTTY(argv, rows, cols, d)
+			if err != nil {
+				return nil, nil, err
+			}
+			return d, os.NewFile(uintptr(master), "pty"), nil
+		},
+	})
+	_, _ = unix.Write(controlFd, []byte("a"))
+}
+
+// ServeExec hands the session's exec socket l (listening) to init, which
+// serves exec on it with token (session.ServeExec). The caller closes
+// its copy of l.
+func (p *Process) ServeExec(l *os.File, token string) error {
+	p.ctlMu.Lock()
+	defer p.ctlMu.Unlock()
+	if p.ctl == nil {
+		return errors.New("the session has ended")
+	}
+	if err := unix.Sendmsg(int(p.ctl.Fd()), []byte("A"+token), unix.UnixRights(int(l.Fd())), nil, 0); err != nil {
+		return fmt.Errorf("view: handing the exec socket to the sandbox: %w", err)
+	}
+	msg, f, err := receiveFd(p.ctl)
+	if f != nil {
+		f.Close()
+	}
+	if err == nil && msg != "a" {
+		err = errors.New(strings.TrimPrefix(msg, "!"))
+	}
+	if err != nil {
+		return fmt.Errorf("view: handing the exec socket to the sandbox: %w", err)
+	}
+	return nil
+}
+
+// execStartReport registers a command init started for a caller of its
+// own exec socket: it counts as running until its end is reported.
+func (p *Process) execStartReport(pid int) { p.execChan(pid) }
 
 // Exec is a process started in the sandbox by [Process.Exec].
 type Exec struct {

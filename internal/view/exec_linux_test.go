@@ -33,3 +33,18 @@ func TestExecReportBeforeAnswer(t *testing.T) {
 		t.Fatalf("code %d, Execs() %d; want 0 and 0", code, p.Execs())
 	}
 }
+
+// TestExecStartReport: a command init started for a caller of its own
+// exec socket is counted from its start report until its end report, and
+// nothing of it is kept after.
+func TestExecStartReport(t *testing.T) {
+	p := &Process{}
+	p.execStartReport(9)
+	if n := p.Execs(); n != 1 {
+		t.Fatalf("Execs() = %d after the start report, want 1", n)
+	}
+	p.execReport(9, 0)
+	if n := p.Execs(); n != 0 || len(p.execs) != 0 || len(p.early) != 0 {
+		t.Fatalf("after the end report: Execs() = %d, %d channels, %d early; want none", n, len(p.execs), len(p.early))
+	}
+}

@@ -66,6 +66,10 @@ type report struct {
 	// with the wait status ExecStatus; more reports follow.
 	Exec       int `json:"exec,omitempty"`
 	ExecStatus int `json:"exec_status,omitempty"`
+	// ExecStart, when not 0, is a process init started for a caller of
+	// its own exec socket (counted as the session's until its Exec
+	// report); more reports follow.
+	ExecStart int `json:"exec_start,omitempty"`
 }
 
 // Init is the sandbox init: it reads the Config from its parent, builds the
@@ -164,6 +168,7 @@ func Init() int {
 	stopped = func(sig unix.Signal) { say(report{Stopped: int(sig)}) }
 	attempted = func(addr string) { say(report{Connect: addr}) }
 	execEnded = func(pid int, ws unix.WaitStatus) { say(report{Exec: pid, ExecStatus: int(ws)}) }
+	execStarted = func(pid int) { say(report{ExecStart: pid}) }
 	r := runAgent(c, rules, agent, sigs)
 	if r.Status != nil {
 		r.Unrecorded = unrecorded.Load()
@@ -1217,6 +1222,11 @@ func sendInboundSocket(req string) {
 //     back after the host replaced what it covered (reprotect); the answer
 //     is "r", or "!" and why not;
 //   - "K" with a descriptor: init holds it until it exits (Process.Keep).
+//   - "X" and a JSON command line with three descriptors (Process.Exec), or
+//     "Y" and a JSON command line and window size (Process.ExecTTY): a
+//     command started confined as the agent (exec_linux.go);
+//   - "A" and the session's token with a listening socket: init serves
+//     exec on it itself (execListenRequest).
 func serveControl(c Config) {
 	defer close(controlDone)
 	guarded := map[string]Mount{}
@@ -1244,6 +1254,14 @@ func serveControl(c Config) {
 		fds := passedFds(oob[:oobn])
 		if n > 0 && buf[0] == 'X' {
 			execRequest(buf[1:n], fds) // an exec'd command's stdio
+			continue
+		}
+		if n > 0 && buf[0] == 'Y' {
+			execTTYRequest(buf[1:n], fds) // an exec'd command with a terminal
+			continue
+		}
+		if n > 0 && buf[0] == 'A' {
+			execListenRequest(string(buf[1:n]), fds) // the session's exec socket
 			continue
 		}
 		kept = append(kept, fds...)

@@ -557,8 +557,10 @@ func (p *Process) Ended() error {
 	}
 	var r report
 	derr := p.dec.Decode(&r)
-	for derr == nil && (r.Stopped != 0 || r.Connect != "" || r.Exec != 0) {
-		if r.Exec != 0 {
+	for derr == nil && (r.Stopped != 0 || r.Connect != "" || r.Exec != 0 || r.ExecStart != 0) {
+		if r.ExecStart != 0 {
+			p.execStartReport(r.ExecStart)
+		} else if r.Exec != 0 {
 			p.execReport(r.Exec, r.ExecStatus)
 		} else if r.Stopped != 0 {
 			select {

@@ -440,6 +440,12 @@ type viewRun struct {
 	// end asks the running view to end (agent-sandbox stop, a started
 	// session's idle timeout): SIGTERM, then SIGKILL after the grace.
 	end func(grace time.Duration) error
+	// execTTY is exec with a terminal of the sandbox's (a pty; its
+	// master is returned).
+	execTTY func(argv []string, rows, cols uint16) (session.Proc, *os.File, error)
+	// serveExec hands the session's exec socket to the view's init,
+	// which serves exec on it itself (no hop through this process).
+	serveExec func(l *os.File, token string) error
 	// forward listens on a port of the view's own loopback
 	// (agent-sandbox allow localhost:PORT).
 	forward func(port int, ipv6 bool) (net.Listener, error)

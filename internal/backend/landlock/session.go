@@ -54,6 +54,7 @@ func sessionHook(s spec.Spec, n Net, sess *netSession, v *viewRun, weaker bool, 
 		}
 		if id == engine.View {
 			h.Exec = func(argv []string, fds []*os.File) (session.Proc, error) { return v.exec(argv, fds) }
+			h.ExecTTY = v.execTTY
 		}
 		h.Allow, h.Unsupported["allow"] = sessionAllow(s, n, sess, v)
 		if v != nil && v.end != nil {
@@ -67,6 +68,9 @@ func sessionHook(s spec.Spec, n Net, sess *netSession, v *viewRun, weaker bool, 
 				_ = v.end(0)
 			}
 			return nil
+		}
+		if id == engine.View && v.serveExec != nil {
+			directExec(srv, v.serveExec)
 		}
 		done := make(chan struct{})
 		if st := s.Started; st != nil && v != nil && v.end != nil && v.execs != nil {
@@ -120,6 +124,21 @@ func idleWatch(timeout time.Duration, execs func() int, end func(), done <-chan 
 				return
 			}
 		}
+	}
+}
+
+// directExec gives the view's init the session's exec socket, on which it
+// serves exec itself: the caller's request goes to the process that
+// starts the command, not through this one. Where that fails, exec goes
+// through the control socket as before (the socket is removed).
+func directExec(srv *session.Server, serve func(*os.File, string) error) {
+	l, tok, err := srv.ListenExec()
+	if err != nil {
+		return
+	}
+	defer l.Close()
+	if err := serve(l, tok); err != nil {
+		srv.RemoveExec()
 	}
 }
 

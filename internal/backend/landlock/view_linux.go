@@ -562,7 +562,15 @@ func (v *viewRun) startView(cmd *exec.Cmd, argv, env []string, pol ll.Policy) (l
 	v.exec = func(argv []string, stdio []*os.File) (session.Proc, error) { return proc.Exec(argv, stdio) }
 	v.execs = proc.Execs
 	v.end = proc.End
+	v.execTTY = func(argv []string, rows, cols uint16) (session.Proc, *os.File, error) {
+		x, master, err := proc.ExecTTY(argv, rows, cols)
+		if err != nil {
+			return nil, nil, err
+		}
+		return x, master, nil
+	}
 	v.forward = proc.Forward
+	v.serveExec = proc.ServeExec
 	serveView(proc, v.n, v.sess)
 	for _, n := range proc.Notes() {
 		diag.Notef(v.stderr, "%s", n)
