@@ -126,6 +126,17 @@ true`)
 					t.Errorf("the streams could not be opened again by their /dev names (exit %d): %s\nlog: %s", code, out, log)
 				}
 				for _, bad := range []string{"READ-STDERR", "READ-FD-2", "READ-BY-PATH", w.canary} {
+					// Under nono stderr is the pipe its relay drains
+					// (nono.PipedFiles): opening /dev/stderr for reading
+					// opens that pipe, and a read may take back what the
+					// script itself wrote there a moment before (the
+					// first dd's error line, when the relay is slow).
+					// That is the agent's own output, never the file's:
+					// the canary and READ-BY-PATH still say whether the
+					// file was read.
+					if e.name == "nono" && (bad == "READ-STDERR" || bad == "READ-FD-2") {
+						continue
+					}
 					if strings.Contains(out, bad) {
 						t.Errorf("a write-only stderr let the agent read its file (%s): %s", bad, out)
 					}
