@@ -67,8 +67,13 @@ as_agent() {
   su -s /bin/sh agent -c "cd $W && exec env -i HOME=$A PATH=/usr/bin:/bin LANG=C.UTF-8 SHELL=/bin/sh $cmd"
 }
 
-row() { # MODE ROW RESULT DETAIL (agent-sandbox's warnings left out)
-  d=$(printf '%s\n' "$4" | grep -v '^agent-sandbox: warning:' | tr '\n|' '  ' | cut -c1-400)
+row() { # MODE ROW RESULT DETAIL (agent-sandbox's warnings left out, but for a FAIL)
+  if [ "$3" = FAIL ]; then
+    # All of it, and the protected files as the host sees them now.
+    d=$(printf '%s\nhost after the run: hooks [%s] config [%s]\n' "$4" "$(ls -A $W/.git/hooks 2>&1 | tr '\n' ' ')" "$(cat $W/.git/config 2>&1)" | tr '\n|' '  ' | cut -c1-3000)
+  else
+    d=$(printf '%s\n' "$4" | grep -v '^agent-sandbox: warning:' | tr '\n|' '  ' | cut -c1-400)
+  fi
   echo "ROW|$1|$2|$3|$d"
   [ "$3" = FAIL ] && fails=$((fails + 1))
   return 0
