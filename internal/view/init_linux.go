@@ -1252,16 +1252,7 @@ func serveControl(c Config) {
 			return
 		}
 		fds := passedFds(oob[:oobn])
-		if n > 0 && buf[0] == 'X' {
-			execRequest(buf[1:n], fds) // an exec'd command's stdio
-			continue
-		}
-		if n > 0 && buf[0] == 'Y' {
-			execTTYRequest(buf[1:n], fds) // an exec'd command with a terminal
-			continue
-		}
-		if n > 0 && buf[0] == 'A' {
-			execListenRequest(string(buf[1:n]), fds) // the session's exec socket
+		if execControl(buf[:n], fds) {
 			continue
 		}
 		kept = append(kept, fds...)
@@ -1275,34 +1266,64 @@ func serveControl(c Config) {
 		case (req == "4" || req == "6") && c.Inbound:
 			sendInboundSocket(req)
 		case req == "T":
-			// Is the agent still stopped? A stop report can be stale
-			// by the time the parent reads it: a Ctrl-Z at the
-			// terminal stopped the parent too, and the shell's fg
-			// continued the whole job, agent included, before the
-			// parent read the report.
-			ans := "T0"
-			if agentStopped() {
-				ans = "T1"
-			}
-			_, _ = unix.Write(controlFd, []byte(ans))
+			stoppedRequest()
 		case req == "K":
 			// Held until init exits (kept).
 			_, _ = unix.Write(controlFd, []byte("k"))
 		case strings.HasPrefix(req, "R"):
-			m, ok := guarded[req[1:]]
-			if !ok {
-				_, _ = unix.Write(controlFd, []byte("!not a guarded mount: "+req[1:]))
-				continue
-			}
-			if err := reprotectAliased(m, aliases); err != nil {
-				_, _ = unix.Write(controlFd, []byte("!"+err.Error()))
-				continue
-			}
-			_, _ = unix.Write(controlFd, []byte("r"))
+			reprotectRequest(req[1:], guarded, aliases)
 		default:
 			_, _ = unix.Write(controlFd, []byte("!unknown request"))
 		}
 	}
+}
+
+// execControl serves the control requests that carry a command line
+// (and descriptors): "X" an exec'd command's stdio, "Y" an exec'd
+// command with a terminal, "A" the session's exec socket. It says whether
+// req was one of them.
+func execControl(req []byte, fds []int) bool {
+	if len(req) == 0 {
+		return false
+	}
+	switch req[0] {
+	case 'X':
+		execRequest(req[1:], fds)
+	case 'Y':
+		execTTYRequest(req[1:], fds)
+	case 'A':
+		execListenRequest(string(req[1:]), fds)
+	default:
+		return false
+	}
+	return true
+}
+
+// stoppedRequest answers "T": is the agent still stopped? A stop report
+// can be stale by the time the parent reads it: a Ctrl-Z at the terminal
+// stopped the parent too, and the shell's fg continued the whole job,
+// agent included, before the parent read the report.
+func stoppedRequest() {
+	ans := "T0"
+	if agentStopped() {
+		ans = "T1"
+	}
+	_, _ = unix.Write(controlFd, []byte(ans))
+}
+
+// reprotectRequest answers "R": the guarded mount at path is put back
+// (reprotectAliased); "r", or "!" and why not.
+func reprotectRequest(path string, guarded map[string]Mount, aliases []Mount) {
+	m, ok := guarded[path]
+	if !ok {
+		_, _ = unix.Write(controlFd, []byte("!not a guarded mount: "+path))
+		return
+	}
+	if err := reprotectAliased(m, aliases); err != nil {
+		_, _ = unix.Write(controlFd, []byte("!"+err.Error()))
+		return
+	}
+	_, _ = unix.Write(controlFd, []byte("r"))
 }
 
 // reprotectAliased puts the guarded mount m back (reprotect), and again

@@ -20,47 +20,12 @@ import (
 // started); allow reaches the broker (sess).
 func sessionHook(s spec.Spec, n Net, sess *netSession, v *viewRun, weaker bool, stdio launch.Stdio) func(launch.Started) func() {
 	return func(launch.Started) func() {
-		id := engine.View
-		switch {
-		case weaker || v == nil || v.exec == nil:
-			id = engine.Weaker
-		case v.inner != nil:
-			id = engine.NonoInView
-		}
+		id := sessionEngine(v, weaker)
 		info := session.Info{Agent: s.AgentID, Folder: s.AgentDir, Workdir: s.Workdir, Engine: string(id), Network: string(n.Mode), Started: time.Now()}
 		if st := s.Started; st != nil {
 			info.ID, info.Detached, info.IdleTimeout = st.ID, true, st.IdleTimeout.String()
 		}
-		h := session.Handlers{
-			Info: func(i *session.Info) {
-				if s.Started == nil {
-					i.Processes = 1 // the agent
-				}
-				if v != nil && v.execs != nil {
-					i.Processes += v.execs()
-				}
-				if sess != nil && sess.proxy != nil {
-					sum := sess.proxy.Summary()
-					i.Allowed, i.Refused = sum.Allowed, sum.Refused
-				}
-			},
-			Unsupported: map[string]string{"exec": backend.WeakerExecRefusal},
-		}
-		if id == engine.NonoInView {
-			// init would start the command in the view, without nono's
-			// own layer the agent runs under: a wider process than the
-			// session's agent.
-			h.Unsupported["exec"] = backend.NonoInViewExecRefusal
-		}
-		if id == engine.View {
-			h.Exec = func(argv []string, fds []*os.File) (session.Proc, error) { return v.exec(argv, fds) }
-			h.ExecTTY = v.execTTY
-		}
-		h.Allow, h.Unsupported["allow"] = sessionAllow(s, n, sess, v)
-		if v != nil && v.end != nil {
-			h.Stop = func() error { return endSession(s.Started, "stop", v.end) }
-		}
-		srv, err := session.Open(s.StateRoot(), info, h)
+		srv, err := session.Open(s.StateRoot(), info, sessionHandlers(s, n, sess, v, id))
 		if err != nil {
 			diag.Warnf(stdio.Err, "this run has no control channel (agent-sandbox ps, exec and allow cannot reach it): %v", err)
 			if s.Started != nil && v != nil && v.end != nil {
@@ -81,6 +46,54 @@ func sessionHook(s spec.Spec, n Net, sess *netSession, v *viewRun, weaker bool, 
 		}
 		return func() { close(done); srv.Close() }
 	}
+}
+
+// sessionEngine is the engine a session reports (ps) and whose exec rules
+// apply: the view, nono inside it, or the weaker sandbox.
+func sessionEngine(v *viewRun, weaker bool) engine.ID {
+	switch {
+	case weaker || v == nil || v.exec == nil:
+		return engine.Weaker
+	case v.inner != nil:
+		return engine.NonoInView
+	}
+	return engine.View
+}
+
+// sessionHandlers are what the control channel of a session on engine id
+// answers: info always; exec in the view only; allow where the broker
+// runs; stop where the view can be ended.
+func sessionHandlers(s spec.Spec, n Net, sess *netSession, v *viewRun, id engine.ID) session.Handlers {
+	h := session.Handlers{
+		Info: func(i *session.Info) {
+			if s.Started == nil {
+				i.Processes = 1 // the agent
+			}
+			if v != nil && v.execs != nil {
+				i.Processes += v.execs()
+			}
+			if sess != nil && sess.proxy != nil {
+				sum := sess.proxy.Summary()
+				i.Allowed, i.Refused = sum.Allowed, sum.Refused
+			}
+		},
+		Unsupported: map[string]string{"exec": backend.WeakerExecRefusal},
+	}
+	switch id {
+	case engine.NonoInView:
+		// init would start the command in the view, without nono's own
+		// layer the agent runs under: a wider process than the
+		// session's agent.
+		h.Unsupported["exec"] = backend.NonoInViewExecRefusal
+	case engine.View:
+		h.Exec = func(argv []string, fds []*os.File) (session.Proc, error) { return v.exec(argv, fds) }
+		h.ExecTTY = v.execTTY
+	}
+	h.Allow, h.Unsupported["allow"] = sessionAllow(s, n, sess, v)
+	if v != nil && v.end != nil {
+		h.Stop = func() error { return endSession(s.Started, "stop", v.end) }
+	}
+	return h
 }
 
 // stopGrace is how long a session's processes have after SIGTERM before
