@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -137,5 +138,86 @@ func TestSessionAttackNoLandlockStdio(t *testing.T) {
 				t.Errorf("the host file given to exec as read-only stdin was written by the agent: %q", b)
 			}
 		})
+	}
+}
+
+// snoopScript is an agent's attack on the terminal exec gives a command
+// (exec -t): it waits for a pty slave to appear, in the sandbox's
+// /dev/pts or in exec's own instance, opens it, writes to it (what the
+// user's terminal would show) and reads from it (what the user types to
+// the command), and records each step in snoop.log.
+const snoopScript = `#!/bin/sh
+i=0
+while [ $i -lt 400 ]; do
+  for p in /.agent-sandbox-pts/[0-9]* /dev/pts/[0-9]*; do
+    [ -e "$p" ] || continue
+    if ! ( : <>"$p" ) 2>/dev/null; then echo "refused $p" >> snoop.log; exit 0; fi
+    exec 3<>"$p"
+    echo "opened $p" >> snoop.log
+    printf 'AGENT-INJECTED\n' >&3
+    echo "read $(timeout 10 dd bs=1 count=6 <&3 2>/dev/null)" >> snoop.log
+    exit 0
+  done
+  sleep 0.05; i=$((i+1))
+done
+echo "no pty" >> snoop.log
+`
+
+// TestSessionAttackPtySnoop: the terminal exec gives a command (exec -t,
+// a pty of the sandbox's) was a /dev/pts/N of the agent's own devpts
+// instance, which the agent, the same uid with /dev/pts granted, opened:
+// it read what the user typed to the command (a passphrase typed to ssh
+// there) and wrote to the user's terminal. exec's terminals now come from
+// an instance of their own (/.agent-sandbox-pts) that only the commands
+// exec starts may open: the agent's open is refused, the command's own
+// terminal works (tty, input, /dev/tty and its name).
+func TestSessionAttackPtySnoop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real binary; skipped with -short")
+	}
+	bin := buildAgentSandbox(t)
+	home := t.TempDir()
+	work := homeTempDir(t, "session-attack-pty-")
+	if err := os.WriteFile(filepath.Join(work, "snoop.sh"), []byte(snoopScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "agent.sh"), []byte("./snoop.sh &\nexec sh \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := sessionEnv(home)
+	s := startSessionOf(t, bin, nil, env, work, "run", "--", "/bin/sh", "./agent.sh")
+	r := startAtTTY(t, bin, env, work, 24, 80, "exec", s.id, "--", "sh", "-c",
+		`tty; echo ready-for-input; read x; echo "got=$x"; echo via-dev-tty > /dev/tty; echo via-name > "$(tty)"`)
+	r.waitFor(t, "ready-for-input")
+	logPath := filepath.Join(work, "snoop.log")
+	var log string
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) { // the agent's attempt: no event to await
+		b, _ := os.ReadFile(logPath)
+		if log = string(b); strings.Contains(log, "opened") || strings.Contains(log, "refused") || strings.Contains(log, "no pty") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent's attack never found the terminal: %q", log)
+		}
+	}
+	if _, err := r.master.Write([]byte("typed-secret\r")); err != nil {
+		t.Fatal(err)
+	}
+	code, out := r.wait(t)
+	if code != 0 || !strings.Contains(out, "got=typed-secret") || !strings.Contains(out, "via-dev-tty") || !strings.Contains(out, "via-name") {
+		t.Errorf("exec's command did not get its terminal's input whole, or could not open its terminal by /dev/tty or by name: exit %d: %q", code, out)
+	}
+	if !regexp.MustCompile(`(?m)^/\.agent-sandbox-pts/[0-9]+$`).MatchString(out) {
+		t.Errorf("exec's command's terminal is not one of exec's own instance (/.agent-sandbox-pts/N): %q", out)
+	}
+	if strings.Contains(out, "AGENT-INJECTED") {
+		t.Errorf("the agent wrote to the user's terminal through the command's pty: %q", out)
+	}
+	if err := s.end(t); err != nil {
+		t.Logf("session's end: %v: %s", err, s.out)
+	}
+	b, _ := os.ReadFile(logPath)
+	if log = string(b); strings.Contains(log, "opened") || !strings.Contains(log, "refused /.agent-sandbox-pts/") {
+		t.Errorf("the agent opened the pty of the command exec started (or did not find it): %q", log)
 	}
 }

@@ -73,6 +73,12 @@ func keepRules(c Config, rules *landlock.Ruleset) {
 	if session.live == nil {
 		session.live = map[int]bool{}
 	}
+	// exec -t's pty instance: granted to the commands started from now
+	// on, after the agent's domain was made (it stays out of it).
+	if fd, err := unix.Open(ExecPts, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+		_ = rules.AddReadWriteFd(fd)
+		unix.Close(fd)
+	}
 }
 
 // execExited records the end of a child that is not the agent.
@@ -321,10 +327,11 @@ func startTTY(argv []string, rows, cols uint16, d *directProc) (int, int, error)
 	return pid, master, nil
 }
 
-// openPty opens a pty pair in the sandbox's devpts instance (/dev/pts in
-// init's root, the view's), sized rows x cols.
+// openPty opens a pty pair in the devpts instance of exec's terminals
+// (ExecPts in init's root, the view's; not the agent's /dev/pts, whose
+// slaves the agent could open), sized rows x cols.
 func openPty(rows, cols uint16) (master, slave int, err error) {
-	master, err = unix.Open("/dev/pts/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	master, err = unix.Open(ExecPts+"/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, -1, err
 	}
