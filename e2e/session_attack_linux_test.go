@@ -100,36 +100,9 @@ func TestSessionAttackNoLandlockStdio(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.landlock {
-				if code != 0 {
-					t.Fatalf("with Landlock, exec with a file as stdin: exit %d, want 0: %s", code, out)
-				}
-				var got []byte
-				for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-					if got, _ = os.ReadFile(filepath.Join(work, "hijack.out")); len(got) > 0 {
-						break
-					}
-				}
-				if strings.TrimSpace(string(got)) != "refused" {
-					t.Errorf("with Landlock, the agent's reopen of the exec'd command's stdin: %q, want refused", got)
-				}
+				checkReopenRefused(t, work, code, out)
 			} else {
-				if code != 125 || !strings.Contains(string(out), "without Landlock") || !strings.Contains(string(out), "pipe") {
-					t.Errorf("without Landlock, exec with a host file as stdin: exit %d, want 125 naming Landlock and a pipe: %s", code, out)
-				}
-				// A pipe is taken.
-				pipe := exec.Command(bin, "exec", "-T", s.id, "--", "cat")
-				pipe.Env, pipe.Dir, pipe.Stdin = env, work, strings.NewReader("through a pipe\n")
-				if pout, err := pipe.CombinedOutput(); err != nil || !strings.Contains(string(pout), "through a pipe") {
-					t.Errorf("without Landlock, exec with pipes: %v: %s", err, pout)
-				}
-				// The attack had its chance: a sleep ran meanwhile? Give
-				// the agent a command of its own kind to find, fed by a
-				// pipe (nothing of the host's to reopen).
-				sl := exec.Command(bin, "exec", "-T", s.id, "--", "sleep", "1")
-				sl.Env, sl.Dir, sl.Stdin = env, work, strings.NewReader("")
-				if sout, err := sl.CombinedOutput(); err != nil {
-					t.Errorf("without Landlock, exec sleep with a pipe: %v: %s", err, sout)
-				}
+				checkHostStreamRefused(t, bin, env, work, s.id, code, out)
 			}
 			if err := s.end(t); err != nil {
 				t.Logf("session's end: %v: %s", err, s.out)
@@ -138,6 +111,45 @@ func TestSessionAttackNoLandlockStdio(t *testing.T) {
 				t.Errorf("the host file given to exec as read-only stdin was written by the agent: %q", b)
 			}
 		})
+	}
+}
+
+// checkReopenRefused: with Landlock, exec took the file as stdin and the
+// agent's reopen of it was refused.
+func checkReopenRefused(t *testing.T, work string, code int, out []byte) {
+	t.Helper()
+	if code != 0 {
+		t.Fatalf("with Landlock, exec with a file as stdin: exit %d, want 0: %s", code, out)
+	}
+	var got []byte
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if got, _ = os.ReadFile(filepath.Join(work, "hijack.out")); len(got) > 0 {
+			break
+		}
+	}
+	if strings.TrimSpace(string(got)) != "refused" {
+		t.Errorf("with Landlock, the agent's reopen of the exec'd command's stdin: %q, want refused", got)
+	}
+}
+
+// checkHostStreamRefused: without Landlock, exec refused the file as
+// stdin (naming the way out) and takes pipes.
+func checkHostStreamRefused(t *testing.T, bin string, env []string, work, id string, code int, out []byte) {
+	t.Helper()
+	if code != 125 || !strings.Contains(string(out), "without Landlock") || !strings.Contains(string(out), "pipe") {
+		t.Errorf("without Landlock, exec with a host file as stdin: exit %d, want 125 naming Landlock and a pipe: %s", code, out)
+	}
+	pipe := exec.Command(bin, "exec", "-T", id, "--", "cat")
+	pipe.Env, pipe.Dir, pipe.Stdin = env, work, strings.NewReader("through a pipe\n")
+	if pout, err := pipe.CombinedOutput(); err != nil || !strings.Contains(string(pout), "through a pipe") {
+		t.Errorf("without Landlock, exec with pipes: %v: %s", err, pout)
+	}
+	// The command the agent looks for, fed by a pipe: nothing of the
+	// host's to reopen.
+	sl := exec.Command(bin, "exec", "-T", id, "--", "sleep", "1")
+	sl.Env, sl.Dir, sl.Stdin = env, work, strings.NewReader("")
+	if sout, err := sl.CombinedOutput(); err != nil {
+		t.Errorf("without Landlock, exec sleep with a pipe: %v: %s", err, sout)
 	}
 }
 
