@@ -237,6 +237,23 @@ func (r *Ruleset) addOpened(path string, fd int, known, dir bool) error {
 	return nil
 }
 
+// AddReadWriteFd grants beneath fd (a directory) what the policy's
+// ReadWrite list grants, to the threads the ruleset confines from now on:
+// a domain already made from it (a thread confined before) does not
+// change. The view's init adds so, once the agent has started, the pty
+// instance of the commands agent-sandbox exec starts, which the agent's
+// domain then does not reach.
+func (r *Ruleset) AddReadWriteFd(fd int) error {
+	if r.none {
+		return nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("landlock policy: stat: %w", err)
+	}
+	return addFdRule(r.fd, fd, st, r.grants[2]) // [Policy.lists]: ReadWrite
+}
+
 // Reaches is [Policy.Reaches] of the ruleset's policy.
 func (r *Ruleset) Reaches(dir string) bool { return r.p.Reaches(dir) }
 
