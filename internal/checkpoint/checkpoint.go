@@ -26,8 +26,6 @@
 package checkpoint
 
 import (
-	"bufio"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -227,55 +225,31 @@ func (s *Store) objectPath(hash string) string {
 	return s.path("objects", hash[:2], hash[2:])
 }
 
-// SaveManifest writes m.
+// saveManifest writes m whole.
 func (s *Store) saveManifest(m *Manifest) error {
-	f, err := os.CreateTemp(s.path("manifests"), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	zw, _ := gzip.NewWriterLevel(f, gzip.BestSpeed)
-	bw := bufio.NewWriter(zw)
-	if err := json.NewEncoder(bw).Encode(m); err != nil {
-		f.Close()
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := zw.Close(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), s.path("manifests", m.ID+".json.gz"))
+	return writeGzJSON(s.path("manifests"), s.manifestPath(m.ID), m)
 }
 
-// Manifest reads the checkpoint id.
+// Manifest reads the checkpoint id (a delta is made whole).
 func (s *Store) Manifest(id string) (*Manifest, error) {
-	p := s.path("manifests", id+".json.gz")
-	f, err := os.Open(p)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("checkpoint %s is not in the store (pruned?): %s is missing", id, p)
+	return s.manifest(id, 0)
+}
+
+func (s *Store) manifest(id string, depth int) (*Manifest, error) {
+	p := s.manifestPath(id)
+	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+		if _, derr := os.Lstat(s.deltaPath(id)); derr == nil {
+			return s.resolveDelta(id, depth)
 		}
-		return nil, fmt.Errorf("checkpoint %s: %v", id, err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(bufio.NewReader(f))
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint store is corrupt: %s: %v (left as it is)", p, err)
+		return nil, fmt.Errorf("checkpoint %s is not in the store (pruned?): %s is missing", id, p)
 	}
 	var m Manifest
-	if err := json.NewDecoder(zr).Decode(&m); err != nil {
-		return nil, fmt.Errorf("checkpoint store is corrupt: %s: %v (left as it is)", p, err)
+	if err := readGzJSON(p, &m); err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("checkpoint %s: %v", id, err)
+		}
+		return nil, err
 	}
 	if m.Format != Format {
 		return nil, fmt.Errorf("checkpoint %s was written by another version of agent-sandbox (format %d, this one reads %d): left as it is", p, m.Format, Format)

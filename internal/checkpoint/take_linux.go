@@ -5,7 +5,6 @@ package checkpoint
 import (
 	"bufio"
 	"crypto/sha256"
-	"encoding/gob"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -24,13 +23,6 @@ import (
 	"github.com/agent-sandbox/agent-sandbox/internal/safefs"
 )
 
-// cached is what the stat cache knows of one file.
-type cached struct {
-	Size, MTime, CTime int64
-	Ino, Dev           uint64
-	Hash               string
-}
-
 // ErrTooLarge is matched (errors.Is) by the error of a checkpoint that
 // would record more than Settings.MaxBytes.
 var ErrTooLarge = errors.New("over the checkpoint size limit")
@@ -41,9 +33,10 @@ type taker struct {
 	rules   rules
 	store   bool // write the blobs (false: only hash)
 	skipSet map[string]bool
-	cache   map[string]cached
-	next    map[string]cached
-	racy    int64 // files changed after this are not cached
+	prev    cursor   // the head cache, to take hashes from
+	reuse   bool     // the filesystem's stat can be trusted
+	keys    []centry // t.m.Entries with their stats, for the next head cache
+	racy    int64    // files changed after this are not cached
 	m       *Manifest
 }
 
@@ -72,7 +65,7 @@ func (s *Store) walk(base *Manifest, store bool) (*Manifest, error) {
 	if !s.racyAfter.IsZero() {
 		racy = s.racyAfter
 	}
-	t := &taker{s: s, store: store, racy: racy.UnixNano(), next: map[string]cached{},
+	t := &taker{s: s, store: store, racy: racy.UnixNano(), reuse: true,
 		m: &Manifest{Format: Format, Workdir: s.Workdir, Time: now.UTC()}}
 	if base != nil {
 		t.m.Rules = base.Rules
@@ -84,11 +77,11 @@ func (s *Store) walk(base *Manifest, store bool) (*Manifest, error) {
 	if fs := unreliableStat(root); fs != "" {
 		// Inode numbers or change times that a network or FUSE
 		// filesystem may not keep: every file is read each time.
-		t.cache = map[string]cached{}
+		t.reuse = false
 		t.m.Note = "the workdir is on " + fs + ", whose inode numbers and change times a stat cache cannot trust: every checkpoint reads every file"
-	} else {
-		t.cache = s.loadCache()
 	}
+	hc := s.loadHeadCache()
+	t.prev = cursor{c: hc.Entries}
 	if err := t.dir(root, ""); err != nil {
 		return nil, err
 	}
@@ -96,28 +89,64 @@ func (s *Store) walk(base *Manifest, store bool) (*Manifest, error) {
 	if !store {
 		return t.m, nil
 	}
+	return t.record(now, hc)
+}
+
+// record keeps the walk's checkpoint: nothing new when it is the head's
+// tree, a delta of the head when the head cache is the head's and little
+// changed, a whole manifest otherwise.
+func (t *taker) record(now time.Time, hc headCache) (*Manifest, error) {
+	s := t.s
 	head, herr := s.head()
 	t.m.newSkips = len(t.m.Skipped) > 0 && (herr != nil || head.Skipped != skipDigest(t.m.Skipped))
-	if herr == nil && head.Digest == t.m.Digest {
-		if _, err := os.Stat(s.path("manifests", head.ID+".json.gz")); err == nil {
-			// The tree is the last checkpoint's: that one stands.
-			t.m.ID = head.ID
-			if t.cacheChanged() {
-				s.saveCache(t.next)
-			}
-			return t.m, nil
+	cacheIsHead := herr == nil && hc.ID == head.ID && hc.Digest == head.Digest && s.hasManifest(head.ID)
+	if herr == nil && head.Digest == t.m.Digest && s.hasManifest(head.ID) {
+		// The tree is the last checkpoint's: that one stands.
+		t.m.ID = head.ID
+		if !cacheIsHead || !sameCache(hc.Entries, t.keys) {
+			s.saveHeadCache(t.m, t.keys)
 		}
+		return t.m, nil
 	}
 	t.m.ID = NewID(now)
-	if err := s.saveManifest(t.m); err != nil {
-		return nil, fmt.Errorf("checkpoint store %s: writing the manifest: %v", s.Dir, err)
+	depth := 0
+	if cacheIsHead && head.Depth < maxDeltaDepth {
+		prev := make([]Entry, len(hc.Entries))
+		for i := range hc.Entries {
+			prev[i] = hc.Entries[i].Entry
+		}
+		changed, removed := diffEntries(prev, t.m.Entries)
+		if len(changed)+len(removed) <= 64+len(t.m.Entries)/8 {
+			depth = head.Depth + 1
+			d := &delta{Format: Format, ID: t.m.ID, Base: head.ID, Depth: depth, Workdir: t.m.Workdir, Time: t.m.Time,
+				Rules: t.m.Rules, Changed: changed, Removed: removed, Skipped: t.m.Skipped, Bytes: t.m.Bytes, Digest: t.m.Digest, Note: t.m.Note}
+			if err := s.saveDelta(d); err != nil {
+				return nil, fmt.Errorf("checkpoint store %s: writing the checkpoint: %v", s.Dir, err)
+			}
+		}
 	}
-	b, _ := json.Marshal(headRecord{ID: t.m.ID, Digest: t.m.Digest, Skipped: skipDigest(t.m.Skipped)})
+	if depth == 0 {
+		if err := s.saveManifest(t.m); err != nil {
+			return nil, fmt.Errorf("checkpoint store %s: writing the manifest: %v", s.Dir, err)
+		}
+	}
+	b, _ := json.Marshal(headRecord{ID: t.m.ID, Digest: t.m.Digest, Skipped: skipDigest(t.m.Skipped), Depth: depth})
 	_ = writeFileAtomic(s.path("head"), b)
-	if t.m.Note == "" && t.cacheChanged() {
-		s.saveCache(t.next)
-	}
+	s.saveHeadCache(t.m, t.keys)
 	return t.m, nil
+}
+
+// sameCache reports whether a head cache holds what c would.
+func sameCache(a, b []centry) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 type headRecord struct {
@@ -125,6 +154,8 @@ type headRecord struct {
 	Digest string `json:"digest"`
 	// Skipped is the digest of what the checkpoint left out.
 	Skipped string `json:"skipped"`
+	// Depth is the checkpoint's place in a chain of deltas (0: whole).
+	Depth int `json:"depth,omitempty"`
 }
 
 func skipDigest(sk []Skip) string {
@@ -146,15 +177,6 @@ func (s *Store) head() (headRecord, error) {
 	return h, err
 }
 
-func digest(m *Manifest) string {
-	h := sha256.New()
-	enc := json.NewEncoder(h)
-	_ = enc.Encode(m.Rules)
-	_ = enc.Encode(m.Entries)
-	_ = enc.Encode(m.Skipped)
-	return hex.EncodeToString(h.Sum(nil))
-}
-
 // unreliableStat names the filesystem of the directory fd when it is
 // one whose stat a cache cannot trust (network and FUSE filesystems);
 // "" otherwise.
@@ -174,19 +196,6 @@ func unreliableStat(fd int) string {
 		return "SMB/CIFS"
 	}
 	return ""
-}
-
-// cacheChanged reports whether the stat cache learnt or forgot anything.
-func (t *taker) cacheChanged() bool {
-	if len(t.next) != len(t.cache) {
-		return true
-	}
-	for k, v := range t.next {
-		if t.cache[k] != v {
-			return true
-		}
-	}
-	return false
 }
 
 // readSmall reads the lines of the regular file rel below root (never
@@ -227,6 +236,7 @@ func (t *taker) dir(fd int, rel string) error {
 		for _, n := range names {
 			if n == ".git" {
 				t.m.Entries[len(t.m.Entries)-1].Repo = true
+				t.keys[len(t.keys)-1].Repo = true
 			}
 		}
 	}
@@ -310,7 +320,7 @@ func (t *taker) one(dirfd int, name, rel string, pre *statted) error {
 		}
 		defer unix.Close(sub)
 		e.Type = TypeDir
-		t.m.Entries = append(t.m.Entries, e)
+		t.add(e, statKey{}, false)
 		return t.dir(sub, rel)
 	case unix.S_IFLNK:
 		target, err := readlinkat(dirfd, name)
@@ -318,7 +328,7 @@ func (t *taker) one(dirfd int, name, rel string, pre *statted) error {
 			return fmt.Errorf("checkpoint: cannot read the symlink %s: %v", Quote(t.s.Workdir+"/"+rel), err)
 		}
 		e.Type, e.Target, e.Mode = TypeSymlink, target, 0o777
-		t.m.Entries = append(t.m.Entries, e)
+		t.add(e, statKey{}, false)
 		return nil
 	case unix.S_IFREG:
 		return t.file(dirfd, name, rel, &st, e)
@@ -337,16 +347,12 @@ func (t *taker) file(dirfd int, name, rel string, st *unix.Stat_t, e Entry) erro
 	}
 	e.Type, e.Size = TypeFile, st.Size
 	t.m.Bytes += st.Size
-	key := cached{Size: st.Size, MTime: st.Mtim.Nano(), CTime: st.Ctim.Nano(), Ino: st.Ino, Dev: st.Dev}
-	if c, ok := t.cache[rel]; ok && c.Hash != "" {
-		c2 := key
-		c2.Hash = c.Hash
-		if c2 == c {
-			e.Hash = c.Hash
-			t.next[rel] = c
-			t.m.Entries = append(t.m.Entries, e)
-			return nil
-		}
+	key := statKey{CTime: st.Ctim.Nano(), Ino: st.Ino, Dev: st.Dev}
+	if c := t.prev.find(rel); c != nil && t.reuse && c.Trusted && c.Type == TypeFile &&
+		c.statKey == key && c.Size == e.Size && c.MTime == e.MTime && c.Hash != "" {
+		e.Hash = c.Hash
+		t.add(e, key, true)
+		return nil
 	}
 	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.EACCES) {
@@ -371,12 +377,14 @@ func (t *taker) file(dirfd int, name, rel string, st *unix.Stat_t, e Entry) erro
 		return fmt.Errorf("checkpoint: %s changed while it was read", Quote(t.s.Workdir+"/"+rel))
 	}
 	e.Hash = hash
-	if key.MTime < t.racy && key.CTime < t.racy {
-		key.Hash = hash
-		t.next[rel] = key
-	}
-	t.m.Entries = append(t.m.Entries, e)
+	t.add(e, key, t.reuse && e.MTime < t.racy && key.CTime < t.racy)
 	return nil
+}
+
+// add records e, with the stat the head cache keeps of it.
+func (t *taker) add(e Entry, key statKey, trusted bool) {
+	t.m.Entries = append(t.m.Entries, e)
+	t.keys = append(t.keys, centry{Entry: e, statKey: key, Trusted: trusted})
 }
 
 // putBlob hashes what r holds (up to max+1 bytes) and, with store, keeps
@@ -429,35 +437,6 @@ func readlinkat(dirfd int, name string) (string, error) {
 		if n < size {
 			return string(buf[:n]), nil
 		}
-	}
-}
-
-func (s *Store) loadCache() map[string]cached {
-	c := map[string]cached{}
-	f, err := os.Open(s.path("statcache"))
-	if err != nil {
-		return c
-	}
-	defer f.Close()
-	if err := gob.NewDecoder(bufio.NewReader(f)).Decode(&c); err != nil {
-		return map[string]cached{}
-	}
-	return c
-}
-
-func (s *Store) saveCache(c map[string]cached) {
-	tmp, err := os.CreateTemp(s.Dir, ".tmp-*")
-	if err != nil {
-		return
-	}
-	defer os.Remove(tmp.Name())
-	bw := bufio.NewWriter(tmp)
-	if gob.NewEncoder(bw).Encode(c) != nil || bw.Flush() != nil {
-		tmp.Close()
-		return
-	}
-	if tmp.Close() == nil {
-		_ = os.Rename(tmp.Name(), s.path("statcache"))
 	}
 }
 
