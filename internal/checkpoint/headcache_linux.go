@@ -25,6 +25,11 @@ const headCacheMagic = "agent-sandbox headcache 1\n"
 // centry is one entry of the head cache.
 type centry struct {
 	Entry
+	cacheKey
+}
+
+// cacheKey is what the head cache keeps of an entry beside the entry.
+type cacheKey struct {
 	statKey
 	// Trusted marks a file whose hash a walk may take from the cache.
 	Trusted bool
@@ -129,7 +134,7 @@ func (r *cacheReader) str() string {
 
 // saveHeadCache writes the head cache of checkpoint m, whose entries'
 // stats are keys (and trusted, which of them a walk may trust).
-func (s *Store) saveHeadCache(m *Manifest, c []centry) {
+func (s *Store) saveHeadCache(m *Manifest, keys []cacheKey) {
 	tmp, err := os.CreateTemp(s.Dir, ".tmp-*")
 	if err != nil {
 		return
@@ -144,9 +149,9 @@ func (s *Store) saveHeadCache(m *Manifest, c []centry) {
 	buf = append(buf, headCacheMagic...)
 	str(m.ID)
 	str(m.Digest)
-	buf = binary.AppendUvarint(buf, uint64(len(c)))
-	for i := range c {
-		e := &c[i]
+	buf = binary.AppendUvarint(buf, uint64(len(m.Entries)))
+	for i := range m.Entries {
+		e, k := &m.Entries[i], &keys[i]
 		str(e.Path)
 		str(e.Type)
 		str(e.Hash)
@@ -156,14 +161,14 @@ func (s *Store) saveHeadCache(m *Manifest, c []centry) {
 		buf = binary.AppendUvarint(buf, uint64(e.GID))
 		buf = binary.AppendVarint(buf, e.Size)
 		buf = binary.AppendVarint(buf, e.MTime)
-		buf = binary.AppendVarint(buf, e.CTime)
-		buf = binary.AppendUvarint(buf, e.Ino)
-		buf = binary.AppendUvarint(buf, e.Dev)
+		buf = binary.AppendVarint(buf, k.CTime)
+		buf = binary.AppendUvarint(buf, k.Ino)
+		buf = binary.AppendUvarint(buf, k.Dev)
 		var flags uint64
 		if e.Repo {
 			flags |= 1
 		}
-		if e.Trusted {
+		if k.Trusted {
 			flags |= 2
 		}
 		buf = binary.AppendUvarint(buf, flags)

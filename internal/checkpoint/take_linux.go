@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -33,10 +32,11 @@ type taker struct {
 	rules   rules
 	store   bool // write the blobs (false: only hash)
 	skipSet map[string]bool
-	prev    cursor   // the head cache, to take hashes from
-	reuse   bool     // the filesystem's stat can be trusted
-	keys    []centry // t.m.Entries with their stats, for the next head cache
-	racy    int64    // files changed after this are not cached
+	prev    cursor     // the head cache, to take hashes from
+	reuse   bool       // the filesystem's stat can be trusted
+	keys    []cacheKey // the stats of t.m.Entries, for the next head cache
+	pf      *prefetcher
+	racy    int64 // files changed after this are not cached
 	m       *Manifest
 }
 
@@ -82,7 +82,12 @@ func (s *Store) walk(base *Manifest, store bool) (*Manifest, error) {
 	}
 	hc := s.loadHeadCache()
 	t.prev = cursor{c: hc.Entries}
-	if err := t.dir(root, ""); err != nil {
+	t.m.Entries = make([]Entry, 0, len(hc.Entries)+64)
+	t.keys = make([]cacheKey, 0, len(hc.Entries)+64)
+	t.pf = newPrefetcher(t)
+	err = t.dir(&dirRead{fd: root, kept: true})
+	t.pf.stop()
+	if err != nil {
 		return nil, err
 	}
 	t.m.Digest = digest(t.m)
@@ -103,7 +108,7 @@ func (t *taker) record(now time.Time, hc headCache) (*Manifest, error) {
 	if herr == nil && head.Digest == t.m.Digest && s.hasManifest(head.ID) {
 		// The tree is the last checkpoint's: that one stands.
 		t.m.ID = head.ID
-		if !cacheIsHead || !sameCache(hc.Entries, t.keys) {
+		if !cacheIsHead || !sameCache(hc.Entries, t.m.Entries, t.keys) {
 			s.saveHeadCache(t.m, t.keys)
 		}
 		return t.m, nil
@@ -136,13 +141,14 @@ func (t *taker) record(now time.Time, hc headCache) (*Manifest, error) {
 	return t.m, nil
 }
 
-// sameCache reports whether a head cache holds what c would.
-func sameCache(a, b []centry) bool {
-	if len(a) != len(b) {
+// sameCache reports whether the head cache c holds the entries es with
+// the stats keys.
+func sameCache(c []centry, es []Entry, keys []cacheKey) bool {
+	if len(c) != len(es) {
 		return false
 	}
-	for i := range a {
-		if a[i] != b[i] {
+	for i := range c {
+		if c[i].Entry != es[i] || c[i].cacheKey != keys[i] {
 			return false
 		}
 	}
@@ -218,35 +224,26 @@ func (t *taker) skip(rel, why string) {
 	t.m.Skipped = append(t.m.Skipped, Skip{Path: rel, Why: why})
 }
 
-// dir records the directory open at fd (rel "" is the workdir) and what
-// it holds.
-func (t *taker) dir(fd int, rel string) error {
-	dup, err := unix.Dup(fd)
-	if err != nil {
-		return err
+// dir records the directory d (rel "" is the workdir) and what it
+// holds.
+func (t *taker) dir(d *dirRead) error {
+	t.pf.get(d)
+	if d.err != nil {
+		return fmt.Errorf("checkpoint: reading %s: %v", t.s.Workdir+"/"+d.rel, d.err)
 	}
-	df := os.NewFile(uintptr(dup), rel)
-	names, err := df.Readdirnames(-1)
-	df.Close()
-	if err != nil {
-		return fmt.Errorf("checkpoint: reading %s: %v", t.s.Workdir+"/"+rel, err)
-	}
-	sort.Strings(names)
-	if rel != "" {
-		for _, n := range names {
+	if d.rel != "" {
+		for _, n := range d.names {
 			if n == ".git" {
 				t.m.Entries[len(t.m.Entries)-1].Repo = true
-				t.keys[len(t.keys)-1].Repo = true
 			}
 		}
 	}
-	sts := statAll(fd, names)
-	for i, name := range names {
+	for i, name := range d.names {
 		r := name
-		if rel != "" {
-			r = rel + "/" + name
+		if d.rel != "" {
+			r = d.rel + "/" + name
 		}
-		if err := t.one(fd, name, r, &sts[i]); err != nil {
+		if err := t.one(d, i, name, r); err != nil {
 			return err
 		}
 	}
@@ -290,7 +287,8 @@ func statAll(fd int, names []string) []statted {
 // statWorkers bounds the parallel lstats of one directory.
 var statWorkers = max(2, min(8, runtime.NumCPU()*2))
 
-func (t *taker) one(dirfd int, name, rel string, pre *statted) error {
+func (t *taker) one(d *dirRead, i int, name, rel string) error {
+	dirfd, pre := d.fd, &d.sts[i]
 	st := pre.st
 	if err := pre.err; err != nil {
 		if errors.Is(err, unix.ENOENT) {
@@ -308,7 +306,12 @@ func (t *taker) one(dirfd int, name, rel string, pre *statted) error {
 			t.skip(rel, "ignored directory")
 			return nil
 		}
-		sub, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		sub := d.kids[i]
+		if sub == nil {
+			sub = t.pf.open(dirfd, name, rel)
+		}
+		defer t.pf.done(sub)
+		err := sub.openErr
 		if errors.Is(err, unix.EACCES) {
 			// Left as it is, and named: an unreadable directory must
 			// not stop every later checkpoint.
@@ -318,10 +321,9 @@ func (t *taker) one(dirfd int, name, rel string, pre *statted) error {
 		if err != nil {
 			return fmt.Errorf("checkpoint: cannot open %s: %v", Quote(t.s.Workdir+"/"+rel), err)
 		}
-		defer unix.Close(sub)
 		e.Type = TypeDir
 		t.add(e, statKey{}, false)
-		return t.dir(sub, rel)
+		return t.dir(sub)
 	case unix.S_IFLNK:
 		target, err := readlinkat(dirfd, name)
 		if err != nil {
@@ -384,7 +386,7 @@ func (t *taker) file(dirfd int, name, rel string, st *unix.Stat_t, e Entry) erro
 // add records e, with the stat the head cache keeps of it.
 func (t *taker) add(e Entry, key statKey, trusted bool) {
 	t.m.Entries = append(t.m.Entries, e)
-	t.keys = append(t.keys, centry{Entry: e, statKey: key, Trusted: trusted})
+	t.keys = append(t.keys, cacheKey{statKey: key, Trusted: trusted})
 }
 
 // putBlob hashes what r holds (up to max+1 bytes) and, with store, keeps
