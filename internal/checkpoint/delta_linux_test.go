@@ -211,3 +211,31 @@ func TestWalkReadAhead(t *testing.T) {
 		t.Errorf("%d descriptors open after walks that stopped, %d before", after, before)
 	}
 }
+
+// TestUnreadableLeftOut: a directory and a file the user cannot read are
+// named and left out (the directory is opened ahead by the read-ahead),
+// and the walk goes on. It needs an ordinary user: root reads them.
+func TestUnreadableLeftOut(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads a mode-0 directory; run as an ordinary user")
+	}
+	root, w := tree(t)
+	must(t, os.MkdirAll(filepath.Join(w, "locked/in"), 0o755))
+	must(t, os.WriteFile(filepath.Join(w, "shut"), []byte("x"), 0o000))
+	must(t, os.Chmod(filepath.Join(w, "locked"), 0o000))
+	t.Cleanup(func() { os.Chmod(filepath.Join(w, "locked"), 0o755) })
+	s, err := Open(root, w, Settings{})
+	must(t, err)
+	m, err := s.Take(nil)
+	must(t, err)
+	whys := map[string]string{}
+	for _, sk := range m.Skipped {
+		whys[sk.Path] = sk.Why
+	}
+	if whys["locked"] != "unreadable directory" || whys["shut"] != "unreadable file" {
+		t.Errorf("left out: %v", m.Skipped)
+	}
+	if index(m)["README"] == nil {
+		t.Error("the walk stopped at the unreadable directory")
+	}
+}
