@@ -11,10 +11,13 @@
 // (manifests/<id>.json.gz) listing every entry with its type, mode,
 // owner, size, modification time, blob or symlink target; directories are
 // entries of their own, so empty directories are kept. Special files
-// (FIFOs, sockets, devices) are named and skipped. A stat cache (size,
-// mtime, ctime, inode) lets a later checkpoint read only the files that
-// changed, and a checkpoint of a tree unchanged since the last one is that
-// one.
+// (FIFOs, sockets, devices) are named and skipped. A later checkpoint that
+// changed little is a delta of the one before (manifests/<id>.delta.gz,
+// delta.go), checked against its digest when read. The head cache (the
+// last checkpoint's entries with each file's ctime, inode and device)
+// lets a later checkpoint read only the files that changed and write its
+// delta without reading a manifest, and a checkpoint of a tree unchanged
+// since the last one is that one (nothing written).
 //
 // Everything here reads and writes content the agent controls without
 // running any of it and without following a symlink: no git is run (the
