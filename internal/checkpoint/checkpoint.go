@@ -45,11 +45,21 @@ import (
 	"unicode/utf8"
 )
 
-// Format is the version of the store's layout this build reads and writes.
+// Format is the version of the manifests this build reads and writes.
 const Format = 1
 
+// StoreFormat is the version of the store's layout this build writes:
+// 2 has deltas (delta.go), which a build that reads only 1 would take
+// for missing checkpoints, and whose blobs its prune would remove. This
+// build reads a store of layout 1 and marks it 2 when it opens it, so
+// that an older build refuses it, whole, rather than lose part of it.
+const StoreFormat = 2
+
 // formatLine is the store's format file: its first line.
-var formatLine = fmt.Sprintf("agent-sandbox checkpoint store %d", Format)
+var formatLine = fmt.Sprintf("agent-sandbox checkpoint store %d", StoreFormat)
+
+// formatLine1 is the first line of a store of layout 1.
+const formatLine1 = "agent-sandbox checkpoint store 1"
 
 // Entry types.
 const (
@@ -210,6 +220,12 @@ func Open(stateRoot, workdir string, set Settings) (*Store, error) {
 		return nil, fmt.Errorf("checkpoint store %s: %v", s.Dir, err)
 	default:
 		first, rest, _ := strings.Cut(string(b), "\n")
+		if first == formatLine1 {
+			if err := writeFileAtomic(s.path("format"), []byte(formatLine+"\n"+rest)); err != nil {
+				return nil, fmt.Errorf("checkpoint store %s: marking it of layout %d: %v", s.Dir, StoreFormat, err)
+			}
+			first = formatLine
+		}
 		if first != formatLine {
 			return nil, fmt.Errorf("checkpoint store %s was written by another version of agent-sandbox (%q, this one reads %q): left as it is; move it aside to start a new store", s.Dir, first, formatLine)
 		}
