@@ -40,6 +40,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -187,6 +188,8 @@ type Store struct {
 	Settings  Settings
 	// wrote counts the blobs this process wrote.
 	wrote int
+	// listed counts the directory listings taken from the head cache.
+	listed atomic.Int64
 	// racyAfter, when set, replaces the walk's start as the time from
 	// which a file's stat is too recent to be trusted by the cache (tests).
 	racyAfter time.Time

@@ -239,3 +239,52 @@ func TestUnreadableLeftOut(t *testing.T) {
 		t.Error("the walk stopped at the unreadable directory")
 	}
 }
+
+// TestListingReused: a directory whose modification and change times
+// are the ones recorded (and old enough) is not read again, its listing
+// taken from the head cache; one where a name was added, removed or
+// renamed since is read, and the change recorded.
+func TestListingReused(t *testing.T) {
+	root, w := tree(t)
+	time.Sleep(20 * time.Millisecond)
+	s, err := Open(root, w, Settings{})
+	must(t, err)
+	s.racyAfter = time.Now() // the tree is older than this: trusted
+	time.Sleep(20 * time.Millisecond)
+	first, err := s.Take(nil)
+	must(t, err)
+	s.listed.Store(0)
+	again, err := s.Take(nil)
+	must(t, err)
+	if again.ID != first.ID || s.listed.Load() == 0 {
+		t.Fatalf("unchanged tree: checkpoint %s (want %s), %d listings reused", again.ID, first.ID, s.listed.Load())
+	}
+	all := s.listed.Load()
+	for _, change := range []func(){
+		func() { must(t, os.WriteFile(filepath.Join(w, "src/lib/new.go"), []byte("x"), 0o644)) },
+		func() { must(t, os.Rename(filepath.Join(w, "src/lib/new.go"), filepath.Join(w, "src/lib/renamed.go"))) },
+		func() { must(t, os.Remove(filepath.Join(w, "src/lib/x.go"))) },
+	} {
+		time.Sleep(20 * time.Millisecond)
+		change()
+		s.listed.Store(0)
+		m, err := s.Take(nil)
+		must(t, err)
+		n := s.listed.Load()
+		fresh, err := s.Scan(nil)
+		must(t, err)
+		var got, want []string
+		for _, e := range m.Entries {
+			got = append(got, e.Path)
+		}
+		for _, e := range fresh.Entries {
+			want = append(want, e.Path)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("after a change in src/lib: recorded %q, a fresh walk %q", got, want)
+		}
+		if n != all-1 {
+			t.Errorf("%d listings reused after a change in one directory, want %d", n, all-1)
+		}
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"os"
+
+	"golang.org/x/sys/unix"
 )
 
 // The head cache (headcache in the store) is the last checkpoint's
@@ -20,7 +22,43 @@ import (
 // into one string, because a checkpoint of an unchanged tree costs
 // little more than reading it and the walk.
 
-const headCacheMagic = "agent-sandbox headcache 1\n"
+const headCacheMagic = "agent-sandbox headcache 2\n"
+
+// dirList is a directory's listing as a walk read it (names in byte
+// order), with the stat that says whether it still holds.
+type dirList struct {
+	Rel   string
+	Key   dirStat
+	Names []string
+}
+
+// dirStat is what says a directory's listing has not changed.
+type dirStat struct {
+	MTime, CTime int64
+	Ino, Dev     uint64
+}
+
+func dirKey(st *unix.Stat_t) dirStat {
+	return dirStat{MTime: st.Mtim.Nano(), CTime: st.Ctim.Nano(), Ino: st.Ino, Dev: st.Dev}
+}
+
+// sameLists reports whether two walks' listings are equal.
+func sameLists(a, b []dirList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Rel != b[i].Rel || a[i].Key != b[i].Key || len(a[i].Names) != len(b[i].Names) {
+			return false
+		}
+		for j := range a[i].Names {
+			if a[i].Names[j] != b[i].Names[j] {
+				return false
+			}
+		}
+	}
+	return true
+}
 
 // centry is one entry of the head cache.
 type centry struct {
@@ -46,6 +84,11 @@ type statKey struct {
 type headCache struct {
 	ID, Digest string
 	Entries    []centry
+	// Dirs are the listings of the directories whose stat was old
+	// enough to be trusted, by path.
+	Dirs map[string]dirList
+	// dirs are the same in walk order.
+	dirs []dirList
 }
 
 // loadHeadCache reads the head cache; an empty one when it is missing or
@@ -85,6 +128,27 @@ func decodeHeadCache(d string) (headCache, error) {
 		flags := r.uint()
 		e.Repo, e.Trusted = flags&1 != 0, flags&2 != 0
 		c.Entries = append(c.Entries, e)
+	}
+	nd := r.uint()
+	if r.err != nil || nd > uint64(len(d)) {
+		return headCache{}, errBadCache
+	}
+	c.Dirs = make(map[string]dirList, nd)
+	for k := uint64(0); k < nd && r.err == nil; k++ {
+		var l dirList
+		l.Rel = r.str()
+		l.Key.MTime, l.Key.CTime = r.int(), r.int()
+		l.Key.Ino, l.Key.Dev = r.uint(), r.uint()
+		nn := r.uint()
+		if r.err != nil || nn > uint64(len(d)) {
+			return headCache{}, errBadCache
+		}
+		l.Names = make([]string, 0, nn)
+		for j := uint64(0); j < nn && r.err == nil; j++ {
+			l.Names = append(l.Names, r.str())
+		}
+		c.Dirs[l.Rel] = l
+		c.dirs = append(c.dirs, l)
 	}
 	if r.err != nil || r.i != len(d) {
 		return headCache{}, errBadCache
@@ -134,7 +198,7 @@ func (r *cacheReader) str() string {
 
 // saveHeadCache writes the head cache of checkpoint m, whose entries'
 // stats are keys (and trusted, which of them a walk may trust).
-func (s *Store) saveHeadCache(m *Manifest, keys []cacheKey) {
+func (s *Store) saveHeadCache(m *Manifest, keys []cacheKey, dirs []dirList) {
 	tmp, err := os.CreateTemp(s.Dir, ".tmp-*")
 	if err != nil {
 		return
@@ -172,6 +236,23 @@ func (s *Store) saveHeadCache(m *Manifest, keys []cacheKey) {
 			flags |= 2
 		}
 		buf = binary.AppendUvarint(buf, flags)
+		if _, err := bw.Write(buf); err != nil {
+			tmp.Close()
+			return
+		}
+		buf = buf[:0]
+	}
+	buf = binary.AppendUvarint(buf, uint64(len(dirs)))
+	for _, l := range dirs {
+		str(l.Rel)
+		buf = binary.AppendVarint(buf, l.Key.MTime)
+		buf = binary.AppendVarint(buf, l.Key.CTime)
+		buf = binary.AppendUvarint(buf, l.Key.Ino)
+		buf = binary.AppendUvarint(buf, l.Key.Dev)
+		buf = binary.AppendUvarint(buf, uint64(len(l.Names)))
+		for _, n := range l.Names {
+			str(n)
+		}
 		if _, err := bw.Write(buf); err != nil {
 			tmp.Close()
 			return

@@ -31,6 +31,9 @@ type dirRead struct {
 	rel     string
 	fd      int
 	openErr error
+	// st is the directory's lstat, as its parent's read found it (the
+	// workdir's: an fstat of fd).
+	st unix.Stat_t
 	// kept: fd is not the walk's to close (the workdir's descriptor).
 	kept bool
 	// token: this directory holds one of the prefetcher's tokens.
@@ -98,8 +101,8 @@ func (p *prefetcher) get(d *dirRead) {
 
 // open opens the subdirectory name of the directory dirfd for the walk
 // (one that was not opened ahead).
-func (p *prefetcher) open(dirfd int, name, rel string) *dirRead {
-	d := &dirRead{rel: rel, fd: -1}
+func (p *prefetcher) open(dirfd int, name, rel string, st *unix.Stat_t) *dirRead {
+	d := &dirRead{rel: rel, fd: -1, st: *st}
 	d.fd, d.openErr = unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if d.openErr != nil {
 		d.fd = -1
@@ -128,18 +131,22 @@ func (p *prefetcher) read(d *dirRead) {
 	if d.fd < 0 {
 		return
 	}
-	dup, err := unix.Dup(d.fd)
-	if err != nil {
-		d.err = err
-		return
+	if names, ok := p.t.listing(d); ok {
+		d.names = names
+	} else {
+		dup, err := unix.Dup(d.fd)
+		if err != nil {
+			d.err = err
+			return
+		}
+		df := os.NewFile(uintptr(dup), d.rel)
+		d.names, d.err = df.Readdirnames(-1)
+		df.Close()
+		if d.err != nil {
+			return
+		}
+		sort.Strings(d.names)
 	}
-	df := os.NewFile(uintptr(dup), d.rel)
-	d.names, d.err = df.Readdirnames(-1)
-	df.Close()
-	if d.err != nil {
-		return
-	}
-	sort.Strings(d.names)
 	d.sts = statAll(d.fd, d.names)
 	d.kids = make([]*dirRead, len(d.names))
 	for i, name := range d.names {
@@ -158,7 +165,7 @@ func (p *prefetcher) read(d *dirRead) {
 		if p.aborted.Load() || !p.take() {
 			return
 		}
-		k := p.open(d.fd, name, rel)
+		k := p.open(d.fd, name, rel, &d.sts[i].st)
 		k.token = true
 		k.ready = make(chan struct{})
 		p.mu.Lock()

@@ -36,8 +36,12 @@ type taker struct {
 	reuse   bool       // the filesystem's stat can be trusted
 	keys    []cacheKey // the stats of t.m.Entries, for the next head cache
 	pf      *prefetcher
-	racy    int64 // files changed after this are not cached
-	m       *Manifest
+	// lists are the head cache's directory listings (by path), dirs the
+	// walk's, for the next head cache.
+	lists map[string]dirList
+	dirs  []dirList
+	racy  int64 // files changed after this are not cached
+	m     *Manifest
 }
 
 // Take records the workdir's current state as a checkpoint and returns
@@ -85,7 +89,12 @@ func (s *Store) walk(base *Manifest, store bool) (*Manifest, error) {
 	t.m.Entries = make([]Entry, 0, len(hc.Entries)+64)
 	t.keys = make([]cacheKey, 0, len(hc.Entries)+64)
 	t.pf = newPrefetcher(t)
-	err = t.dir(&dirRead{fd: root, kept: true})
+	top := &dirRead{fd: root, kept: true}
+	if err := unix.Fstat(root, &top.st); err != nil {
+		return nil, fmt.Errorf("checkpoint: %s: %v", s.Workdir, err)
+	}
+	t.lists = hc.Dirs
+	err = t.dir(top)
 	t.pf.stop()
 	if err != nil {
 		return nil, err
@@ -108,8 +117,8 @@ func (t *taker) record(now time.Time, hc headCache) (*Manifest, error) {
 	if herr == nil && head.Digest == t.m.Digest && s.hasManifest(head.ID) {
 		// The tree is the last checkpoint's: that one stands.
 		t.m.ID = head.ID
-		if !cacheIsHead || !sameCache(hc.Entries, t.m.Entries, t.keys) {
-			s.saveHeadCache(t.m, t.keys)
+		if !cacheIsHead || !sameCache(hc.Entries, t.m.Entries, t.keys) || !sameLists(hc.dirs, t.dirs) {
+			s.saveHeadCache(t.m, t.keys, t.dirs)
 		}
 		return t.m, nil
 	}
@@ -137,8 +146,27 @@ func (t *taker) record(now time.Time, hc headCache) (*Manifest, error) {
 	}
 	b, _ := json.Marshal(headRecord{ID: t.m.ID, Digest: t.m.Digest, Skipped: skipDigest(t.m.Skipped), Depth: depth})
 	_ = writeFileAtomic(s.path("head"), b)
-	s.saveHeadCache(t.m, t.keys)
+	s.saveHeadCache(t.m, t.keys, t.dirs)
 	return t.m, nil
+}
+
+// listing is the names of the directory d as the head cache has them,
+// when the directory's modification and change times, inode and device
+// are the ones recorded then (and were not too recent to be trusted):
+// a name added, removed or renamed in a directory changes its
+// modification and change times, and no one can set a change time back,
+// so its listing is the one recorded (git's untracked cache relies on
+// the same). Its entries are still each lstat'ed.
+func (t *taker) listing(d *dirRead) ([]string, bool) {
+	if !t.reuse {
+		return nil, false
+	}
+	l, ok := t.lists[d.rel]
+	if !ok || l.Key != dirKey(&d.st) {
+		return nil, false
+	}
+	t.s.listed.Add(1)
+	return l.Names, true
 }
 
 // sameCache reports whether the head cache c holds the entries es with
@@ -231,6 +259,12 @@ func (t *taker) dir(d *dirRead) error {
 	if d.err != nil {
 		return fmt.Errorf("checkpoint: reading %s: %v", t.s.Workdir+"/"+d.rel, d.err)
 	}
+	if t.reuse {
+		key := dirKey(&d.st)
+		if key.MTime < t.racy && key.CTime < t.racy {
+			t.dirs = append(t.dirs, dirList{Rel: d.rel, Key: key, Names: d.names})
+		}
+	}
 	if d.rel != "" {
 		for _, n := range d.names {
 			if n == ".git" {
@@ -308,7 +342,7 @@ func (t *taker) one(d *dirRead, i int, name, rel string) error {
 		}
 		sub := d.kids[i]
 		if sub == nil {
-			sub = t.pf.open(dirfd, name, rel)
+			sub = t.pf.open(dirfd, name, rel, &st)
 		}
 		defer t.pf.done(sub)
 		err := sub.openErr
