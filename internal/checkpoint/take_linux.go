@@ -88,12 +88,12 @@ func (s *Store) walk(base *Manifest, store bool) (*Manifest, error) {
 	t.prev = cursor{c: hc.Entries}
 	t.m.Entries = make([]Entry, 0, len(hc.Entries)+64)
 	t.keys = make([]cacheKey, 0, len(hc.Entries)+64)
-	t.pf = newPrefetcher(t)
 	top := &dirRead{fd: root, kept: true}
 	if err := unix.Fstat(root, &top.st); err != nil {
 		return nil, fmt.Errorf("checkpoint: %s: %v", s.Workdir, err)
 	}
 	t.lists = hc.Dirs
+	t.pf = newPrefetcher(t)
 	err = t.dir(top)
 	t.pf.stop()
 	if err != nil {
