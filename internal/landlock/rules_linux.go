@@ -203,7 +203,15 @@ func (r *Ruleset) addOpened(path string, fd int, known, dir bool) error {
 		return nil
 	}
 	if r.at == nil {
-		r.at = map[string][]int{}
+		n := 0
+		for _, l := range r.p.lists() {
+			n += len(l.paths)
+		}
+		// Sized once: a thousand grants would grow it ten times.
+		r.at = make(map[string][]int, n)
+		if len(r.done) == 0 {
+			r.done = make(map[string]bool, n)
+		}
 		for i, l := range r.p.lists() {
 			for _, p := range l.paths {
 				r.at[p] = append(r.at[p], i)
