@@ -91,9 +91,9 @@ func Begin(o BeginOptions) (*Active, error) {
 	if err != nil {
 		return fail(err)
 	}
-	_, herr := s.head()
+	head, herr := s.head()
 	first := herr != nil // the store's first checkpoint
-	m, err := s.Take(nil)
+	m, err := s.Take(s.beforeBase(head.ID, o.Warn))
 	if err != nil {
 		return fail(err)
 	}
