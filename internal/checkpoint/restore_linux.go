@@ -252,7 +252,7 @@ func (r *restorer) replace(pfd int, name string, e *Entry, make func(tmp string)
 }
 
 func (r *restorer) writeFile(pfd int, tmp string, e *Entry) error {
-	src, err := os.Open(r.s.objectPath(e.Hash))
+	src, err := openBlob(r.s.objectPath(e.Hash))
 	if err != nil {
 		return err
 	}

@@ -333,7 +333,7 @@ func (t *taker) file(dirfd int, name, rel string, st *unix.Stat_t, e Entry) erro
 		return nil
 	}
 	if t.m.Bytes+st.Size > t.s.Settings.MaxBytes {
-		return fmt.Errorf("checkpoint of %s: %w (%d bytes; set AGENT_SANDBOX_CHECKPOINT_MAX_SIZE, or turn checkpoints off for this workdir with --checkpoint=off or checkpoint = \"off\" in agent.toml)", t.s.Workdir, ErrTooLarge, t.s.Settings.MaxBytes)
+		return fmt.Errorf("checkpoint of %s: %w (%d bytes) at %s (%d bytes, %d on disk); remove what should not be kept, set AGENT_SANDBOX_CHECKPOINT_MAX_SIZE, or turn checkpoints off for this workdir with --checkpoint=off or checkpoint = \"off\" in agent.toml", t.s.Workdir, ErrTooLarge, t.s.Settings.MaxBytes, Quote(rel), st.Size, st.Blocks*512)
 	}
 	e.Type, e.Size = TypeFile, st.Size
 	t.m.Bytes += st.Size

@@ -1,0 +1,63 @@
+//go:build linux
+
+package checkpoint
+
+import (
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// repairModes puts back the modes of the store of one workdir: 0700 on
+// its directories (the checkpoints directory, the store, objects/ and
+// its fan-out directories, manifests/, runs/) and 0600 on its files of
+// fixed names. Landlock does not govern chmod: under the weaker sandbox
+// and nono alone an agent can `chmod 000` the store, whose path is a hash
+// of the workdir's, so that the run's checkpoint after it, `runs`, `diff`
+// and `undo` fail (or `chmod 777` it for other users to write). The
+// agent cannot write in the store, so what is found there is the
+// store's own: a symlink is left as it is.
+func repairModes(stateRoot, dir string) {
+	fix := func(p string, want uint32, typ uint32) {
+		var st unix.Stat_t
+		if unix.Lstat(p, &st) == nil && st.Mode&unix.S_IFMT == typ && st.Mode&0o7777 != want {
+			_ = unix.Chmod(p, want)
+		}
+	}
+	fix(filepath.Join(stateRoot, "checkpoints"), 0o700, unix.S_IFDIR)
+	fix(dir, 0o700, unix.S_IFDIR)
+	for _, d := range []string{"objects", "manifests", "runs"} {
+		fix(filepath.Join(dir, d), 0o700, unix.S_IFDIR)
+	}
+	for _, f := range []string{"format", "head", "statcache", "rules"} {
+		fix(filepath.Join(dir, f), 0o600, unix.S_IFREG)
+	}
+	objects := filepath.Join(dir, "objects")
+	f, err := os.Open(objects)
+	if err != nil {
+		return
+	}
+	names, _ := f.Readdirnames(-1)
+	f.Close()
+	for _, n := range names {
+		if len(n) == 2 {
+			fix(filepath.Join(objects, n), 0o700, unix.S_IFDIR)
+		}
+	}
+}
+
+// openBlob opens the blob at p for reading; one an agent made unreadable
+// with chmod (its name is the hash of a file it could read) is made
+// readable by its owner again first.
+func openBlob(p string) (*os.File, error) {
+	f, err := os.Open(p)
+	if err != nil && os.IsPermission(err) {
+		var st unix.Stat_t
+		if unix.Lstat(p, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+			_ = unix.Chmod(p, 0o600)
+			f, err = os.Open(p)
+		}
+	}
+	return f, err
+}
