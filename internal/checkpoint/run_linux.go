@@ -138,6 +138,7 @@ func (a *Active) End(exit int) {
 		return
 	}
 	a.run.End, a.run.Exit = time.Now().UTC(), exit
+	repairModes(a.store.StateRoot, a.store.Dir) // the agent may have chmodded it
 	after, err := a.store.Take(a.before)
 	if err != nil {
 		diag.Warnf(a.warn, "checkpoint after the run: %v (`agent-sandbox undo` still restores the one before)", err)

@@ -1,0 +1,213 @@
+package e2e
+
+// Red-team rows for issue 42 (checkpoints, diff, undo and --worktree):
+// attacks that got through once, each with the real binary under the
+// namespace view, the weaker sandbox and nono alone, as root and as an
+// ordinary user. What was tried and held is listed in docs/worktree.md
+// ("What was tried") and README's checkpoint section.
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// attackWorld is a checkpointWorld for one engine ("view", "weaker",
+// "nono-alone") and the run flags that choose it.
+func attackWorld(t *testing.T, engine string) (*checkpointWorld, []string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs the real binary; skipped with -short")
+	}
+	c := newCheckpointWorld(t, engine == "weaker")
+	if c.marker == "" {
+		t.Skip("needs git (the world is a repository)")
+	}
+	switch engine {
+	case "nono-alone":
+		nono := nonoOrSkip(t)
+		c.prefix = noUserns(t)
+		c.path = filepath.Dir(nono) + ":" + agentPath()
+		return c, []string{"--sandbox-backend", "nono"}
+	default:
+		return c, []string{"--sandbox-backend", "landlock"}
+	}
+}
+
+func (c *checkpointWorld) agent(flags []string, script string) string {
+	c.t.Helper()
+	out, code := c.run(append(append(append([]string{}, flags...), "run", "--checkpoint", "--"), "sh", "-c", script)...)
+	if code != 0 {
+		c.t.Fatalf("agent run (exit %d): %s", code, out)
+	}
+	return out
+}
+
+// host runs agent-sandbox as the user on the host: without the prefix
+// that simulates a host without user namespaces (its user namespace's
+// root would read the store whatever its mode).
+func (c *checkpointWorld) host(args ...string) (string, int) {
+	c.t.Helper()
+	prefix := c.prefix
+	c.prefix = nil
+	defer func() { c.prefix = prefix }()
+	return c.run(args...)
+}
+
+// TestCheckpointAttackIgnoreRules: a run adds `*/` to .git/info/exclude
+// (a change `git status` does not show) and `src/` to .gitignore; the
+// next run deletes src/. Once, the next run's checkpoint took the tree's
+// new rules: src/ was "ignored", diff said "no change" and undo "nothing
+// to do". Rules new since the last checkpoint do not drop what it kept.
+func TestCheckpointAttackIgnoreRules(t *testing.T) {
+	for _, engine := range []string{"view", "weaker", "nono-alone"} {
+		t.Run(engine, func(t *testing.T) {
+			c, flags := attackWorld(t, engine)
+			c.agent(flags, `printf '*/\n' >> .git/info/exclude; printf 'src/\n' >> .gitignore`)
+			out := c.agent(flags, `rm -rf src`)
+			if !strings.Contains(out, "is not applied") {
+				t.Errorf("the run does not say that the new ignore patterns are not applied: %s", out)
+			}
+			if _, err := os.Stat(filepath.Join(c.work, "src")); err == nil {
+				t.Fatal("control: src/ is still there")
+			}
+			diff, code := c.run("diff")
+			if code != 0 || !strings.Contains(diff, "deleted   src/") {
+				t.Errorf("diff does not show src/ deleted (exit %d): %s", code, diff)
+			}
+			undo, code := c.run("undo", "--yes")
+			if code != 0 {
+				t.Fatalf("undo: exit %d: %s", code, undo)
+			}
+			b, err := os.ReadFile(filepath.Join(c.work, "src", "lib", "lib.go"))
+			if err != nil || string(b) != "package lib\n" {
+				t.Errorf("undo did not put src/ back (%v): %s", err, undo)
+			}
+		})
+	}
+}
+
+// TestCheckpointAttackChmodStore: Landlock does not govern chmod, so under
+// the weaker sandbox and nono alone the agent can `chmod 000` the store
+// (its path is a hash of the workdir's), a blob (its name is the hash of
+// README.md) and its fan-out directory, then delete the files. Once, runs
+// and undo failed with "permission denied" (as an ordinary user: root
+// reads whatever the mode). The store's modes are put back when it is
+// opened, a blob's when it is read.
+func TestCheckpointAttackChmodStore(t *testing.T) {
+	for _, engine := range []string{"weaker", "nono-alone"} {
+		t.Run(engine, func(t *testing.T) {
+			c, flags := attackWorld(t, engine)
+			c.agent(flags, `echo one > one.txt`)
+			sum := sha256.Sum256([]byte(c.work))
+			store := filepath.Join(c.state, "agent-sandbox", "checkpoints", hex.EncodeToString(sum[:12]))
+			blob := sha256.Sum256([]byte("# project\n"))
+			h := hex.EncodeToString(blob[:])
+			script := fmt.Sprintf(`chmod 000 %[1]s/objects/%[2]s/%[3]s && echo CHMOD-BLOB
+chmod 000 %[1]s/objects/%[2]s && echo CHMOD-FANOUT
+chmod 000 %[1]s/format %[1]s/head && echo CHMOD-FILES
+chmod 000 %[1]s && echo CHMOD-STORE
+rm -rf src README.md; true`, store, h[:2], h[2:])
+			out := c.agent(flags, script)
+			if !strings.Contains(out, "CHMOD-STORE") {
+				t.Logf("the agent could not chmod the store here (it holds): %s", out)
+			}
+			runs, code := c.host("runs")
+			if code != 0 || !strings.Contains(runs, "5 deleted") {
+				t.Errorf("runs (exit %d) does not show the run's change (its checkpoint after it): %s", code, runs)
+			}
+			undo, code := c.host("undo", "--yes")
+			if code != 0 {
+				t.Fatalf("undo: exit %d: %s", code, undo)
+			}
+			if b, err := os.ReadFile(filepath.Join(c.work, "README.md")); err != nil || string(b) != "# project\n" {
+				t.Errorf("undo did not put README.md back (%v %q): %s", err, b, undo)
+			}
+			if st, err := os.Stat(store); err != nil || st.Mode().Perm() != 0o700 {
+				t.Errorf("the store's mode was not put back: %v %v", st.Mode(), err)
+			}
+		})
+	}
+}
+
+// TestCheckpointAttackSparse: the agent plants a sparse file bigger than
+// the checkpoint size limit (it costs no disk) and deletes src/. The
+// checkpoint of the current state cannot be taken, so undo refuses and
+// changes nothing; once, its error named no file, and the advice (raise
+// the limit) would have written the whole sparse file into the store. The
+// error names the file, its size and its size on disk; removed, undo works.
+func TestCheckpointAttackSparse(t *testing.T) {
+	c, flags := attackWorld(t, "view")
+	c.extraEnv = append(c.extraEnv, "AGENT_SANDBOX_CHECKPOINT_MAX_SIZE=1M")
+	c.agent(flags, `truncate -s 2M huge.bin && rm -rf src`)
+	undo, code := c.run("undo", "--yes")
+	if code == 0 {
+		t.Fatalf("undo with a file over the limit in the workdir: exit 0: %s", undo)
+	}
+	if !strings.Contains(undo, "huge.bin (2097152 bytes, 0 on disk)") || !strings.Contains(undo, "nothing was changed") {
+		t.Errorf("undo's error does not name the sparse file over the limit: %s", undo)
+	}
+	if err := os.Remove(filepath.Join(c.work, "huge.bin")); err != nil {
+		t.Fatal(err)
+	}
+	if undo, code = c.run("undo", "--yes"); code != 0 {
+		t.Fatalf("undo: exit %d: %s", code, undo)
+	}
+	if _, err := os.Stat(filepath.Join(c.work, "src", "main.go")); err != nil {
+		t.Errorf("undo did not put src/ back: %v: %s", err, undo)
+	}
+}
+
+// TestWorktreeAttackTmpStore: nono alone lets every agent write /tmp (its
+// group system_write_linux). With the worktree store there, a nono-alone
+// run (a worktree run or not) wrote another run's tree (its .git/config:
+// code for the user's next git there), its meta.json and its
+// project-objects link. Where nono runs alone (and the weaker sandbox,
+// on the same kind of host) a store in /tmp is refused before anything
+// runs.
+func TestWorktreeAttackTmpStore(t *testing.T) {
+	c, _ := attackWorld(t, "view")
+	store, err := os.MkdirTemp("/tmp", "wtstore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(store) })
+	// The victim: a worktree run under the view (its /tmp is private).
+	out, code := c.run("--sandbox-backend", "landlock", "run", "--worktree-dir", store, "--worktree=victim", "--", "true")
+	if code != 0 {
+		t.Fatalf("the victim's worktree run: exit %d: %s", code, out)
+	}
+	vdir := filepath.Join(store, filepathKey(t, store), "victim")
+	before := treeState(t, vdir)
+	attack := fmt.Sprintf(`printf '[core]\n\tfsmonitor = touch %[2]s\n' >> %[1]s/tree/.git/config && echo WROTE-CONFIG
+echo '{}' > %[1]s/meta.json && echo WROTE-META
+rm -f %[1]s/project-objects && ln -s /tmp %[1]s/project-objects && echo WROTE-LINK
+touch %[1]s/tree/planted && echo WROTE-TREE; true`, vdir, c.marker)
+	for _, engine := range []string{"nono-alone", "weaker"} {
+		t.Run(engine, func(t *testing.T) {
+			a, flags := attackWorld(t, engine)
+			a.home, a.state, a.work = c.home, c.state, c.work
+			out, code := a.run(append(flags, "run", "--worktree-dir", store, "--worktree=attacker", "--", "sh", "-c", attack)...)
+			if strings.Contains(out, "WROTE-") || code != 125 || !strings.Contains(out, "nono alone lets every agent write") {
+				t.Errorf("a %s worktree run with the store in /tmp: exit %d (want 125, refused): %s", engine, code, out)
+			}
+			if after := treeState(t, vdir); after != before {
+				t.Errorf("the victim's run directory changed:\nbefore:\n%s\nafter:\n%s", before, after)
+			}
+		})
+	}
+}
+
+// filepathKey is the one project directory in the worktree store.
+func filepathKey(t *testing.T, store string) string {
+	t.Helper()
+	ents, err := os.ReadDir(store)
+	if err != nil || len(ents) != 1 {
+		t.Fatalf("the worktree store %s: %v %v", store, ents, err)
+	}
+	return ents[0].Name()
+}
