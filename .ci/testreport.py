@@ -47,6 +47,8 @@ MUST_RUN = [
     "e2e-user TestCheckpointAttackSparse",
     "e2e TestWorktreeAttackTmpStore",
     "e2e-user TestWorktreeAttackTmpStore",
+    "e2e TestCheckpointAttackUnreadable",
+    "e2e-user TestCheckpointAttackUnreadable",
     "e2e TestSessionExec",
     "e2e-user TestSessionExec",
     "e2e TestSessionLastProcess",

@@ -211,3 +211,41 @@ func filepathKey(t *testing.T, store string) string {
 	}
 	return ents[0].Name()
 }
+
+// TestCheckpointAttackUnreadable: the agent rewrites src/main.go and then
+// makes src/ unreadable (chmod 000, in its own workdir: every engine lets
+// it). As an ordinary user the checkpoint after the run cannot read src/:
+// once, `runs` and `diff` showed the other changes only (src/'s hidden)
+// and undo failed with "permission denied". The runs line and diff name
+// what was left out after the run; undo replaces it, and says so.
+func TestCheckpointAttackUnreadable(t *testing.T) {
+	for _, engine := range []string{"view", "weaker", "nono-alone"} {
+		t.Run(engine, func(t *testing.T) {
+			c, flags := attackWorld(t, engine)
+			c.agent(flags, `echo 'package main // evil' > src/main.go; echo x > README.md; chmod 000 src`)
+			t.Cleanup(func() { os.Chmod(filepath.Join(c.work, "src"), 0o755) })
+			// Read (root, or the simulated host's user namespace under
+			// the weaker sandbox and nono alone): src/main.go is compared;
+			// unreadable: src/ is named as not compared. Never hidden.
+			runs, code := c.host("runs")
+			diff, dcode := c.host("diff")
+			compared := strings.Contains(diff, "modified  src/main.go")
+			named := strings.Contains(diff, "not compared (left out after the run") && strings.Contains(diff, "src (unreadable directory)")
+			if dcode != 0 || !(compared || named) {
+				t.Errorf("diff hides the change in src/ (exit %d): %s", dcode, diff)
+			}
+			if code != 0 || !(compared && strings.Contains(runs, "2 modified") || named && strings.Contains(runs, "left out after the run")) {
+				t.Errorf("the runs line hides the change in src/ (exit %d): %s", code, runs)
+			}
+			undo, code := c.host("undo", "--yes")
+			if code != 0 {
+				t.Fatalf("undo: exit %d: %s", code, undo)
+			}
+			b, err := os.ReadFile(filepath.Join(c.work, "src", "main.go"))
+			st, serr := os.Stat(filepath.Join(c.work, "src"))
+			if err != nil || string(b) != "package main\n" || serr != nil || st.Mode().Perm() != 0o755 {
+				t.Errorf("undo did not put src/ back (%v %q %v): %s", err, b, serr, undo)
+			}
+		})
+	}
+}

@@ -66,7 +66,23 @@ func (s *Store) ShowDiff(runID string, out io.Writer) error {
 	if len(before.Skipped) > 0 {
 		fmt.Fprintf(out, "not compared (left out of the checkpoint): %s\n", skipList(before.Skipped, 10))
 	}
+	if hidden := newSkips(before, after); len(hidden) > 0 {
+		fmt.Fprintf(out, "not compared (left out after the run: what lies there may have changed, undo replaces it): %s\n", skipList(hidden, 10))
+	}
 	return nil
+}
+
+// newSkips are what b left out that a did not: a directory the agent made
+// unreadable (chmod 000 after changing what it holds) hides its changes
+// from the comparison, and must be named.
+func newSkips(a, b *Manifest) []Skip {
+	var out []Skip
+	for _, k := range b.Skipped {
+		if !under(k.Path, a.Skipped) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // UndoOptions are the choices of `agent-sandbox undo`.
@@ -117,8 +133,14 @@ func Undo(stateRoot, workdir string, set Settings, o UndoOptions) error {
 	if r.After != "" && r.After != cur.ID {
 		fmt.Fprintf(o.Out, "note: the workdir changed after the run ended (checkpoint %s); those changes are undone too, and kept in checkpoint %s\n", r.After, cur.ID)
 	}
+	ti := index(target)
 	for _, k := range sortedSkips(cur.Skipped) {
-		if !under(k.Path, target.Skipped) {
+		switch {
+		case under(k.Path, target.Skipped):
+		case ti[k.Path] != nil:
+			// Restore replaces it with what target recorded there.
+			fmt.Fprintf(o.Out, "replaced: %s (%s, not in the checkpoint of the current state: what it holds now is not kept)\n", Quote(k.Path), k.Why)
+		default:
 			fmt.Fprintf(o.Out, "left as it is: %s (%s, not in the checkpoint of the current state)\n", Quote(k.Path), k.Why)
 		}
 	}

@@ -165,6 +165,16 @@ func removeAt(dirfd int, name string) error {
 		return unix.Unlinkat(dirfd, name, 0)
 	}
 	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.EACCES) {
+		// A directory the agent made unreadable (chmod 000): its mode
+		// is set through an O_PATH descriptor (never through a link),
+		// then it is opened again.
+		if pfd, perr := unix.Openat(dirfd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); perr == nil {
+			_ = unix.Fchmodat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", pfd), 0o700, 0)
+			unix.Close(pfd)
+			fd, err = unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		}
+	}
 	if err != nil {
 		return err
 	}

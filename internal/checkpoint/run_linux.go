@@ -146,6 +146,9 @@ func (a *Active) End(exit int) {
 	} else {
 		a.run.After = after.ID
 		a.run.Summary = Summary(Diff(a.before, after))
+		if n := len(newSkips(a.before, after)); n > 0 {
+			a.run.Summary += fmt.Sprintf("; %d path(s) left out after the run, not compared (`agent-sandbox diff` names them)", n)
+		}
 	}
 	if err := a.store.SaveRun(a.run); err != nil {
 		diag.Warnf(a.warn, "checkpoint store %s: recording the run: %v", a.store.Dir, err)
