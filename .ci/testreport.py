@@ -49,6 +49,8 @@ MUST_RUN = [
     "e2e-user TestWorktreeAttackTmpStore",
     "e2e TestCheckpointAttackUnreadable",
     "e2e-user TestCheckpointAttackUnreadable",
+    "e2e TestWorktreeAttackChmod",
+    "e2e-user TestWorktreeAttackChmod",
     "e2e TestSessionExec",
     "e2e-user TestSessionExec",
     "e2e TestSessionLastProcess",

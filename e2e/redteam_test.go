@@ -249,3 +249,34 @@ func TestCheckpointAttackUnreadable(t *testing.T) {
 		})
 	}
 }
+
+// TestWorktreeAttackChmod: Landlock does not govern chmod, so under the
+// weaker sandbox and nono alone a worktree run's agent can `chmod 000` its
+// run's directory (its tree's parent) and its tree. Once, as an ordinary
+// user, `runs` no longer listed the run (its meta.json unreadable) and
+// its next run could not open the tree. The store's directories get
+// their modes back when runs lists them and when a run takes its tree.
+func TestWorktreeAttackChmod(t *testing.T) {
+	for _, engine := range []string{"weaker", "nono-alone"} {
+		t.Run(engine, func(t *testing.T) {
+			c, flags := attackWorld(t, engine)
+			out, code := c.run(append(flags, "run", "--worktree=a", "--", "sh", "-c", "echo a > a.txt; chmod 000 .. && echo CHMOD-DIR; chmod 000 . && echo CHMOD-TREE; true")...)
+			if code != 0 {
+				t.Fatalf("the worktree run: exit %d: %s", code, out)
+			}
+			runs, code := c.host("runs")
+			if code != 0 || !strings.Contains(runs, "branch a  tree ") {
+				t.Errorf("runs does not list the worktree run (exit %d): %s", code, runs)
+			}
+			tree, _ := c.worktreePlan("a")
+			st, err := os.Stat(filepath.Dir(tree))
+			if err != nil || st.Mode().Perm() != 0o700 {
+				t.Errorf("the run's directory's mode was not put back: %v %v", st, err)
+			}
+			out, code = c.run(append(flags, "run", "--worktree=a", "--", "cat", "a.txt")...)
+			if code != 0 || !strings.Contains(out, "a\n") {
+				t.Errorf("the next run of the same NAME (exit %d): %s", code, out)
+			}
+		})
+	}
+}
