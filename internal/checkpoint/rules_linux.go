@@ -44,6 +44,15 @@ func (s *Store) beforeBase(headID string, warn io.Writer) *Manifest {
 	if b, err := os.ReadFile(s.path("rules")); err == nil && json.Unmarshal(b, &last) == nil && slices.Equal(last, rules) {
 		return nil
 	}
+	patterns := 0
+	for _, l := range rules {
+		if isPattern(l) {
+			patterns++
+		}
+	}
+	if patterns > MaxRules {
+		diag.Warnf(warn, "checkpoint: the workdir's .gitignore and .git/info/exclude hold more than %d patterns: only the first %d are applied (what the others would leave out is kept)", MaxRules, MaxRules)
+	}
 	var keep []string
 	if headID != "" {
 		if prev, err := s.Manifest(headID); err == nil {
@@ -71,13 +80,19 @@ func (s *Store) keepRules(rules []string, prev *Manifest, warn io.Writer) []stri
 		known[r] = true
 	}
 	var keep []string
+	n := 0
 	for _, line := range rules {
+		if !isPattern(line) || n >= MaxRules {
+			// Not a pattern, or one past MaxRules: never applied.
+			keep = append(keep, line)
+			continue
+		}
+		n++
 		if known[line] {
 			keep = append(keep, line)
 			continue
 		}
-		one := parseRules([]string{line})
-		hit := ""
+		one, hit := parseRules([]string{line}), ""
 		for _, e := range prev.Entries {
 			if e.Type == TypeDir && one.ignored(e.Path, true) || e.Type == TypeFile && e.Size > s.Settings.IgnoredFileMax && one.ignored(e.Path, false) {
 				hit = e.Path
