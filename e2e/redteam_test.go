@@ -110,6 +110,7 @@ func TestCheckpointAttackChmodStore(t *testing.T) {
 			script := fmt.Sprintf(`chmod 000 %[1]s/objects/%[2]s/%[3]s && echo CHMOD-BLOB
 chmod 000 %[1]s/objects/%[2]s && echo CHMOD-FANOUT
 chmod 000 %[1]s/format %[1]s/head && echo CHMOD-FILES
+chmod 000 %[1]s.lock && echo CHMOD-LOCK
 chmod 000 %[1]s && echo CHMOD-STORE
 rm -rf src README.md; true`, store, h[:2], h[2:])
 			out := c.agent(flags, script)

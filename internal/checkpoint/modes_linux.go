@@ -11,13 +11,14 @@ import (
 
 // repairModes puts back the modes of the store of one workdir: 0700 on
 // its directories (the checkpoints directory, the store, objects/ and
-// its fan-out directories, manifests/, runs/) and 0600 on its files of
-// fixed names. Landlock does not govern chmod: under the weaker sandbox
-// and nono alone an agent can `chmod 000` the store, whose path is a hash
-// of the workdir's, so that the run's checkpoint after it, `runs`, `diff`
-// and `undo` fail (or `chmod 777` it for other users to write). The
-// agent cannot write in the store, so what is found there is the
-// store's own: a symlink is left as it is.
+// its fan-out directories, manifests/, runs/), 0600 on its files of fixed
+// names and on the workdir's live-run lock beside it. Landlock does not
+// govern chmod: under the weaker sandbox and nono alone an agent can
+// `chmod 000` the store, whose path is a hash of the workdir's, so that
+// the run's checkpoint after it, `runs`, `diff` and `undo` fail (or
+// `chmod 777` it for other users to write). The agent cannot write in
+// the store, so what is found there is the store's own: a symlink is
+// left as it is.
 func repairModes(stateRoot, dir string) {
 	fix := func(p string, want uint32, typ uint32) {
 		var st unix.Stat_t
@@ -27,6 +28,7 @@ func repairModes(stateRoot, dir string) {
 	}
 	fix(filepath.Join(stateRoot, "checkpoints"), 0o700, unix.S_IFDIR)
 	fix(dir, 0o700, unix.S_IFDIR)
+	fix(dir+".lock", 0o600, unix.S_IFREG)
 	for _, d := range []string{"objects", "manifests", "runs"} {
 		fix(filepath.Join(dir, d), 0o700, unix.S_IFDIR)
 	}

@@ -31,6 +31,7 @@ func openLock(stateRoot, workdir string) (*os.File, error) {
 	if err := os.MkdirAll(filepath.Join(stateRoot, "checkpoints"), 0o700); err != nil {
 		return nil, err
 	}
+	repairModes(stateRoot, StoreDir(stateRoot, workdir))
 	return os.OpenFile(lockPath(stateRoot, workdir), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
 }
 
