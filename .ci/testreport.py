@@ -51,6 +51,8 @@ MUST_RUN = [
     "e2e-user TestCheckpointAttackUnreadable",
     "e2e TestWorktreeAttackChmod",
     "e2e-user TestWorktreeAttackChmod",
+    "e2e TestCheckpointAttackDeep",
+    "e2e-user TestCheckpointAttackDeep",
     "e2e TestSessionExec",
     "e2e-user TestSessionExec",
     "e2e TestSessionLastProcess",

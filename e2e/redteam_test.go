@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -280,4 +281,50 @@ func TestWorktreeAttackChmod(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCheckpointAttackDeep: the agent deletes src/ and nests 2,500
+// directories (relative mkdir and chdir: a path of 12 kB, over PATH_MAX,
+// and deeper than the 2,000 files agent-sandbox may open here). Once, the
+// checkpoint of the current state failed with "too many open files" (the
+// walk holds a descriptor per level) and undo with "file name too long",
+// changing nothing. The walk stops at MaxDepth (what lies deeper is named
+// and left as it is) and undo opens a long path a part at a time.
+func TestCheckpointAttackDeep(t *testing.T) {
+	c, flags := attackWorld(t, "view")
+	py := ""
+	for _, d := range filepath.SplitList(agentPath()) {
+		if _, err := exec.LookPath(filepath.Join(d, "python3")); err == nil {
+			py = filepath.Join(d, "python3")
+			break
+		}
+	}
+	if py == "" {
+		t.Skip("needs python3 on the agent's PATH (the agent's deep mkdir)")
+	}
+	c.agent(flags, py+` -c 'import os, shutil
+shutil.rmtree("src")
+for i in range(2500):
+    os.mkdir("abcd"); os.chdir("abcd")
+open("f", "w").write("deep")'`)
+	c.prefix = []string{"/bin/sh", "-c", `ulimit -n 2000 && exec "$@"`, "sh"}
+	undo, code := c.run("undo", "--yes")
+	if code != 0 {
+		t.Fatalf("undo: exit %d: %.2000s", code, undo)
+	}
+	if !strings.Contains(undo, "directory nested deeper than 512 levels") {
+		t.Errorf("undo does not name what lies too deep: %.2000s", undo)
+	}
+	if _, err := os.Stat(filepath.Join(c.work, "src", "main.go")); err != nil {
+		t.Errorf("undo did not put src/ back: %v", err)
+	}
+	// And the undo of the undo makes the 512 levels it recorded again,
+	// opening their long paths a part at a time.
+	if undo, code = c.run("undo", "--yes"); code != 0 {
+		t.Fatalf("undo of the undo: exit %d: %.2000s", code, undo)
+	}
+	if _, err := os.Stat(filepath.Join(c.work, "src")); err == nil {
+		t.Errorf("the undo of the undo left src/")
+	}
+	os.RemoveAll(filepath.Join(c.work, "abcd"))
 }

@@ -31,6 +31,13 @@ type cached struct {
 	Hash               string
 }
 
+// MaxDepth bounds how deep a checkpoint walks: the walk holds a
+// descriptor for each level, and an agent can nest directories deeper
+// than the process may open files (relative mkdir and chdir), which made
+// every checkpoint, and so undo, fail with "too many open files". What
+// lies deeper is left out, and named.
+const MaxDepth = 512
+
 // ErrTooLarge is matched (errors.Is) by the error of a checkpoint that
 // would record more than Settings.MaxBytes.
 var ErrTooLarge = errors.New("over the checkpoint size limit")
@@ -294,6 +301,10 @@ func (t *taker) one(dirfd int, name, rel string, pre *statted) error {
 	e := Entry{Path: rel, Mode: st.Mode & 0o7777, UID: st.Uid, GID: st.Gid, MTime: st.Mtim.Nano()}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
+		if strings.Count(rel, "/") >= MaxDepth {
+			t.skip(rel, fmt.Sprintf("directory nested deeper than %d levels", MaxDepth))
+			return nil
+		}
 		if t.rules.ignored(rel, true) {
 			t.skip(rel, "ignored directory")
 			return nil
