@@ -53,6 +53,8 @@ MUST_RUN = [
     "e2e-user TestWorktreeAttackChmod",
     "e2e TestCheckpointAttackDeep",
     "e2e-user TestCheckpointAttackDeep",
+    "e2e TestCheckpointAttackHardlink",
+    "e2e-user TestCheckpointAttackHardlink",
     "e2e TestSessionExec",
     "e2e-user TestSessionExec",
     "e2e TestSessionLastProcess",

