@@ -26,23 +26,26 @@ func (s *Store) treeRules() ([]string, error) {
 	return append(append([]string{}, DefaultRules...), append(readSmall(root, ".gitignore"), readSmall(root, ".git/info/exclude")...)...), nil
 }
 
-// beforeBase is the base of a run's checkpoint before it: nil (the tree's
-// own ignore rules) unless one of those rules is new since the rules the
-// store applied last and would leave out a path the last checkpoint kept
-// (a directory, or a file over the ignored-file cap). Such a rule is not
-// applied, and said: an agent that adds `*/` to .git/info/exclude (a
-// change `git status` does not show) must not hide from the next run's
-// checkpoint, and so from diff and undo, what this one kept. A rule
-// applies once no checkpoint before it kept what it leaves out (remove
-// those paths, and it applies from the run after).
+// beforeBase is the base of a run's checkpoint before it: the tree's own
+// ignore rules (nil when they cannot be read), without a rule that is new
+// since the rules the store applied last and would leave out a path the
+// last checkpoint kept (a directory, or a file over the ignored-file
+// cap). Such a rule is not applied, and said: an agent that adds `*/` to
+// .git/info/exclude (a change `git status` does not show) must not hide
+// from the next run's checkpoint, and so from diff and undo, what this
+// one kept. A rule applies once no checkpoint before it kept what it
+// leaves out (remove those paths, and it applies from the run after).
 func (s *Store) beforeBase(headID string, warn io.Writer) *Manifest {
 	rules, err := s.treeRules()
 	if err != nil {
 		return nil
 	}
+	// The rules checked are the rules applied (not the tree's read again,
+	// which a concurrent run's agent may have changed since).
+	base := &Manifest{Rules: rules}
 	var last []string
 	if b, err := os.ReadFile(s.path("rules")); err == nil && json.Unmarshal(b, &last) == nil && slices.Equal(last, rules) {
-		return nil
+		return base
 	}
 	patterns := 0
 	for _, l := range rules {
@@ -66,10 +69,8 @@ func (s *Store) beforeBase(headID string, warn io.Writer) *Manifest {
 	if b, err := json.Marshal(keep); err == nil {
 		_ = writeFileAtomic(s.path("rules"), b)
 	}
-	if slices.Equal(keep, rules) {
-		return nil
-	}
-	return &Manifest{Rules: keep}
+	base.Rules = keep
+	return base
 }
 
 // keepRules are rules without the new ones (not in prev's) that would

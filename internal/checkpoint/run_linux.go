@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -109,6 +110,18 @@ func Begin(o BeginOptions) (*Active, error) {
 	}
 	if n := len(m.Skipped); o.Verbose && m.NewSkips() {
 		diag.Notef(o.Warn, "checkpoint %s left out %d path(s): %s", m.ID, n, skipList(m.Skipped, 3))
+	}
+	// What could not be read (a directory an earlier run made unreadable
+	// with chmod 000) is not in the checkpoint: what this run does there
+	// cannot be undone. Said on every run, verbose or not.
+	var unreadable []Skip
+	for _, k := range m.Skipped {
+		if strings.HasPrefix(k.Why, "unreadable") {
+			unreadable = append(unreadable, k)
+		}
+	}
+	if len(unreadable) > 0 {
+		diag.Warnf(o.Warn, "checkpoint %s could not read %s: what the run changes there cannot be undone (make it readable, e.g. chmod u+rwx, before the run)", m.ID, skipList(unreadable, 3))
 	}
 	return a, nil
 }
