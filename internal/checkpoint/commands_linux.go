@@ -115,6 +115,7 @@ func Undo(stateRoot, workdir string, set Settings, o UndoOptions) error {
 	if err != nil {
 		return err
 	}
+	repairModes(stateRoot, s.Dir, true)
 	r, err := s.FindRun(o.Run)
 	if err != nil {
 		return err

@@ -19,7 +19,10 @@ import (
 // `chmod 777` it for other users to write). The agent cannot write in
 // the store, so what is found there is the store's own: a symlink is
 // left as it is.
-func repairModes(stateRoot, dir string) {
+//
+// The 256 fan-out directories of objects/ are looked at only with fanout
+// (after an agent ran, and by undo): a millisecond a store.
+func repairModes(stateRoot, dir string, fanout bool) {
 	fix := func(p string, want uint32, typ uint32) {
 		var st unix.Stat_t
 		if unix.Lstat(p, &st) == nil && st.Mode&unix.S_IFMT == typ && st.Mode&0o7777 != want {
@@ -34,6 +37,9 @@ func repairModes(stateRoot, dir string) {
 	}
 	for _, f := range []string{"format", "head", "statcache", "rules"} {
 		fix(filepath.Join(dir, f), 0o600, unix.S_IFREG)
+	}
+	if !fanout {
+		return
 	}
 	objects := filepath.Join(dir, "objects")
 	f, err := os.Open(objects)

@@ -3,4 +3,4 @@
 package checkpoint
 
 // repairModes is Linux's (where Landlock lets an agent chmod the store).
-func repairModes(stateRoot, dir string) {}
+func repairModes(stateRoot, dir string, fanout bool) {}

@@ -5,6 +5,7 @@ package checkpoint
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -50,4 +51,37 @@ func TestMaxRules(t *testing.T) {
 	if len(rs) != MaxRules || rs.ignored(fmt.Sprintf("p%d", MaxRules+5), false) || !rs.ignored("p3", false) {
 		t.Errorf("%d rules", len(rs))
 	}
+}
+
+// BenchmarkBeginChecks is what the red-team fixes add to every run's
+// checkpoint before it, on a store of a 10,000-file tree: the modes of
+// the store put back (ten lstats; with its 256 fan-out directories, done
+// after the run and by undo) and the ignore rules read and compared with
+// the ones applied last (unchanged: no manifest is read).
+func BenchmarkBeginChecks(b *testing.B) {
+	dir := benchTree(b, 10000)
+	root := b.TempDir()
+	s, err := Open(root, dir, Settings{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := s.Take(s.beforeBase("", io.Discard))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("repairModes", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			repairModes(root, s.Dir, false)
+		}
+	})
+	b.Run("repairModes-fanout", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			repairModes(root, s.Dir, true)
+		}
+	})
+	b.Run("beforeBase", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			s.beforeBase(m.ID, io.Discard)
+		}
+	})
 }

@@ -32,7 +32,7 @@ func openLock(stateRoot, workdir string) (*os.File, error) {
 	if err := os.MkdirAll(filepath.Join(stateRoot, "checkpoints"), 0o700); err != nil {
 		return nil, err
 	}
-	repairModes(stateRoot, StoreDir(stateRoot, workdir))
+	repairModes(stateRoot, StoreDir(stateRoot, workdir), false)
 	return os.OpenFile(lockPath(stateRoot, workdir), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
 }
 
@@ -152,7 +152,7 @@ func (a *Active) End(exit int) {
 		return
 	}
 	a.run.End, a.run.Exit = time.Now().UTC(), exit
-	repairModes(a.store.StateRoot, a.store.Dir) // the agent may have chmodded it
+	repairModes(a.store.StateRoot, a.store.Dir, true) // the agent may have chmodded it
 	after, err := a.store.Take(a.before)
 	if err != nil {
 		diag.Warnf(a.warn, "checkpoint after the run: %v (`agent-sandbox undo` still restores the one before)", err)
