@@ -113,7 +113,8 @@ chmod 000 %[1]s/objects/%[2]s && echo CHMOD-FANOUT
 chmod 000 %[1]s/format %[1]s/head && echo CHMOD-FILES
 chmod 000 %[1]s.lock && echo CHMOD-LOCK
 chmod 000 %[1]s && echo CHMOD-STORE
-rm -rf src README.md; true`, store, h[:2], h[2:])
+chmod 000 %[4]s && echo CHMOD-STATE-ROOT
+rm -rf src README.md; true`, store, h[:2], h[2:], filepath.Join(c.state, "agent-sandbox"))
 			out := c.agent(flags, script)
 			if !strings.Contains(out, "CHMOD-STORE") {
 				t.Logf("the agent could not chmod the store here (it holds): %s", out)

@@ -10,15 +10,15 @@ import (
 )
 
 // repairModes puts back the modes of the store of one workdir: 0700 on
-// its directories (the checkpoints directory, the store, objects/ and
-// its fan-out directories, manifests/, runs/), 0600 on its files of fixed
-// names and on the workdir's live-run lock beside it. Landlock does not
-// govern chmod: under the weaker sandbox and nono alone an agent can
-// `chmod 000` the store, whose path is a hash of the workdir's, so that
-// the run's checkpoint after it, `runs`, `diff` and `undo` fail (or
-// `chmod 777` it for other users to write). The agent cannot write in
-// the store, so what is found there is the store's own: a symlink is
-// left as it is.
+// its directories (the state root, its checkpoints directory, the store,
+// objects/ and its fan-out directories, manifests/, runs/), 0600 on its
+// files of fixed names and on the workdir's live-run lock beside it.
+// Landlock does not govern chmod: under the weaker sandbox and nono alone
+// an agent can `chmod 000` the store, whose path is a hash of the
+// workdir's, so that the run's checkpoint after it, `runs`, `diff` and
+// `undo` fail (or `chmod 777` it for other users to write). The agent
+// cannot write in the store, so what is found there is the store's own:
+// a symlink is left as it is.
 //
 // The 256 fan-out directories of objects/ are looked at only with fanout
 // (after an agent ran, and by undo): a millisecond a store.
@@ -29,6 +29,7 @@ func repairModes(stateRoot, dir string, fanout bool) {
 			_ = unix.Chmod(p, want)
 		}
 	}
+	fix(stateRoot, 0o700, unix.S_IFDIR)
 	fix(filepath.Join(stateRoot, "checkpoints"), 0o700, unix.S_IFDIR)
 	fix(dir, 0o700, unix.S_IFDIR)
 	fix(dir+".lock", 0o600, unix.S_IFREG)

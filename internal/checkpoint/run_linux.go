@@ -29,10 +29,10 @@ const (
 func lockPath(stateRoot, workdir string) string { return StoreDir(stateRoot, workdir) + ".lock" }
 
 func openLock(stateRoot, workdir string) (*os.File, error) {
+	repairModes(stateRoot, StoreDir(stateRoot, workdir), false)
 	if err := os.MkdirAll(filepath.Join(stateRoot, "checkpoints"), 0o700); err != nil {
 		return nil, err
 	}
-	repairModes(stateRoot, StoreDir(stateRoot, workdir), false)
 	return os.OpenFile(lockPath(stateRoot, workdir), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
 }
 
