@@ -55,6 +55,8 @@ MUST_RUN = [
     "e2e-user TestCheckpointAttackDeep",
     "e2e TestCheckpointAttackHardlink",
     "e2e-user TestCheckpointAttackHardlink",
+    "e2e TestCheckpointAttackChmodWorkdir",
+    "e2e-user TestCheckpointAttackChmodWorkdir",
     "e2e TestSessionExec",
     "e2e-user TestSessionExec",
     "e2e TestSessionLastProcess",

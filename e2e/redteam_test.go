@@ -371,3 +371,41 @@ func TestCheckpointAttackHardlink(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckpointAttackChmodWorkdir: the agent deletes src/ and then makes
+// its workdir unreadable (`chmod 000 .`: every engine lets it). Once, as
+// an ordinary user, the checkpoint after the run failed and undo changed
+// nothing ("permission denied"). The workdir gets its owner's rwx back
+// first.
+func TestCheckpointAttackChmodWorkdir(t *testing.T) {
+	for _, engine := range []string{"view", "weaker", "nono-alone"} {
+		t.Run(engine, func(t *testing.T) {
+			c, flags := attackWorld(t, engine)
+			c.agent(flags, `rm -rf src; chmod 000 .`)
+			t.Cleanup(func() { os.Chmod(c.work, 0o755) })
+			// From the workdir's parent: a workdir left 000 cannot be
+			// entered.
+			prefix := c.prefix
+			c.prefix = nil
+			cmd := c.cmd("undo", "--yes", "--workdir", c.work)
+			c.prefix = prefix
+			cmd.Dir = filepath.Dir(c.work)
+			b, err := cmd.CombinedOutput()
+			undo, code := string(b), 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != 0 {
+				t.Fatalf("undo: exit %d: %s", code, undo)
+			}
+			if _, err := os.Stat(filepath.Join(c.work, "src", "main.go")); err != nil {
+				t.Errorf("undo did not put src/ back: %v: %s", err, undo)
+			}
+			if st, err := os.Stat(c.work); err != nil || st.Mode().Perm()&0o700 != 0o700 {
+				t.Errorf("the workdir's mode: %v %v", st, err)
+			}
+		})
+	}
+}

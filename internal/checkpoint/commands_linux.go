@@ -55,6 +55,7 @@ func (s *Store) ShowDiff(runID string, out io.Writer) error {
 		return err
 	}
 	var after *Manifest
+	ownerAccess(s.Workdir)
 	if r.After != "" {
 		after, err = s.Manifest(r.After)
 	} else {
@@ -116,6 +117,7 @@ func Undo(stateRoot, workdir string, set Settings, o UndoOptions) error {
 		return err
 	}
 	repairModes(stateRoot, s.Dir, true)
+	ownerAccess(workdir)
 	r, err := s.FindRun(o.Run)
 	if err != nil {
 		return err

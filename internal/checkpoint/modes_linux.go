@@ -3,10 +3,13 @@
 package checkpoint
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agent-sandbox/agent-sandbox/internal/safefs"
 )
 
 // repairModes puts back the modes of the store of one workdir: 0700 on
@@ -69,4 +72,23 @@ func openBlob(p string) (*os.File, error) {
 		}
 	}
 	return f, err
+}
+
+// ownerAccess gives the workdir its owner's rwx again when an agent took
+// them away (`chmod 000 .` in its workdir: every engine lets it): the
+// checkpoint after the run, diff and undo open it, and failed with
+// "permission denied", undo changing nothing. Only the owner's bits are
+// added, on the workdir itself (not a path below it), through an O_PATH
+// descriptor that was not reached through a symlink.
+func ownerAccess(workdir string) {
+	fd, err := safefs.OpenFd(workdir, unix.O_PATH|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || int(st.Uid) != os.Geteuid() || st.Mode&0o700 == 0o700 {
+		return
+	}
+	_ = unix.Fchmodat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), st.Mode&0o7777|0o700, 0)
 }

@@ -153,6 +153,7 @@ func (a *Active) End(exit int) {
 	}
 	a.run.End, a.run.Exit = time.Now().UTC(), exit
 	repairModes(a.store.StateRoot, a.store.Dir, true) // the agent may have chmodded it
+	ownerAccess(a.store.Workdir)
 	after, err := a.store.Take(a.before)
 	if err != nil {
 		diag.Warnf(a.warn, "checkpoint after the run: %v (`agent-sandbox undo` still restores the one before)", err)
