@@ -57,6 +57,8 @@ MUST_RUN = [
     "e2e-user TestCheckpointAttackHardlink",
     "e2e TestCheckpointAttackChmodWorkdir",
     "e2e-user TestCheckpointAttackChmodWorkdir",
+    "e2e TestGuardAttackChmodWorkdir",
+    "e2e-user TestGuardAttackChmodWorkdir",
     "e2e TestSessionExec",
     "e2e-user TestSessionExec",
     "e2e TestSessionLastProcess",

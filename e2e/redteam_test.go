@@ -409,3 +409,54 @@ func TestCheckpointAttackChmodWorkdir(t *testing.T) {
 		})
 	}
 }
+
+// TestGuardAttackChmodWorkdir: under the weaker sandbox, on a host without
+// user namespaces, the agent keeps a descriptor of .git, makes its
+// workdir unreadable (`chmod 000 .`: Landlock does not govern chmod) and
+// then adds core.fsmonitor to .git/config through the descriptor. Once,
+// as an ordinary user, the guard could neither check nor restore it
+// ("DANGER ... could not be restored"): the user's next git status ran the
+// agent's command. The guard gives the workdir (and the directories on the
+// way to a protected path) its owner's rwx back before its audit.
+func TestGuardAttackChmodWorkdir(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real binary; skipped with -short")
+	}
+	c := newCheckpointWorld(t, false)
+	if c.marker == "" {
+		t.Skip("needs git (the world is a repository)")
+	}
+	py := ""
+	for _, d := range filepath.SplitList(agentPath()) {
+		if _, err := exec.LookPath(filepath.Join(d, "python3")); err == nil {
+			py = filepath.Join(d, "python3")
+			break
+		}
+	}
+	if py == "" {
+		t.Skip("needs python3 on the agent's PATH (the agent's descriptor of .git)")
+	}
+	prefix, env := seccompNoUserns()
+	if prefix == nil {
+		t.Skip("the weaker sandbox is Linux's")
+	}
+	c.prefix = prefix
+	c.extraEnv = append(append(c.extraEnv, env...), "AGENT_SANDBOX_WEAKER_SANDBOX=1")
+	script := fmt.Sprintf(`import os, time
+g = os.open(".git", os.O_RDONLY | os.O_DIRECTORY)
+os.chmod(".", 0)
+fd = os.open("config", os.O_WRONLY | os.O_APPEND, dir_fd=g)
+os.write(fd, b"[core]\n\tfsmonitor = touch %s-agent\n")
+os.close(fd)
+time.sleep(0.5)
+print("planted")`, c.marker)
+	out, code := c.run("--sandbox-backend", "landlock", "run", "--", py, "-c", script)
+	os.Chmod(c.work, 0o755)
+	if code != 0 || !strings.Contains(out, "planted") || !strings.Contains(out, "weaker sandbox") {
+		t.Fatalf("the weaker run (exit %d): %s", code, out)
+	}
+	b, err := os.ReadFile(filepath.Join(c.work, ".git", "config"))
+	if err != nil || strings.Contains(string(b), "fsmonitor = touch "+c.marker+"-agent") {
+		t.Errorf("the agent's core.fsmonitor stayed in .git/config (%v): %s\nthe run said: %s", err, b, out)
+	}
+}

@@ -325,6 +325,13 @@ func (g *Guard) End(stderr io.Writer, gone quiesce.Gone, interrupted <-chan stru
 	// The reading of the tree, if still going, stops now: the scan
 	// starts from the previous run's tree instead (workscan.Prewalk.Finish).
 	g.pre.Stop()
+	if g.opts.Workdir != "" {
+		paths := make([]string, 0, len(g.states))
+		for _, st := range g.states {
+			paths = append(paths, st.e.Path)
+		}
+		ownerAccess(g.opts.Workdir, paths)
+	}
 	g.finalAudit()
 	var placeholders []string
 	if release != nil {
