@@ -411,13 +411,15 @@ func TestCheckpointAttackChmodWorkdir(t *testing.T) {
 }
 
 // TestGuardAttackChmodWorkdir: under the weaker sandbox, on a host without
-// user namespaces, the agent keeps a descriptor of .git, makes its
-// workdir unreadable (`chmod 000 .`: Landlock does not govern chmod) and
+// user namespaces, the agent keeps a descriptor of .git, makes the state
+// root and its workdir unreadable (`chmod 000`: Landlock does not govern
+// chmod) and
 // then adds core.fsmonitor to .git/config through the descriptor. Once,
 // as an ordinary user, the guard could neither check nor restore it
 // ("DANGER ... could not be restored"): the user's next git status ran the
-// agent's command. The guard gives the workdir (and the directories on the
-// way to a protected path) its owner's rwx back before its audit.
+// agent's command, and the placeholders stayed. The guard gives the
+// workdir (and the directories on the way to a protected path) and its own
+// directories of the state root their owner's rwx back before its audit.
 func TestGuardAttackChmodWorkdir(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the real binary; skipped with -short")
@@ -444,12 +446,13 @@ func TestGuardAttackChmodWorkdir(t *testing.T) {
 	c.extraEnv = append(append(c.extraEnv, env...), "AGENT_SANDBOX_WEAKER_SANDBOX=1")
 	script := fmt.Sprintf(`import os, time
 g = os.open(".git", os.O_RDONLY | os.O_DIRECTORY)
+os.chmod(%q, 0)
 os.chmod(".", 0)
 fd = os.open("config", os.O_WRONLY | os.O_APPEND, dir_fd=g)
 os.write(fd, b"[core]\n\tfsmonitor = touch %s-agent\n")
 os.close(fd)
 time.sleep(0.5)
-print("planted")`, c.marker)
+print("planted")`, filepath.Join(c.state, "agent-sandbox"), c.marker)
 	out, code := c.run("--sandbox-backend", "landlock", "run", "--", py, "-c", script)
 	os.Chmod(c.work, 0o755)
 	if code != 0 || !strings.Contains(out, "planted") || !strings.Contains(out, "weaker sandbox") {
@@ -458,5 +461,10 @@ print("planted")`, c.marker)
 	b, err := os.ReadFile(filepath.Join(c.work, ".git", "config"))
 	if err != nil || strings.Contains(string(b), "fsmonitor = touch "+c.marker+"-agent") {
 		t.Errorf("the agent's core.fsmonitor stayed in .git/config (%v): %s\nthe run said: %s", err, b, out)
+	}
+	// With the state root made unreadable too, the placeholders were
+	// left in the workdir and a "DANGER ... could not be restored" said.
+	if _, err := os.Lstat(filepath.Join(c.work, ".envrc")); err == nil || strings.Contains(out, "DANGER") {
+		t.Errorf("the run left its placeholders, or could not restore (.envrc: %v): %s", err, out)
 	}
 }

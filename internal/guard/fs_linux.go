@@ -126,8 +126,20 @@ func ownerAccess(workdir string, paths []string) {
 	for d := range dirs {
 		order = append(order, d)
 	}
+	ownerAccessDirs(order...)
+}
+
+// ownerAccessDirs gives each of dirs (shortest first) its owner's rwx
+// again where it lacks them: agent-sandbox's own directories of the state
+// root too (the quarantine, the run markers, the placeholder registry),
+// which an agent could `chmod 000` as well (their paths are known).
+func ownerAccessDirs(dirs ...string) {
+	order := append([]string(nil), dirs...)
 	sort.Slice(order, func(i, j int) bool { return len(order[i]) < len(order[j]) })
 	for _, d := range order {
+		if d == "" || d == "." || d == "/" {
+			continue
+		}
 		fd, err := safefs.OpenFd(d, unix.O_PATH|unix.O_DIRECTORY, 0)
 		if err != nil {
 			continue

@@ -65,3 +65,6 @@ func renameNoFollow(from, to string) error {
 
 // ownerAccess is Linux's (where Landlock lets the agent chmod).
 func ownerAccess(workdir string, paths []string) {}
+
+// ownerAccessDirs is Linux's.
+func ownerAccessDirs(dirs ...string) {}

@@ -332,6 +332,12 @@ func (g *Guard) End(stderr io.Writer, gone quiesce.Gone, interrupted <-chan stru
 		}
 		ownerAccess(g.opts.Workdir, paths)
 	}
+	if q := g.opts.QuarantineDir; q != "" {
+		// The state root (the quarantine's parent) and what the
+		// audit and the placeholders' release write there.
+		root := filepath.Dir(q)
+		ownerAccessDirs(root, q, filepath.Join(root, "protect"), filepath.Join(root, "protect", "stash"), g.opts.RunDir, filepath.Dir(g.opts.RunDir), filepath.Dir(g.opts.TreeFile))
+	}
 	g.finalAudit()
 	var placeholders []string
 	if release != nil {
