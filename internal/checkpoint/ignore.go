@@ -32,6 +32,13 @@ type rule struct {
 // they would leave out is kept).
 const MaxRules = 1000
 
+// MaxDepth bounds how deep a checkpoint walks: the walk holds a
+// descriptor for each level, and an agent can nest directories deeper
+// than the process may open files (relative mkdir and chdir), which made
+// every checkpoint, and so undo, fail with "too many open files". What
+// lies deeper is left out, and named.
+const MaxDepth = 512
+
 // isPattern reports whether the ignore-file line l is a pattern (not a
 // blank line, a comment or a negation, which parseRules skips).
 func isPattern(l string) bool {

@@ -31,13 +31,6 @@ type cached struct {
 	Hash               string
 }
 
-// MaxDepth bounds how deep a checkpoint walks: the walk holds a
-// descriptor for each level, and an agent can nest directories deeper
-// than the process may open files (relative mkdir and chdir), which made
-// every checkpoint, and so undo, fail with "too many open files". What
-// lies deeper is left out, and named.
-const MaxDepth = 512
-
 // ErrTooLarge is matched (errors.Is) by the error of a checkpoint that
 // would record more than Settings.MaxBytes.
 var ErrTooLarge = errors.New("over the checkpoint size limit")
