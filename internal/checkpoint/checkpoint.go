@@ -205,6 +205,7 @@ func StoreDir(stateRoot, workdir string) string {
 // store of another format, naming it, and changes nothing in it.
 func Open(stateRoot, workdir string, set Settings) (*Store, error) {
 	s := &Store{Dir: StoreDir(stateRoot, workdir), Workdir: workdir, StateRoot: stateRoot, Settings: set.withDefaults()}
+	repairModes(stateRoot, s.Dir, false)
 	if err := os.MkdirAll(filepath.Join(stateRoot, "checkpoints"), 0o700); err != nil {
 		return nil, fmt.Errorf("checkpoint store: %v", err)
 	}

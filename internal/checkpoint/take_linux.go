@@ -336,6 +336,10 @@ func (t *taker) one(d *dirRead, i int, name, rel string) error {
 	e := Entry{Path: rel, Mode: st.Mode & 0o7777, UID: st.Uid, GID: st.Gid, MTime: st.Mtim.Nano()}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
+		if strings.Count(rel, "/") >= MaxDepth {
+			t.skip(rel, fmt.Sprintf("directory nested deeper than %d levels", MaxDepth))
+			return nil
+		}
 		if t.rules.ignored(rel, true) {
 			t.skip(rel, "ignored directory")
 			return nil
@@ -379,7 +383,7 @@ func (t *taker) file(dirfd int, name, rel string, st *unix.Stat_t, e Entry) erro
 		return nil
 	}
 	if t.m.Bytes+st.Size > t.s.Settings.MaxBytes {
-		return fmt.Errorf("checkpoint of %s: %w (%d bytes; set AGENT_SANDBOX_CHECKPOINT_MAX_SIZE, or turn checkpoints off for this workdir with --checkpoint=off or checkpoint = \"off\" in agent.toml)", t.s.Workdir, ErrTooLarge, t.s.Settings.MaxBytes)
+		return fmt.Errorf("checkpoint of %s: %w (%d bytes) at %s (%d bytes, %d on disk); remove what should not be kept, set AGENT_SANDBOX_CHECKPOINT_MAX_SIZE, or turn checkpoints off for this workdir with --checkpoint=off or checkpoint = \"off\" in agent.toml", t.s.Workdir, ErrTooLarge, t.s.Settings.MaxBytes, Quote(rel), st.Size, st.Blocks*512)
 	}
 	e.Type, e.Size = TypeFile, st.Size
 	t.m.Bytes += st.Size
