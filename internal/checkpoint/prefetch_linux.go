@@ -6,6 +6,7 @@ import (
 	"container/heap"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -159,7 +160,7 @@ func (p *prefetcher) read(d *dirRead) {
 		}
 		// The walk's own tests, in its order: skipped and ignored
 		// directories are not opened.
-		if p.t.skipSet[rel] || p.t.rules.ignored(rel, true) {
+		if p.t.skipSet[rel] || strings.Count(rel, "/") >= MaxDepth || p.t.rules.ignored(rel, true) {
 			continue
 		}
 		if p.aborted.Load() || !p.take() {
