@@ -44,7 +44,15 @@ func StartWith(cmd *exec.Cmd, p Policy, sc Seccomp) (*Process, error) {
 	return start(cmd, p, sc, hostKernel(p))
 }
 
-func start(cmd *exec.Cmd, p Policy, sc Seccomp, k kernel) (*Process, error) {
+// StartProtected is [StartWith] with protected: with sc.EmulateMetadata,
+// the paths inside p's writable grants whose metadata (mode, owner,
+// times, extended attributes) the agent may not change either (a
+// directory: everything beneath it too).
+func StartProtected(cmd *exec.Cmd, p Policy, sc Seccomp, protected []string) (*Process, error) {
+	return start(cmd, p, sc, hostKernel(p), protected...)
+}
+
+func start(cmd *exec.Cmd, p Policy, sc Seccomp, k kernel, protected ...string) (*Process, error) {
 	if cmd.Process != nil {
 		return nil, errors.New("landlock: command already started")
 	}
@@ -89,8 +97,12 @@ func start(cmd *exec.Cmd, p Policy, sc Seccomp, k kernel) (*Process, error) {
 
 	sc.denyPathTruncate = e.ABI < abiTruncate
 	proc := &Process{Enforcement: e, done: make(chan struct{})}
+	var guard metaGuard
+	if sc.EmulateMetadata {
+		guard = newMetaGuard(p, protected)
+	}
 	started := make(chan error, 1)
-	go proc.run(cmd, rulesetFd, sc, e.NetNamespace, started)
+	go proc.run(cmd, rulesetFd, sc, guard, e.NetNamespace, started)
 	if err := <-started; err != nil {
 		return nil, err
 	}
@@ -136,7 +148,10 @@ func childAttr(orig *syscall.SysProcAttr, e Enforcement) (*syscall.SysProcAttr, 
 
 // run confines its thread, starts cmd from it, reports the outcome on
 // started and then waits for the child, keeping the thread alive.
-func (proc *Process) run(cmd *exec.Cmd, rulesetFd int, sc Seccomp, userns bool, started chan<- error) {
+//
+// With sc.EmulateMetadata a goroutine of its own serves the filter's
+// listener by guard until the child has ended.
+func (proc *Process) run(cmd *exec.Cmd, rulesetFd int, sc Seccomp, guard metaGuard, userns bool, started chan<- error) {
 	// The thread gets the Landlock domain, no_new_privs and reduced
 	// capabilities (see dropCapabilities). It stays locked to this
 	// goroutine for good, so it never runs other Go code, and the runtime
@@ -156,10 +171,23 @@ func (proc *Process) run(cmd *exec.Cmd, rulesetFd int, sc Seccomp, userns bool, 
 		started <- err
 		return
 	}
-	sc.NotifyConnect = false // no listener here: Start's caller waits only for the child
-	if _, err := installSeccomp(sc); err != nil {
+	sc.NotifyConnect = false // no connect listener here: Start's caller waits only for the child
+	listener, err := installSeccomp(sc)
+	if err != nil {
 		started <- err
 		return
+	}
+	if listener >= 0 {
+		// The pipe's write end closes when this goroutine returns (the
+		// child has ended, or did not start): the server then stops.
+		var stop [2]int
+		if err := unix.Pipe2(stop[:], unix.O_CLOEXEC); err != nil {
+			unix.Close(listener)
+			started <- fmt.Errorf("the metadata listener's pipe: %w", err)
+			return
+		}
+		defer unix.Close(stop[1])
+		go serveMetadata(listener, stop[0], guard)
 	}
 	if err := cmd.Start(); err != nil {
 		if errors.Is(err, unix.EACCES) {
