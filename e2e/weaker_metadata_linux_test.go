@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -45,6 +46,12 @@ python3 -c 'import os; fd = os.open(os.environ["RO"], os.O_RDONLY); os.fchmod(fd
 python3 -c 'import os; fd = os.open(os.environ["RO"], os.O_RDONLY); os.utime(fd, (1, 1))' 2>/dev/null && echo RO-FUTIMENS
 python3 -c 'import os; fd = os.open(os.environ["SECRET"], os.O_PATH); os.chown(fd, os.getuid(), os.getgid())' 2>/dev/null && echo OPATH-CHOWN
 python3 -c 'import os; fd = os.open(os.environ["SECRET"], os.O_PATH); os.chmod("/proc/self/fd/%d" % fd, 0o644)' 2>/dev/null && echo OPATH-CHMOD
+if [ -d .git ]; then
+  git config user.name a && git config user.email a@b.invalid &&
+  printf 'echo one\n' > run.sh && chmod +x run.sh && git add run.sh && git commit -qm one &&
+  printf 'echo two\n' > run.sh && chmod -x run.sh && git commit -qam two &&
+  git checkout -q HEAD~1 && [ -x run.sh ] && git checkout -q - && [ ! -x run.sh ] && echo IN-GIT
+fi
 echo x > x
 python3 - <<'EOF'
 import ctypes, os, threading, time
@@ -122,6 +129,13 @@ func TestWeakerMetadata(t *testing.T) {
 		n, _ := unix.Listxattr(p, buf)
 		return state{uint32(st.Mode), st.Mtim, st.Ctim, string(buf[:max(n, 0)])}
 	}
+	if git, err := exec.LookPath("git"); err == nil {
+		// A repository in the workdir: git writes its config through
+		// a lock file it fchmods, and checkout changes modes.
+		if out, err := exec.Command(git, "init", "-q", r.work).CombinedOutput(); err != nil {
+			t.Fatalf("git init: %v: %s", err, out)
+		}
+	}
 	beforeSecret, beforeRO := stat(secret), stat(ro)
 	time.Sleep(20 * time.Millisecond) // a change would show in ctime
 
@@ -135,7 +149,11 @@ func TestWeakerMetadata(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "PROBE-DONE") {
 		t.Fatalf("the probe failed (exit %d): %s", code, out)
 	}
-	for _, want := range []string{"RAN", "IN-CHMOD", "IN-TOUCH", "IN-CHOWN", "IN-XATTR", "IN-FD", "IN-LINK"} {
+	wants := []string{"RAN", "IN-CHMOD", "IN-TOUCH", "IN-CHOWN", "IN-XATTR", "IN-FD", "IN-LINK"}
+	if _, err := os.Stat(filepath.Join(r.work, ".git")); err == nil {
+		wants = append(wants, "IN-GIT")
+	}
+	for _, want := range wants {
 		if !strings.Contains(out, want+"\n") {
 			t.Errorf("neighbour: %s missing, the same call in the workdir failed: %s", want, out)
 		}
