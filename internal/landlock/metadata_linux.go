@@ -74,6 +74,9 @@ func (c metaCall) rest() int {
 	return 1
 }
 
+// SECCOMP_IOCTL_NOTIF_SET_FLAGS, _IOW('!', 4, __u64).
+const ioctlNotifSetFlags = 0x40082104
+
 // Numbers shared by every architecture below, and the kernel's limits
 // on extended attributes (linux/limits.h).
 const (
@@ -165,7 +168,7 @@ func within(path, root string) bool {
 
 // allows says whether a call may change the file open as fd: a file
 // that is not a device node, whose path lies inside a writable grant and
-// outside every protected path.
+// outside every protected path, or a regular file no directory holds.
 func (g metaGuard) allows(fd int) unix.Errno {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
@@ -179,6 +182,12 @@ func (g metaGuard) allows(fd int) unix.Errno {
 		return unix.EPERM // a pipe, a socket, an anonymous inode
 	}
 	if strings.HasSuffix(path, " (deleted)") {
+		if st.Nlink == 0 && st.Mode&unix.S_IFMT == unix.S_IFREG {
+			// A file no directory holds (a memfd, an O_TMPFILE, one
+			// removed while open): only its holders reach it, by a
+			// descriptor, and linking it anywhere needs a grant.
+			return 0
+		}
 		return unix.ENOENT // removed meanwhile: its path says nothing
 	}
 	inside := slices.Contains(g.files, path)
@@ -512,6 +521,11 @@ func serveMetadata(listener, stop int, g metaGuard) {
 	if err := unix.Capset(&hdr, &none[0]); err != nil {
 		return // the listener closes: every call fails (ENOSYS)
 	}
+	// The agent waits for each reply: ask the kernel to switch to this
+	// thread and back at once (Linux 6.6 and later; older kernels
+	// refuse the flag, and the replies only come a little later).
+	sync := uint64(unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
+	_, _, _ = unix.Syscall(unix.SYS_IOCTL, uintptr(listener), ioctlNotifSetFlags, uintptr(sync))
 	table := seccompArches[runtime.GOARCH].meta
 	for {
 		pfd := []unix.PollFd{{Fd: int32(listener), Events: unix.POLLIN}, {Fd: int32(stop), Events: unix.POLLIN}}
