@@ -258,7 +258,24 @@ func installSeccomp(o Seccomp) (int, error) {
 	filter := seccompFilter(a, o)
 	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
 	if o.NotifyConnect || o.EmulateMetadata {
-		fd, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&prog)))
+		flags := uintptr(unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
+		if o.EmulateMetadata {
+			// Once the listener has received a call, the caller waits
+			// for the reply through signals other than SIGKILL (Linux
+			// 5.19 and later): an emulated call is done, and must not
+			// be restarted by a signal that came meanwhile (Go's
+			// SIGURG, a SIGCHLD), which would run it twice (a second
+			// XATTR_CREATE fails, a second removexattr too).
+			fd, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags|unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, uintptr(unsafe.Pointer(&prog)))
+			if errno == 0 {
+				unix.CloseOnExec(int(fd))
+				return int(fd), nil
+			}
+			if errno != unix.EINVAL {
+				return -1, fmt.Errorf("installing the seccomp filter with a listener: %w", errno)
+			}
+		}
+		fd, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&prog)))
 		if errno != 0 {
 			return -1, fmt.Errorf("installing the seccomp filter with a listener: %w", errno)
 		}
