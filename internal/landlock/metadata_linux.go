@@ -342,38 +342,8 @@ func (r *metaRequest) readOpArgs(c metaCall, a *metaArgs) unix.Errno {
 		a.mode = uint32(args[i] & 0xffff)
 	case opChown:
 		a.uid, a.gid = int(int32(args[i])), int(int32(args[i+1]))
-	case opUtime:
-		if args[i] != 0 {
-			var b []byte
-			if b, errno = r.read(args[i], 16); errno == 0 {
-				le := binary.NativeEndian
-				a.times = []unix.Timespec{{Sec: int64(le.Uint64(b))}, {Sec: int64(le.Uint64(b[8:]))}}
-			}
-		}
-	case opUtimes:
-		if args[i] != 0 {
-			var b []byte
-			if b, errno = r.read(args[i], 32); errno == 0 {
-				le := binary.NativeEndian
-				for k := 0; k < 2; k++ {
-					sec, usec := int64(le.Uint64(b[16*k:])), int64(le.Uint64(b[16*k+8:]))
-					if usec < 0 || usec >= 1000000 {
-						return unix.EINVAL
-					}
-					a.times = append(a.times, unix.Timespec{Sec: sec, Nsec: usec * 1000})
-				}
-			}
-		}
-	case opUtimensat:
-		if args[i] != 0 {
-			var b []byte
-			if b, errno = r.read(args[i], 32); errno == 0 {
-				le := binary.NativeEndian
-				for k := 0; k < 2; k++ {
-					a.times = append(a.times, unix.Timespec{Sec: int64(le.Uint64(b[16*k:])), Nsec: int64(le.Uint64(b[16*k+8:]))})
-				}
-			}
-		}
+	case opUtime, opUtimes, opUtimensat:
+		a.times, errno = r.readTimes(c.op, args[i])
 	case opSetxattr, opRemovexattr:
 		a.name, errno = r.readString(args[i], xattrNameMax, unix.ERANGE)
 		if errno == 0 && a.name == "" {
@@ -391,6 +361,39 @@ func (r *metaRequest) readOpArgs(c metaCall, a *metaArgs) unix.Errno {
 		}
 	}
 	return errno
+}
+
+// readTimes reads the times of op at addr: a struct utimbuf (seconds),
+// two struct timeval or two struct timespec; nil (the current time) for
+// a NULL addr.
+func (r *metaRequest) readTimes(op metaOp, addr uint64) ([]unix.Timespec, unix.Errno) {
+	if addr == 0 {
+		return nil, 0
+	}
+	le := binary.NativeEndian
+	if op == opUtime {
+		b, errno := r.read(addr, 16)
+		if errno != 0 {
+			return nil, errno
+		}
+		return []unix.Timespec{{Sec: int64(le.Uint64(b))}, {Sec: int64(le.Uint64(b[8:]))}}, 0
+	}
+	b, errno := r.read(addr, 32)
+	if errno != 0 {
+		return nil, errno
+	}
+	var times []unix.Timespec
+	for k := 0; k < 2; k++ {
+		sec, frac := int64(le.Uint64(b[16*k:])), int64(le.Uint64(b[16*k+8:]))
+		if op == opUtimes {
+			if frac < 0 || frac >= 1000000 {
+				return nil, unix.EINVAL
+			}
+			frac *= 1000 // microseconds
+		}
+		times = append(times, unix.Timespec{Sec: sec, Nsec: frac})
+	}
+	return times, 0
 }
 
 // openTarget opens the file a names, O_PATH, as the target would reach

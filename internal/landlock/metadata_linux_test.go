@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -141,7 +142,10 @@ func TestMetadataEmulation(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(work, "hooks"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{filepath.Join(work, "f"), filepath.Join(work, "hooks", "h"), secret} {
+	if err := os.Symlink(secret, filepath.Join(work, "l")); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{filepath.Join(work, "f"), filepath.Join(work, "g"), filepath.Join(work, "u"), filepath.Join(work, "hooks", "h"), secret} {
 		if err := os.WriteFile(f, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -163,6 +167,19 @@ try_("chmod-protected", lambda: os.chmod(h, 0o755))
 try_("utime-out", lambda: os.utime(s, (7, 7)))
 try_("fchmod-out", lambda: os.fchmod(os.open(s, os.O_PATH), 0o644))
 try_("memfd", lambda: os.fchmod(os.memfd_create("m"), 0o600))
+if os.uname().machine == "x86_64":
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    def raw(nr, path, times):
+        if libc.syscall(nr, path.encode(), times) != 0:
+            raise OSError(ctypes.get_errno(), "raw")
+    tv = (ctypes.c_long * 4)(5, 0, 6, 500000)
+    try_("utimes-in", lambda: raw(235, w + "/g", tv))
+    try_("utimes-out", lambda: raw(235, s, tv))
+    try_("utimes-einval", lambda: raw(235, w + "/g", (ctypes.c_long * 4)(5, 0, 6, 1000000)))
+    try_("utime-old", lambda: raw(132, w + "/u", (ctypes.c_long * 2)(8, 9)))
+    try_("lchown-link-out", lambda: os.lchown(w + "/l", os.getuid(), os.getgid()))
+    try_("chown-link-out", lambda: os.chown(w + "/l", os.getuid(), os.getgid()))
 `
 	cmd := exec.Command(py, "-c", probe, work, secret, filepath.Join(work, "hooks", "h"))
 	var out strings.Builder
@@ -179,6 +196,20 @@ try_("memfd", lambda: os.fchmod(os.memfd_create("m"), 0o600))
 		"chmod-protected": eperm, "utime-out": eperm, "fchmod-out": eperm, "memfd": "ok"} {
 		if !strings.Contains(out.String(), name+" "+want+"\n") {
 			t.Errorf("%s: want %s: %s", name, want, out.String())
+		}
+	}
+	if runtime.GOARCH == "amd64" {
+		for name, want := range map[string]string{"utimes-in": "ok", "utimes-out": eperm, "utimes-einval": strconv.Itoa(int(unix.EINVAL)),
+			"utime-old": "ok", "lchown-link-out": "ok", "chown-link-out": eperm} {
+			if !strings.Contains(out.String(), name+" "+want+"\n") {
+				t.Errorf("%s: want %s: %s", name, want, out.String())
+			}
+		}
+		for path, sec := range map[string]int64{"g": 6, "u": 9} {
+			var st unix.Stat_t
+			if err := unix.Stat(filepath.Join(work, path), &st); err != nil || st.Mtim.Sec != sec {
+				t.Errorf("%s: mtime %d (%v), want %d", path, st.Mtim.Sec, err, sec)
+			}
 		}
 	}
 	// xattr-in depends on the filesystem of the temporary directory.
