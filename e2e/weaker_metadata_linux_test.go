@@ -22,7 +22,8 @@ import (
 
 // metaProbe is the agent's side: what must work in the workdir, what must
 // fail outside it (SECRET, and RO, a file granted read-only), by path,
-// through a symlink in the workdir and by descriptor, and two races that
+// through a symlink in the workdir (whose own times and owner may change:
+// touch -h, chown -h) and by descriptor, and two races that
 // flip what the path names while chmod runs in a loop.
 const metaProbe = `
 cd "$WORK"
@@ -42,6 +43,9 @@ python3 -c 'import os; os.removexattr(os.environ["SECRET"], "user.keep")' 2>/dev
 ln -s "$SECRET" link && echo IN-LINK
 chmod 644 link 2>/dev/null && echo LINK-CHMOD
 touch -c -d 2000-01-01 link 2>/dev/null && echo LINK-TOUCH
+touch -h -d 2000-01-01 link && echo IN-LINK-TOUCH-H
+chown -h "$(id -u):$(id -g)" link && echo IN-LINK-CHOWN-H
+python3 -c 'import os; os.chmod("link", 0o644, follow_symlinks=False)' 2>/dev/null && echo LINK-LCHMOD
 python3 -c 'import os; fd = os.open(os.environ["RO"], os.O_RDONLY); os.fchmod(fd, 0o666)' 2>/dev/null && echo RO-FCHMOD
 python3 -c 'import os; fd = os.open(os.environ["RO"], os.O_RDONLY); os.utime(fd, (1, 1))' 2>/dev/null && echo RO-FUTIMENS
 python3 -c 'import os; fd = os.open(os.environ["SECRET"], os.O_PATH); os.chown(fd, os.getuid(), os.getgid())' 2>/dev/null && echo OPATH-CHOWN
@@ -149,7 +153,7 @@ func TestWeakerMetadata(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "PROBE-DONE") {
 		t.Fatalf("the probe failed (exit %d): %s", code, out)
 	}
-	wants := []string{"RAN", "IN-CHMOD", "IN-TOUCH", "IN-CHOWN", "IN-XATTR", "IN-FD", "IN-LINK"}
+	wants := []string{"RAN", "IN-CHMOD", "IN-TOUCH", "IN-CHOWN", "IN-XATTR", "IN-FD", "IN-LINK", "IN-LINK-TOUCH-H", "IN-LINK-CHOWN-H"}
 	if _, err := os.Stat(filepath.Join(r.work, ".git")); err == nil {
 		wants = append(wants, "IN-GIT")
 	}
@@ -159,7 +163,7 @@ func TestWeakerMetadata(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"IN-CHOWN-OTHER", "OUT-CHMOD", "OUT-TOUCH", "OUT-TOUCH-NOW", "OUT-CHOWN", "OUT-SETXATTR", "OUT-RMXATTR",
-		"LINK-CHMOD", "LINK-TOUCH", "RO-FCHMOD", "RO-FUTIMENS", "OPATH-CHOWN", "OPATH-CHMOD"} {
+		"LINK-CHMOD", "LINK-TOUCH", "LINK-LCHMOD", "RO-FCHMOD", "RO-FUTIMENS", "OPATH-CHOWN", "OPATH-CHMOD"} {
 		if strings.Contains(out, bad+"\n") {
 			t.Errorf("%s: the agent changed metadata outside its writable grants: %s", bad, out)
 		}
