@@ -47,7 +47,7 @@
 //
 // Landlock does not govern chmod, chown, utimes or extended attributes.
 // Where no mount namespace hides what is not granted, [StartProtected]
-// with Seccomp.EmulateMetadata sends those system calls to a seccomp
+// sends those system calls to a seccomp
 // listener that the starting process serves: it performs each one on
 // the file it opened itself from the call's arguments, inside the
 // policy's writable paths only (metadata_linux.go).

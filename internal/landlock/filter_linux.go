@@ -29,8 +29,8 @@ import (
 //
 // The returned wait waits for cmd (use it instead of cmd.Wait).
 func StartFiltered(cmd *exec.Cmd, sc Seccomp) (wait func() error, err error) {
-	if sc.NotifyConnect || sc.EmulateMetadata {
-		return nil, errors.New("landlock: StartFiltered cannot serve a seccomp listener")
+	if sc.NotifyConnect {
+		return nil, errors.New("landlock: StartFiltered cannot serve a connect listener")
 	}
 	if cmd.Process != nil {
 		return nil, errors.New("landlock: command already started")

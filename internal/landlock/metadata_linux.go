@@ -17,7 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Metadata emulation (Seccomp.EmulateMetadata). Landlock governs opening,
+// Metadata emulation ([StartProtected]). Landlock governs opening,
 // creating, removing and renaming files, but not changing a file's
 // metadata: chmod, chown, utimes and extended attributes only need the
 // file's owner (or write access, for touching to the current time). Where
@@ -149,13 +149,13 @@ func newMetaGuard(p Policy, protected []string) metaGuard {
 		}
 	}
 	for _, path := range protected {
-		g.protected = append(g.protected, filepath.Clean(path))
-		if c, err := filepath.EvalSymlinks(path); err == nil && c != path {
-			g.protected = append(g.protected, c)
-		} else if err != nil {
-			if d, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
-				g.protected = append(g.protected, filepath.Join(d, filepath.Base(path)))
-			}
+		// The entry itself, where its directory really is (an entry
+		// that is a symlink is kept as it is: its target is not
+		// protected by it).
+		path = filepath.Clean(path)
+		g.protected = append(g.protected, path)
+		if d, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil && d != filepath.Dir(path) {
+			g.protected = append(g.protected, filepath.Join(d, filepath.Base(path)))
 		}
 	}
 	return g
@@ -181,14 +181,13 @@ func (g metaGuard) allows(fd int) unix.Errno {
 	if err != nil || !filepath.IsAbs(path) || filepath.Clean(path) != path {
 		return unix.EPERM // a pipe, a socket, an anonymous inode
 	}
-	if strings.HasSuffix(path, " (deleted)") {
-		if st.Nlink == 0 && st.Mode&unix.S_IFMT == unix.S_IFREG {
-			// A file no directory holds (a memfd, an O_TMPFILE, one
-			// removed while open): only its holders reach it, by a
-			// descriptor, and linking it anywhere needs a grant.
-			return 0
-		}
-		return unix.ENOENT // removed meanwhile: its path says nothing
+	if strings.HasSuffix(path, " (deleted)") && st.Nlink == 0 && st.Mode&unix.S_IFMT == unix.S_IFREG {
+		// A file no directory holds (a memfd, an O_TMPFILE, one
+		// removed while open): only its holders reach it, by a
+		// descriptor, and linking it anywhere needs a grant. A name
+		// removed while others remain is judged by the directory it
+		// was in ("DIR/NAME (deleted)").
+		return 0
 	}
 	inside := slices.Contains(g.files, path)
 	for _, d := range g.dirs {
@@ -511,8 +510,7 @@ func errnoErr(e unix.Errno) error {
 	return e
 }
 
-// serveMetadata serves the metadata listener (Seccomp.EmulateMetadata)
-// of StartWith until stop hangs up (the child has ended) or the listener
+// serveMetadata serves the metadata listener of StartProtected until stop hangs up (the child has ended) or the listener
 // fails, then closes both. It runs on a thread of its own without
 // capabilities (see the comment at the top).
 func serveMetadata(listener, stop int, g metaGuard) {

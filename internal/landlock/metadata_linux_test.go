@@ -14,7 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestSeccompMetadataEmulated: with EmulateMetadata every metadata call of
+// TestSeccompMetadataEmulated: with emulateMetadata every metadata call of
 // each architecture's table goes to the listener and setxattrat and
 // removexattrat fail with ENOSYS; without it they are allowed, and the
 // calls that only read metadata are allowed either way.
@@ -28,14 +28,14 @@ func TestSeccompMetadataEmulated(t *testing.T) {
 		if len(a.meta) < 10 {
 			t.Fatalf("%s: only %d metadata calls in the table", name, len(a.meta))
 		}
-		on := seccompFilter(a, Seccomp{EmulateMetadata: true, DenyUserns: true, DenyHostIPC: true})
+		on := seccompFilter(a, Seccomp{emulateMetadata: true, DenyUserns: true, DenyHostIPC: true})
 		off := seccompFilter(a, Seccomp{})
 		for nr := range a.meta {
 			if got := runBPF(t, on, a.audit, nr, 0, 0, 0, 0); got != notify {
 				t.Errorf("%s: call %d: %#x, want the listener", name, nr, got)
 			}
 			if got := runBPF(t, off, a.audit, nr, 0, 0, 0, 0); got != allow {
-				t.Errorf("%s: call %d without EmulateMetadata: %#x, want allow", name, nr, got)
+				t.Errorf("%s: call %d without emulateMetadata: %#x, want allow", name, nr, got)
 			}
 		}
 		for _, nr := range []uint32{nrSetxattrat, nrRemovexattrat} {
@@ -184,7 +184,7 @@ if os.uname().machine == "x86_64":
 	cmd := exec.Command(py, "-c", probe, work, secret, filepath.Join(work, "hooks", "h"))
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
-	proc, err := StartProtected(cmd, metaPolicy(t, work), Seccomp{EmulateMetadata: true}, []string{filepath.Join(work, "hooks")})
+	proc, err := StartProtected(cmd, metaPolicy(t, work), Seccomp{}, []string{filepath.Join(work, "hooks")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,11 @@ func BenchmarkMetadataChmod(b *testing.B) {
 			}
 			cmd := exec.Command(py, "-c", "import os, sys\nfor i in range(int(sys.argv[2])): os.chmod(sys.argv[1], 0o600 | (i & 1) << 8)", filepath.Join(work, "f"), strconv.Itoa(b.N))
 			b.ResetTimer()
-			proc, err := StartProtected(cmd, metaPolicy(b, work), Seccomp{EmulateMetadata: emulate}, nil)
+			start := StartWith
+			if emulate {
+				start = func(cmd *exec.Cmd, p Policy, sc Seccomp) (*Process, error) { return StartProtected(cmd, p, sc, nil) }
+			}
+			proc, err := start(cmd, metaPolicy(b, work), Seccomp{})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -29,19 +29,6 @@ type Seccomp struct {
 	// broker), which the network namespace would refuse without a word.
 	// ConfineThread returns the listener.
 	NotifyConnect bool `json:"notify_connect"`
-	// EmulateMetadata sends the system calls that change a file's
-	// metadata (chmod, chown, utimes and extended attributes, by path
-	// and by descriptor), which Landlock does not govern, to a listener
-	// that [StartWith]'s caller process serves: it performs each one
-	// itself, on the file it opened from the call's arguments, when that
-	// file lies inside a ReadWrite or WriteOnly path of the policy and
-	// outside the protected paths [StartProtected] names, and refuses it otherwise (EPERM), so that the
-	// agent cannot chmod, chown, touch or tag files of its user outside
-	// its grants. setxattrat and removexattrat fail with ENOSYS (callers
-	// fall back to the calls above). Only StartWith serves it (the
-	// namespace view needs none: an ungranted path does not exist
-	// there); ConfineThread and StartFiltered refuse it.
-	EmulateMetadata bool `json:"-"`
 
 	// denyPathTruncate refuses truncate(2), which names a path, with
 	// EPERM. It is set from the Landlock ABI in force, never by a caller:
@@ -51,4 +38,10 @@ type Seccomp struct {
 	// ftruncate(2) stays: it needs a descriptor open for writing, which
 	// Landlock mediates on every ABI.
 	denyPathTruncate bool
+	// emulateMetadata sends the system calls that change a file's
+	// metadata (chmod, chown, utimes and extended attributes, by path
+	// and by descriptor), which Landlock does not govern, to a listener
+	// that the starting process serves; setxattrat and removexattrat
+	// fail with ENOSYS. Only [StartProtected] sets it.
+	emulateMetadata bool
 }

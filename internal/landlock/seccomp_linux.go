@@ -64,7 +64,7 @@ type seccompArch struct {
 	sysvIPC    [12]uint32
 	x32        bool // refuse numbers with the x32 bit set
 	// meta are the calls that change a file's metadata, which
-	// Seccomp.EmulateMetadata sends to the listener.
+	// StartProtected sends to the listener (Seccomp.emulateMetadata).
 	meta map[uint32]metaCall
 }
 
@@ -218,7 +218,7 @@ func seccompFilter(a seccompArch, o Seccomp) []unix.SockFilter {
 	if o.NotifyConnect {
 		b.jmp(jeq, a.connect, "notify", "")
 	}
-	if o.EmulateMetadata {
+	if o.emulateMetadata {
 		metaFilter(&b, a)
 	}
 	// socket(domain, type, protocol): an allow list of families.
@@ -257,9 +257,9 @@ func installSeccomp(o Seccomp) (int, error) {
 	}
 	filter := seccompFilter(a, o)
 	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
-	if o.NotifyConnect || o.EmulateMetadata {
+	if o.NotifyConnect || o.emulateMetadata {
 		flags := uintptr(unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
-		if o.EmulateMetadata {
+		if o.emulateMetadata {
 			// Once the listener has received a call, the caller waits
 			// for the reply through signals other than SIGKILL (Linux
 			// 5.19 and later): an emulated call is done, and must not

@@ -44,11 +44,16 @@ func StartWith(cmd *exec.Cmd, p Policy, sc Seccomp) (*Process, error) {
 	return start(cmd, p, sc, hostKernel(p))
 }
 
-// StartProtected is [StartWith] with protected: with sc.EmulateMetadata,
-// the paths inside p's writable grants whose metadata (mode, owner,
-// times, extended attributes) the agent may not change either (a
-// directory: everything beneath it too).
+// StartProtected is [StartWith] for a child that no mount namespace
+// confines (the weaker sandbox): since Landlock does not govern chmod,
+// chown, utimes and extended attributes, the filter sends those system
+// calls to a listener that this process serves until the child has
+// ended, performing each one itself on the file the call names when that
+// file lies inside p's ReadWrite or WriteOnly paths and outside
+// protected (a directory: everything beneath it too), and refusing it
+// with EPERM otherwise (see metadata_linux.go).
 func StartProtected(cmd *exec.Cmd, p Policy, sc Seccomp, protected []string) (*Process, error) {
+	sc.emulateMetadata = true
 	return start(cmd, p, sc, hostKernel(p), protected...)
 }
 
@@ -98,7 +103,7 @@ func start(cmd *exec.Cmd, p Policy, sc Seccomp, k kernel, protected ...string) (
 	sc.denyPathTruncate = e.ABI < abiTruncate
 	proc := &Process{Enforcement: e, done: make(chan struct{})}
 	var guard metaGuard
-	if sc.EmulateMetadata {
+	if sc.emulateMetadata {
 		guard = newMetaGuard(p, protected)
 	}
 	started := make(chan error, 1)
@@ -149,7 +154,7 @@ func childAttr(orig *syscall.SysProcAttr, e Enforcement) (*syscall.SysProcAttr, 
 // run confines its thread, starts cmd from it, reports the outcome on
 // started and then waits for the child, keeping the thread alive.
 //
-// With sc.EmulateMetadata a goroutine of its own serves the filter's
+// With sc.emulateMetadata a goroutine of its own serves the filter's
 // listener by guard until the child has ended.
 func (proc *Process) run(cmd *exec.Cmd, rulesetFd int, sc Seccomp, guard metaGuard, userns bool, started chan<- error) {
 	// The thread gets the Landlock domain, no_new_privs and reduced

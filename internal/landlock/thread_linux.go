@@ -113,9 +113,6 @@ func (r *Ruleset) ConfineThread(sc Seccomp) (Enforcement, error) {
 	if !r.rest {
 		return Enforcement{}, fmt.Errorf("landlock: the ruleset is incomplete (AddRest was not called)")
 	}
-	if sc.EmulateMetadata {
-		return Enforcement{}, fmt.Errorf("landlock: ConfineThread cannot serve the metadata listener (only StartWith does)")
-	}
 	e := r.e
 	if err := dropCapabilities(); err != nil {
 		return Enforcement{}, err

@@ -260,8 +260,7 @@ func weakerStart(s *spec.Spec, p *ll.Policy, n Net, stdio launch.Stdio, verbose,
 		for _, e := range s.Ledger.ReadOnly() {
 			protected = append(protected, e.Path)
 		}
-		proc, err := ll.StartProtected(cmd, *p, ll.Seccomp{DenyKeyrings: true, DenyUnixSockets: true, DenyUserns: !s.NestedUserns, DenyHostIPC: true,
-			EmulateMetadata: true}, protected)
+		proc, err := ll.StartProtected(cmd, *p, ll.Seccomp{DenyKeyrings: true, DenyUnixSockets: true, DenyUserns: !s.NestedUserns, DenyHostIPC: true}, protected)
 		if err != nil {
 			return nil, &launch.SetupError{Err: fmt.Errorf("the landlock backend cannot start the agent: %w", err)}
 		}
