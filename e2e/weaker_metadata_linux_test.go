@@ -46,6 +46,7 @@ touch -c -d 2000-01-01 link 2>/dev/null && echo LINK-TOUCH
 touch -h -d 2000-01-01 link && echo IN-LINK-TOUCH-H
 chown -h "$(id -u):$(id -g)" link && echo IN-LINK-CHOWN-H
 python3 -c 'import os; os.chmod("link", 0o644, follow_symlinks=False)' 2>/dev/null && echo LINK-LCHMOD
+chmod 777 .vscode/tasks.json 2>/dev/null && echo PROTECTED-CHMOD
 python3 -c 'import os; fd = os.open(os.environ["RO"], os.O_RDONLY); os.fchmod(fd, 0o666)' 2>/dev/null && echo RO-FCHMOD
 python3 -c 'import os; fd = os.open(os.environ["RO"], os.O_RDONLY); os.utime(fd, (1, 1))' 2>/dev/null && echo RO-FUTIMENS
 python3 -c 'import os; fd = os.open(os.environ["SECRET"], os.O_PATH); os.chown(fd, os.getuid(), os.getgid())' 2>/dev/null && echo OPATH-CHOWN
@@ -140,7 +141,11 @@ func TestWeakerMetadata(t *testing.T) {
 			t.Fatalf("git init: %v: %s", err, out)
 		}
 	}
-	beforeSecret, beforeRO := stat(secret), stat(ro)
+	// A protected entry of the workdir (the ledger's): the weaker
+	// sandbox cannot keep its contents read-only, but its mode stays.
+	tasks := filepath.Join(r.work, ".vscode", "tasks.json")
+	write(t, tasks, "{}\n")
+	beforeSecret, beforeRO, beforeTasks := stat(secret), stat(ro), stat(tasks)
 	time.Sleep(20 * time.Millisecond) // a change would show in ctime
 
 	// The sandbox passes the agent only the environment it names: the
@@ -163,13 +168,16 @@ func TestWeakerMetadata(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"IN-CHOWN-OTHER", "OUT-CHMOD", "OUT-TOUCH", "OUT-TOUCH-NOW", "OUT-CHOWN", "OUT-SETXATTR", "OUT-RMXATTR",
-		"LINK-CHMOD", "LINK-TOUCH", "LINK-LCHMOD", "RO-FCHMOD", "RO-FUTIMENS", "OPATH-CHOWN", "OPATH-CHMOD"} {
+		"LINK-CHMOD", "LINK-TOUCH", "LINK-LCHMOD", "PROTECTED-CHMOD", "RO-FCHMOD", "RO-FUTIMENS", "OPATH-CHOWN", "OPATH-CHMOD"} {
 		if strings.Contains(out, bad+"\n") {
 			t.Errorf("%s: the agent changed metadata outside its writable grants: %s", bad, out)
 		}
 	}
 	if after := stat(secret); after != beforeSecret {
 		t.Errorf("the file outside the grants changed: %+v, was %+v\n%s", after, beforeSecret, out)
+	}
+	if after := stat(tasks); after != beforeTasks {
+		t.Errorf("the protected .vscode/tasks.json changed: %+v, was %+v\n%s", after, beforeTasks, out)
 	}
 	if after := stat(ro); after != beforeRO {
 		t.Errorf("the file granted read-only changed: %+v, was %+v\n%s", after, beforeRO, out)
