@@ -85,6 +85,7 @@ const (
 	nrFchmodat2     = 452
 	nrSetxattrat    = 463
 	nrRemovexattrat = 466
+	nrFileSetattr   = 469
 )
 
 // metaAMD64 and metaGeneric are the metadata calls of amd64 and of the
@@ -108,7 +109,11 @@ var (
 )
 
 // metaFilter adds the metadata part to b: every call of a.meta goes to
-// the listener, setxattrat and removexattrat fail with ENOSYS.
+// the listener; setxattrat, removexattrat (Linux 6.13) and file_setattr
+// (6.17: the inode flags FS_IOC_FSSETXATTR sets, by path, nodump and
+// noatime for the owner) fail with ENOSYS, as on a kernel without them.
+// The ioctls that set those flags need a descriptor, which Landlock
+// lets the agent open only on a granted file.
 func metaFilter(b *bpf, a seccompArch) {
 	const jeq = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
 	nrs := make([]uint32, 0, len(a.meta))
@@ -121,6 +126,7 @@ func metaFilter(b *bpf, a seccompArch) {
 	}
 	b.jmp(jeq, nrSetxattrat, "nosys", "")
 	b.jmp(jeq, nrRemovexattrat, "nosys", "")
+	b.jmp(jeq, nrFileSetattr, "nosys", "")
 }
 
 // metaGuard decides which files an emulated call may change.

@@ -38,14 +38,14 @@ func TestSeccompMetadataEmulated(t *testing.T) {
 				t.Errorf("%s: call %d without emulateMetadata: %#x, want allow", name, nr, got)
 			}
 		}
-		for _, nr := range []uint32{nrSetxattrat, nrRemovexattrat} {
+		for _, nr := range []uint32{nrSetxattrat, nrRemovexattrat, nrFileSetattr} {
 			if got := runBPF(t, on, a.audit, nr); got != nosys {
 				t.Errorf("%s: call %d: %#x, want ENOSYS", name, nr, got)
 			}
 		}
-		// getxattrat (464), listxattrat (465), openat2 (437) and the
-		// table's neighbours that read.
-		for _, nr := range []uint32{464, 465, 437} {
+		// getxattrat (464), listxattrat (465), file_getattr (468),
+		// openat2 (437): they only read.
+		for _, nr := range []uint32{464, 465, 468, 437} {
 			if got := runBPF(t, on, a.audit, nr); got != allow {
 				t.Errorf("%s: call %d: %#x, want allow", name, nr, got)
 			}

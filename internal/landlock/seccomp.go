@@ -41,7 +41,7 @@ type Seccomp struct {
 	// emulateMetadata sends the system calls that change a file's
 	// metadata (chmod, chown, utimes and extended attributes, by path
 	// and by descriptor), which Landlock does not govern, to a listener
-	// that the starting process serves; setxattrat and removexattrat
-	// fail with ENOSYS. Only [StartProtected] sets it.
+	// that the starting process serves; setxattrat, removexattrat and
+	// file_setattr fail with ENOSYS. Only [StartProtected] sets it.
 	emulateMetadata bool
 }
