@@ -346,7 +346,11 @@ func (r *metaRequest) readOpArgs(c metaCall, a *metaArgs) unix.Errno {
 	case opChmod:
 		a.mode = uint32(args[i] & 0xffff)
 	case opChown:
-		a.uid, a.gid = int(int32(args[i])), int(int32(args[i+1]))
+		// The ids are the target's: inside a user namespace of its own
+		// (nested_userns) they are mapped to this process's.
+		if a.uid, errno = r.mapID("uid_map", int32(args[i])); errno == 0 {
+			a.gid, errno = r.mapID("gid_map", int32(args[i+1]))
+		}
 	case opUtime, opUtimes, opUtimensat:
 		a.times, errno = r.readTimes(c.op, args[i])
 	case opSetxattr, opRemovexattr:
@@ -366,6 +370,43 @@ func (r *metaRequest) readOpArgs(c metaCall, a *metaArgs) unix.Errno {
 		}
 	}
 	return errno
+}
+
+// mapID maps id, a user or group id in the target's user namespace, to
+// this process's: the same id in the same namespace, else by the
+// target's /proc/PID/uid_map or gid_map (which the kernel shows relative
+// to the reader's namespace when it is another); -1 (leave it) stays.
+// An id the namespace does not map is EINVAL, as chown says.
+func (r *metaRequest) mapID(file string, id int32) (int, unix.Errno) {
+	if id == -1 {
+		return -1, 0
+	}
+	proc := "/proc/" + strconv.Itoa(int(r.req.pid))
+	var theirs, ours unix.Stat_t
+	if unix.Stat(proc+"/ns/user", &theirs) != nil || unix.Stat("/proc/self/ns/user", &ours) != nil {
+		return 0, unix.EPERM
+	}
+	if theirs.Dev == ours.Dev && theirs.Ino == ours.Ino {
+		return int(id), 0
+	}
+	b, err := os.ReadFile(proc + "/" + file)
+	if err != nil {
+		return 0, unix.EPERM
+	}
+	want := uint64(uint32(id))
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			continue
+		}
+		inside, err1 := strconv.ParseUint(f[0], 10, 32)
+		outside, err2 := strconv.ParseUint(f[1], 10, 32)
+		count, err3 := strconv.ParseUint(f[2], 10, 33)
+		if err1 == nil && err2 == nil && err3 == nil && want >= inside && want-inside < count {
+			return int(int32(uint32(outside + want - inside))), 0
+		}
+	}
+	return 0, unix.EINVAL
 }
 
 // readTimes reads the times of op at addr: a struct utimbuf (seconds),

@@ -180,6 +180,12 @@ if os.uname().machine == "x86_64":
     try_("utime-old", lambda: raw(132, w + "/u", (ctypes.c_long * 2)(8, 9)))
     try_("lchown-link-out", lambda: os.lchown(w + "/l", os.getuid(), os.getgid()))
     try_("chown-link-out", lambda: os.chown(w + "/l", os.getuid(), os.getgid()))
+import ctypes
+if ctypes.CDLL(None, use_errno=True).unshare(0x10000000) == 0:
+    # A user namespace of its own, which it cannot map (Landlock keeps
+    # /proc/self/uid_map unwritable): its ids are unmapped.
+    try_("ns-chown-unmapped", lambda: os.chown(w + "/f", 0, 0))
+    try_("ns-chown-keep", lambda: os.chown(w + "/f", -1, -1))
 `
 	cmd := exec.Command(py, "-c", probe, work, secret, filepath.Join(work, "hooks", "h"))
 	var out strings.Builder
@@ -191,6 +197,7 @@ if os.uname().machine == "x86_64":
 	if err := proc.Wait(); err != nil {
 		t.Fatalf("%v: %s", err, out.String())
 	}
+	t.Logf("probe:\n%s", out.String())
 	eperm := strconv.Itoa(int(unix.EPERM))
 	for name, want := range map[string]string{"chmod-in": "ok", "utime-in": "ok", "chown-in": "ok", "chmod-out": eperm,
 		"chmod-protected": eperm, "utime-out": eperm, "fchmod-out": eperm, "memfd": "ok"} {
@@ -209,6 +216,13 @@ if os.uname().machine == "x86_64":
 			var st unix.Stat_t
 			if err := unix.Stat(filepath.Join(work, path), &st); err != nil || st.Mtim.Sec != sec {
 				t.Errorf("%s: mtime %d (%v), want %d", path, st.Mtim.Sec, err, sec)
+			}
+		}
+	}
+	if strings.Contains(out.String(), "ns-chown") {
+		for name, want := range map[string]string{"ns-chown-unmapped": strconv.Itoa(int(unix.EINVAL)), "ns-chown-keep": "ok"} {
+			if !strings.Contains(out.String(), name+" "+want+"\n") {
+				t.Errorf("%s: want %s: %s", name, want, out.String())
 			}
 		}
 	}
@@ -249,5 +263,16 @@ func BenchmarkMetadataChmod(b *testing.B) {
 				b.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestMetaMapID: an id of a target in this process's user namespace is
+// itself; -1 stays.
+func TestMetaMapID(t *testing.T) {
+	r := &metaRequest{req: &seccompNotif{pid: uint32(os.Getpid())}, mem: -1}
+	for _, id := range []int32{0, 1000, -1, 65534} {
+		if got, errno := r.mapID("uid_map", id); errno != 0 || got != int(id) {
+			t.Errorf("mapID(%d) = %d, %v", id, got, errno)
+		}
 	}
 }
