@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -557,18 +558,22 @@ func errnoErr(e unix.Errno) error {
 	return e
 }
 
-// serveMetadata serves the metadata listener of StartProtected until stop hangs up (the child has ended) or the listener
-// fails, then closes both. It runs on a thread of its own without
-// capabilities (see the comment at the top).
-func serveMetadata(listener, stop int, g metaGuard) {
+// serveMetadata serves the metadata listener of StartProtected until
+// stop hangs up (the child has ended) or the listener fails, then closes
+// both. It runs on a thread of its own without capabilities (see the
+// comment at the top), and reports on ready whether it could drop them
+// (the child must not start otherwise).
+func serveMetadata(listener, stop int, g metaGuard, ready chan<- error) {
 	runtime.LockOSThread() // for good: the thread drops its capabilities
 	defer unix.Close(listener)
 	defer unix.Close(stop)
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var none [2]unix.CapUserData
 	if err := unix.Capset(&hdr, &none[0]); err != nil {
-		return // the listener closes: every call fails (ENOSYS)
+		ready <- fmt.Errorf("dropping the capabilities of the metadata listener's thread: %w", err)
+		return
 	}
+	ready <- nil
 	// The agent waits for each reply: ask the kernel to switch to this
 	// thread and back at once (Linux 6.6 and later; older kernels
 	// refuse the flag, and the replies only come a little later).

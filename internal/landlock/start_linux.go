@@ -192,7 +192,12 @@ func (proc *Process) run(cmd *exec.Cmd, rulesetFd int, sc Seccomp, guard metaGua
 			return
 		}
 		defer unix.Close(stop[1])
-		go serveMetadata(listener, stop[0], guard)
+		ready := make(chan error, 1)
+		go serveMetadata(listener, stop[0], guard, ready)
+		if err := <-ready; err != nil {
+			started <- err
+			return
+		}
 	}
 	if err := cmd.Start(); err != nil {
 		if errors.Is(err, unix.EACCES) {
