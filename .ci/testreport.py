@@ -103,6 +103,8 @@ MUST_RUN = [
     "e2e-user TestWeakerExplains",
     "e2e TestWeakerToolchainCaches",
     "e2e-user TestWeakerToolchainCaches",
+    "e2e TestWeakerMetadata",
+    "e2e-user TestWeakerMetadata",
     "e2e TestCachePoisoningAcrossProjects",
     "e2e-user TestCachePoisoningAcrossProjects",
     "e2e TestWeakerCredentials",

@@ -75,7 +75,13 @@ json.dump(d, open(sys.argv[1], 'w'))" `+p)
 				r := newBrokerRun(t)
 				gitRepoCommitted(t, r.work)
 				cfg := filepath.Join(r.work, ".git", "config")
-				out := run(r, r.folder(), `printf '[core]\n\tfsmonitor = "touch /tmp/pwned"\n' >> .git/config && chmod 000 .git/config`)
+				// The weaker sandbox refuses the chmod of a protected
+				// entry (its metadata emulation); nono alone lets it
+				// through, and the guard must cope with a mode 000 file.
+				out := run(r, r.folder(), `printf '[core]\n\tfsmonitor = "touch /tmp/pwned"\n' >> .git/config && { chmod 000 .git/config || echo CHMOD-REFUSED; }`)
+				if fi, err := os.Stat(cfg); name == "weaker" && (err != nil || fi.Mode().Perm() == 0 || !strings.Contains(out, "CHMOD-REFUSED")) {
+					t.Errorf("the weaker sandbox let the agent chmod the protected .git/config (%v):\n%s", err, out)
+				}
 				os.Chmod(cfg, 0o644) // what root, or the user's chmod, sees
 				if b, _ := os.ReadFile(cfg); strings.Contains(string(b), "fsmonitor") || strings.Contains(out, "could not be checked") {
 					t.Errorf("the planted setting in a mode 000 .git/config is still there:\n%s\n%s", b, out)

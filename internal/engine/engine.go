@@ -130,7 +130,7 @@ var engines = []Engine{
 	{ID: Nono, Name: "nono alone",
 		How: "nono's Landlock and seccomp policy and agent-sandbox's seccomp layer, without namespaces (only where the view cannot be built)",
 		Gives: map[Protection]Cell{
-			Files:          {Yes, "nono's Landlock policy"},
+			Files:          {Partly, "nono's Landlock policy, which does not govern metadata: the agent can still chmod, chown, touch and set extended attributes on any file its user owns, outside the grants too, even one it cannot read (`chmod 644` on a private key makes it readable by every local user)"},
 			Names:          {No, "Landlock governs contents, not names: `stat` and listings of ungranted paths work"},
 			ProtectedFiles: {No, "Landlock cannot deny inside a writable grant; agent-sandbox's guard undoes code-running changes and names the others"},
 			Processes:      {No, "no PID namespace: `ps` lists host processes, a leftover survives a SIGKILL of agent-sandbox"},
@@ -146,7 +146,7 @@ var engines = []Engine{
 	{ID: Weaker, Name: "weaker sandbox",
 		How: "Landlock, seccomp and no_new_privs only, without a namespace view (no user namespaces here; accepted with AGENT_SANDBOX_WEAKER_SANDBOX=1)",
 		Gives: map[Protection]Cell{
-			Files:          {Yes, "Landlock"},
+			Files:          {Yes, "Landlock; chmod, chown, touch and extended attributes, which Landlock does not govern, agent-sandbox performs for the agent, on files inside its writable grants only"},
 			Names:          {No, "Landlock governs contents, not names: the whole filesystem's names and metadata are visible (`stat`), while listing an ungranted directory, `/` included, is refused: Landlock's right to list `/` would cover every directory below it"},
 			ProtectedFiles: {No, "Landlock only adds rights: agent-sandbox's guard undoes code-running changes (git's settings and hooks, an MCP server or hook in an agent's settings) while the agent runs and after it ends, and names the others for review; a `.git` replaced whole stays replaced"},
 			Processes:      {No, "no PID namespace: host processes are listed; leftovers are swept, not contained"},

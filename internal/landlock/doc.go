@@ -42,4 +42,13 @@
 //
 // Every right the running kernel's Landlock ABI knows is handled, so
 // anything that is not granted by the [Policy] is denied.
+//
+// # Metadata
+//
+// Landlock does not govern chmod, chown, utimes or extended attributes.
+// Where no mount namespace hides what is not granted, [StartProtected]
+// sends those system calls to a seccomp
+// listener that the starting process serves: it performs each one on
+// the file it opened itself from the call's arguments, inside the
+// policy's writable paths only (metadata_linux.go).
 package landlock

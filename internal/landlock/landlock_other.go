@@ -27,6 +27,12 @@ func Start(cmd *exec.Cmd, p Policy) (*Process, error) { return nil, errNeedsLinu
 // Linux.
 func StartWith(cmd *exec.Cmd, p Policy, sc Seccomp) (*Process, error) { return nil, errNeedsLinux }
 
+// StartProtected returns an error and starts nothing: the landlock
+// backend needs Linux.
+func StartProtected(cmd *exec.Cmd, p Policy, sc Seccomp, protected []string) (*Process, error) {
+	return nil, errNeedsLinux
+}
+
 // ProcFiles are the host-wide /proc entries kept readable (Linux only).
 var ProcFiles []string
 

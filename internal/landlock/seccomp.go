@@ -38,4 +38,10 @@ type Seccomp struct {
 	// ftruncate(2) stays: it needs a descriptor open for writing, which
 	// Landlock mediates on every ABI.
 	denyPathTruncate bool
+	// emulateMetadata sends the system calls that change a file's
+	// metadata (chmod, chown, utimes and extended attributes, by path
+	// and by descriptor), which Landlock does not govern, to a listener
+	// that the starting process serves; setxattrat, removexattrat and
+	// file_setattr fail with ENOSYS. Only [StartProtected] sets it.
+	emulateMetadata bool
 }

@@ -63,6 +63,9 @@ type seccompArch struct {
 	socketpair uint32
 	sysvIPC    [12]uint32
 	x32        bool // refuse numbers with the x32 bit set
+	// meta are the calls that change a file's metadata, which
+	// StartProtected sends to the listener (Seccomp.emulateMetadata).
+	meta map[uint32]metaCall
 }
 
 // The numbers every architecture below shares (the unified table of the
@@ -76,11 +79,11 @@ const (
 
 var seccompArches = map[string]seccompArch{
 	"amd64": {audit: 0xc000003e, ioctl: 16, socket: 41, truncate: 76, keyring: [3]uint32{248, 249, 250}, connect: 42, clone: 56, unshare: 272, x32: true,
-		socketpair: 53, sysvIPC: [12]uint32{29, 30, 31, 67, 64, 65, 66, 220, 68, 69, 70, 71}},
+		socketpair: 53, sysvIPC: [12]uint32{29, 30, 31, 67, 64, 65, 66, 220, 68, 69, 70, 71}, meta: metaAMD64},
 	"arm64": {audit: 0xc00000b7, ioctl: 29, socket: 198, truncate: 45, keyring: [3]uint32{217, 218, 219}, connect: 203, clone: 220, unshare: 97,
-		socketpair: 199, sysvIPC: [12]uint32{194, 196, 195, 197, 190, 193, 191, 192, 186, 189, 188, 187}},
+		socketpair: 199, sysvIPC: [12]uint32{194, 196, 195, 197, 190, 193, 191, 192, 186, 189, 188, 187}, meta: metaGeneric},
 	"riscv64": {audit: 0xc00000f3, ioctl: 29, socket: 198, truncate: 45, keyring: [3]uint32{217, 218, 219}, connect: 203, clone: 220, unshare: 97,
-		socketpair: 199, sysvIPC: [12]uint32{194, 196, 195, 197, 190, 193, 191, 192, 186, 189, 188, 187}},
+		socketpair: 199, sysvIPC: [12]uint32{194, 196, 195, 197, 190, 193, 191, 192, 186, 189, 188, 187}, meta: metaGeneric},
 }
 
 const (
@@ -215,6 +218,9 @@ func seccompFilter(a seccompArch, o Seccomp) []unix.SockFilter {
 	if o.NotifyConnect {
 		b.jmp(jeq, a.connect, "notify", "")
 	}
+	if o.emulateMetadata {
+		metaFilter(&b, a)
+	}
 	// socket(domain, type, protocol): an allow list of families.
 	b.jmp(jeq, a.socket, "", "not-socket")
 	b.op(ld, 16)
@@ -251,8 +257,25 @@ func installSeccomp(o Seccomp) (int, error) {
 	}
 	filter := seccompFilter(a, o)
 	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
-	if o.NotifyConnect {
-		fd, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&prog)))
+	if o.NotifyConnect || o.emulateMetadata {
+		flags := uintptr(unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
+		if o.emulateMetadata {
+			// Once the listener has received a call, the caller waits
+			// for the reply through signals other than SIGKILL (Linux
+			// 5.19 and later): an emulated call is done, and must not
+			// be restarted by a signal that came meanwhile (Go's
+			// SIGURG, a SIGCHLD), which would run it twice (a second
+			// XATTR_CREATE fails, a second removexattr too).
+			fd, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags|unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, uintptr(unsafe.Pointer(&prog)))
+			if errno == 0 {
+				unix.CloseOnExec(int(fd))
+				return int(fd), nil
+			}
+			if errno != unix.EINVAL {
+				return -1, fmt.Errorf("installing the seccomp filter with a listener: %w", errno)
+			}
+		}
+		fd, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&prog)))
 		if errno != 0 {
 			return -1, fmt.Errorf("installing the seccomp filter with a listener: %w", errno)
 		}

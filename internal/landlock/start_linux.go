@@ -44,7 +44,20 @@ func StartWith(cmd *exec.Cmd, p Policy, sc Seccomp) (*Process, error) {
 	return start(cmd, p, sc, hostKernel(p))
 }
 
-func start(cmd *exec.Cmd, p Policy, sc Seccomp, k kernel) (*Process, error) {
+// StartProtected is [StartWith] for a child that no mount namespace
+// confines (the weaker sandbox): since Landlock does not govern chmod,
+// chown, utimes and extended attributes, the filter sends those system
+// calls to a listener that this process serves until the child has
+// ended, performing each one itself on the file the call names when that
+// file lies inside p's ReadWrite or WriteOnly paths and outside
+// protected (a directory: everything beneath it too), and refusing it
+// with EPERM otherwise (see metadata_linux.go).
+func StartProtected(cmd *exec.Cmd, p Policy, sc Seccomp, protected []string) (*Process, error) {
+	sc.emulateMetadata = true
+	return start(cmd, p, sc, hostKernel(p), protected...)
+}
+
+func start(cmd *exec.Cmd, p Policy, sc Seccomp, k kernel, protected ...string) (*Process, error) {
 	if cmd.Process != nil {
 		return nil, errors.New("landlock: command already started")
 	}
@@ -89,8 +102,12 @@ func start(cmd *exec.Cmd, p Policy, sc Seccomp, k kernel) (*Process, error) {
 
 	sc.denyPathTruncate = e.ABI < abiTruncate
 	proc := &Process{Enforcement: e, done: make(chan struct{})}
+	var guard metaGuard
+	if sc.emulateMetadata {
+		guard = newMetaGuard(p, protected)
+	}
 	started := make(chan error, 1)
-	go proc.run(cmd, rulesetFd, sc, e.NetNamespace, started)
+	go proc.run(cmd, rulesetFd, sc, guard, e.NetNamespace, started)
 	if err := <-started; err != nil {
 		return nil, err
 	}
@@ -136,7 +153,10 @@ func childAttr(orig *syscall.SysProcAttr, e Enforcement) (*syscall.SysProcAttr, 
 
 // run confines its thread, starts cmd from it, reports the outcome on
 // started and then waits for the child, keeping the thread alive.
-func (proc *Process) run(cmd *exec.Cmd, rulesetFd int, sc Seccomp, userns bool, started chan<- error) {
+//
+// With sc.emulateMetadata a goroutine of its own serves the filter's
+// listener by guard until the child has ended.
+func (proc *Process) run(cmd *exec.Cmd, rulesetFd int, sc Seccomp, guard metaGuard, userns bool, started chan<- error) {
 	// The thread gets the Landlock domain, no_new_privs and reduced
 	// capabilities (see dropCapabilities). It stays locked to this
 	// goroutine for good, so it never runs other Go code, and the runtime
@@ -156,10 +176,28 @@ func (proc *Process) run(cmd *exec.Cmd, rulesetFd int, sc Seccomp, userns bool, 
 		started <- err
 		return
 	}
-	sc.NotifyConnect = false // no listener here: Start's caller waits only for the child
-	if _, err := installSeccomp(sc); err != nil {
+	sc.NotifyConnect = false // no connect listener here: Start's caller waits only for the child
+	listener, err := installSeccomp(sc)
+	if err != nil {
 		started <- err
 		return
+	}
+	if listener >= 0 {
+		// The pipe's write end closes when this goroutine returns (the
+		// child has ended, or did not start): the server then stops.
+		var stop [2]int
+		if err := unix.Pipe2(stop[:], unix.O_CLOEXEC); err != nil {
+			unix.Close(listener)
+			started <- fmt.Errorf("the metadata listener's pipe: %w", err)
+			return
+		}
+		defer unix.Close(stop[1])
+		ready := make(chan error, 1)
+		go serveMetadata(listener, stop[0], guard, ready)
+		if err := <-ready; err != nil {
+			started <- err
+			return
+		}
 	}
 	if err := cmd.Start(); err != nil {
 		if errors.Is(err, unix.EACCES) {

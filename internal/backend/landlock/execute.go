@@ -253,7 +253,14 @@ func weakerStart(s *spec.Spec, p *ll.Policy, n Net, stdio launch.Stdio, verbose,
 			cmd.ExtraFiles = append(cmd.ExtraFiles, r)
 			cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d", holdEnv, 2+len(cmd.ExtraFiles)))
 		}
-		proc, err := ll.StartWith(cmd, *p, ll.Seccomp{DenyKeyrings: true, DenyUnixSockets: true, DenyUserns: !s.NestedUserns, DenyHostIPC: true})
+		// Landlock does not govern chmod, chown, utimes and extended
+		// attributes: this process performs them for the agent, inside
+		// its writable grants only, outside the protected entries.
+		var protected []string
+		for _, e := range s.Ledger.ReadOnly() {
+			protected = append(protected, e.Path)
+		}
+		proc, err := ll.StartProtected(cmd, *p, ll.Seccomp{DenyKeyrings: true, DenyUnixSockets: true, DenyUserns: !s.NestedUserns, DenyHostIPC: true}, protected)
 		if err != nil {
 			return nil, &launch.SetupError{Err: fmt.Errorf("the landlock backend cannot start the agent: %w", err)}
 		}

@@ -76,7 +76,8 @@ func weakerComments(home string) []string {
 		}
 	}
 	out := []string{"/tmp and /var/tmp are the host's, shared with your other programs: refused (the view has private ones; the run's TMPDIR is its own)",
-		"listing / is refused (Landlock's right to list / would cover every directory below it); what is granted is reached by its path"}
+		"listing / is refused (Landlock's right to list / would cover every directory below it); what is granted is reached by its path",
+		"chmod, chown, touch and extended attributes, which Landlock does not govern, are performed by agent-sandbox for the agent, inside the writable grants only (elsewhere: EPERM)"}
 	if len(rc) > 0 {
 		out = append(out, fmt.Sprintf("your shell start-up files stay unreadable, as the view hides them (they often export secrets): %s; a shell the agent starts interactively or as a login shell prints \"Permission denied\" for each", strings.Join(rc, ", ")))
 	}
