@@ -139,14 +139,14 @@ func TestSessionExecTTY(t *testing.T) {
 	work := homeTempDir(t, "session-tty")
 	env := sessionEnv(home)
 	s := startSession(t, bin, nil, env, work)
-	pts := regexp.MustCompile(`(?m)^/dev/pts/[0-9]+$`)
+	pts := regexp.MustCompile(`(?m)^/\.agent-sandbox-pts/[0-9]+$`) // exec's own instance (view.ExecPts)
 
 	t.Run("tty", func(t *testing.T) {
 		r := startAtTTY(t, bin, env, work, 33, 111, "exec", s.id, "--", "sh", "-c", "tty; readlink /proc/self/fd/0 /proc/self/fd/1 /proc/self/fd/2")
 		code, out := r.wait(t)
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		if code != 0 || len(lines) != 4 || !pts.MatchString(lines[0]) {
-			t.Fatalf("exec -- tty at a terminal: exit %d, %q: want a /dev/pts name", code, out)
+			t.Fatalf("exec -- tty at a terminal: exit %d, %q: want a name of exec's pty instance", code, out)
 		}
 		for _, l := range lines[1:] {
 			if l != lines[0] {
@@ -198,7 +198,7 @@ func TestSessionExecTTY(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		o := strings.ReplaceAll(string(out), "\r", "")
 		if err != nil || !pts.MatchString(o) || !strings.Contains(o, "24 80") {
-			t.Errorf("exec -t with pipes: %v, %q; want a /dev/pts name and 24 80", err, o)
+			t.Errorf("exec -t with pipes: %v, %q; want a name of exec's pty instance and 24 80", err, o)
 		}
 	})
 	_ = s.end(t)
@@ -303,8 +303,8 @@ EOF`, sock, sock, sock)
 	tty := exec.Command(bin, "exec", "-t", s.id, "--", "sh", "-c", "tty; exit 5")
 	tty.Env, tty.Dir = env, work
 	out, err := tty.CombinedOutput()
-	if tty.ProcessState == nil || tty.ProcessState.ExitCode() != 5 || !regexp.MustCompile(`(?m)^/dev/pts/[0-9]+\r?$`).Match(out) {
-		t.Errorf("exec -t through the control socket: %v, %q; want a /dev/pts name and exit 5", err, out)
+	if tty.ProcessState == nil || tty.ProcessState.ExitCode() != 5 || !regexp.MustCompile(`(?m)^/\.agent-sandbox-pts/[0-9]+\r?$`).Match(out) {
+		t.Errorf("exec -t through the control socket: %v, %q; want a name of exec's pty instance and exit 5", err, out)
 	}
 	_ = os.Rename(sock+".away", sock)
 	if err := s.end(t); err != nil {

@@ -11,10 +11,13 @@
 // (manifests/<id>.json.gz) listing every entry with its type, mode,
 // owner, size, modification time, blob or symlink target; directories are
 // entries of their own, so empty directories are kept. Special files
-// (FIFOs, sockets, devices) are named and skipped. A stat cache (size,
-// mtime, ctime, inode) lets a later checkpoint read only the files that
-// changed, and a checkpoint of a tree unchanged since the last one is that
-// one.
+// (FIFOs, sockets, devices) are named and skipped. A later checkpoint that
+// changed little is a delta of the one before (manifests/<id>.delta.gz,
+// delta.go), checked against its digest when read. The head cache (the
+// last checkpoint's entries with each file's ctime, inode and device)
+// lets a later checkpoint read only the files that changed and write its
+// delta without reading a manifest, and a checkpoint of a tree unchanged
+// since the last one is that one (nothing written).
 //
 // Everything here reads and writes content the agent controls without
 // running any of it and without following a symlink: no git is run (the
@@ -34,8 +37,6 @@
 package checkpoint
 
 import (
-	"bufio"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -47,16 +48,27 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
 )
 
-// Format is the version of the store's layout this build reads and writes.
+// Format is the version of the manifests this build reads and writes.
 const Format = 1
 
+// StoreFormat is the version of the store's layout this build writes:
+// 2 has deltas (delta.go), which a build that reads only 1 would take
+// for missing checkpoints, and whose blobs its prune would remove. This
+// build reads a store of layout 1 and marks it 2 when it opens it, so
+// that an older build refuses it, whole, rather than lose part of it.
+const StoreFormat = 2
+
 // formatLine is the store's format file: its first line.
-var formatLine = fmt.Sprintf("agent-sandbox checkpoint store %d", Format)
+var formatLine = fmt.Sprintf("agent-sandbox checkpoint store %d", StoreFormat)
+
+// formatLine1 is the first line of a store of layout 1.
+const formatLine1 = "agent-sandbox checkpoint store 1"
 
 // Entry types.
 const (
@@ -184,6 +196,8 @@ type Store struct {
 	Settings  Settings
 	// wrote counts the blobs this process wrote.
 	wrote int
+	// listed counts the directory listings taken from the head cache.
+	listed atomic.Int64
 	// racyAfter, when set, replaces the walk's start as the time from
 	// which a file's stat is too recent to be trusted by the cache (tests).
 	racyAfter time.Time
@@ -199,6 +213,7 @@ func StoreDir(stateRoot, workdir string) string {
 // store of another format, naming it, and changes nothing in it.
 func Open(stateRoot, workdir string, set Settings) (*Store, error) {
 	s := &Store{Dir: StoreDir(stateRoot, workdir), Workdir: workdir, StateRoot: stateRoot, Settings: set.withDefaults()}
+	repairModes(stateRoot, s.Dir, false)
 	if err := os.MkdirAll(filepath.Join(stateRoot, "checkpoints"), 0o700); err != nil {
 		return nil, fmt.Errorf("checkpoint store: %v", err)
 	}
@@ -217,6 +232,12 @@ func Open(stateRoot, workdir string, set Settings) (*Store, error) {
 		return nil, fmt.Errorf("checkpoint store %s: %v", s.Dir, err)
 	default:
 		first, rest, _ := strings.Cut(string(b), "\n")
+		if first == formatLine1 {
+			if err := writeFileAtomic(s.path("format"), []byte(formatLine+"\n"+rest)); err != nil {
+				return nil, fmt.Errorf("checkpoint store %s: marking it of layout %d: %v", s.Dir, StoreFormat, err)
+			}
+			first = formatLine
+		}
 		if first != formatLine {
 			return nil, fmt.Errorf("checkpoint store %s was written by another version of agent-sandbox (%q, this one reads %q): left as it is; move it aside to start a new store", s.Dir, first, formatLine)
 		}
@@ -235,55 +256,31 @@ func (s *Store) objectPath(hash string) string {
 	return s.path("objects", hash[:2], hash[2:])
 }
 
-// SaveManifest writes m.
+// saveManifest writes m whole.
 func (s *Store) saveManifest(m *Manifest) error {
-	f, err := os.CreateTemp(s.path("manifests"), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	zw, _ := gzip.NewWriterLevel(f, gzip.BestSpeed)
-	bw := bufio.NewWriter(zw)
-	if err := json.NewEncoder(bw).Encode(m); err != nil {
-		f.Close()
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := zw.Close(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), s.path("manifests", m.ID+".json.gz"))
+	return writeGzJSON(s.path("manifests"), s.manifestPath(m.ID), m)
 }
 
-// Manifest reads the checkpoint id.
+// Manifest reads the checkpoint id (a delta is made whole).
 func (s *Store) Manifest(id string) (*Manifest, error) {
-	p := s.path("manifests", id+".json.gz")
-	f, err := os.Open(p)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("checkpoint %s is not in the store (pruned?): %s is missing", id, p)
+	return s.manifest(id, 0)
+}
+
+func (s *Store) manifest(id string, depth int) (*Manifest, error) {
+	p := s.manifestPath(id)
+	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+		if _, derr := os.Lstat(s.deltaPath(id)); derr == nil {
+			return s.resolveDelta(id, depth)
 		}
-		return nil, fmt.Errorf("checkpoint %s: %v", id, err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(bufio.NewReader(f))
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint store is corrupt: %s: %v (left as it is)", p, err)
+		return nil, fmt.Errorf("checkpoint %s is not in the store (pruned?): %s is missing", id, p)
 	}
 	var m Manifest
-	if err := json.NewDecoder(zr).Decode(&m); err != nil {
-		return nil, fmt.Errorf("checkpoint store is corrupt: %s: %v (left as it is)", p, err)
+	if err := readGzJSON(p, &m); err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("checkpoint %s: %v", id, err)
+		}
+		return nil, err
 	}
 	if m.Format != Format {
 		return nil, fmt.Errorf("checkpoint %s was written by another version of agent-sandbox (format %d, this one reads %d): left as it is", p, m.Format, Format)

@@ -161,6 +161,14 @@ func TestOtherVersionAndCorrupt(t *testing.T) {
 	if b, _ := os.ReadFile(p); string(b) != "garbage" {
 		t.Error("corrupt manifest changed")
 	}
+	// A store of layout 1 (before deltas) is read, and marked 2 so that
+	// an older build refuses it.
+	must(t, os.WriteFile(s.path("format"), []byte("agent-sandbox checkpoint store 1\nworkdir "+w+"\n"), 0o600))
+	_, err = Open(root, w, Settings{})
+	must(t, err)
+	if b, _ := os.ReadFile(s.path("format")); string(b) != "agent-sandbox checkpoint store 2\nworkdir "+w+"\n" {
+		t.Errorf("a store of layout 1 is marked %q", b)
+	}
 	// Another version's store.
 	must(t, os.WriteFile(s.path("format"), []byte("agent-sandbox checkpoint store 99\n"), 0o600))
 	if _, err := Open(root, w, Settings{}); err == nil || !strings.Contains(err.Error(), "another version") {

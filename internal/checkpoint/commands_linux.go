@@ -5,9 +5,14 @@ package checkpoint
 import (
 	"fmt"
 	"io"
+	"path"
+	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/agent-sandbox/agent-sandbox/internal/diag"
+	"github.com/agent-sandbox/agent-sandbox/internal/safefs"
 )
 
 // ListRuns prints the workdir's runs, oldest first: id, time, command,
@@ -50,6 +55,7 @@ func (s *Store) ShowDiff(runID string, out io.Writer) error {
 		return err
 	}
 	var after *Manifest
+	ownerAccess(s.Workdir)
 	if r.After != "" {
 		after, err = s.Manifest(r.After)
 	} else {
@@ -66,7 +72,23 @@ func (s *Store) ShowDiff(runID string, out io.Writer) error {
 	if len(before.Skipped) > 0 {
 		fmt.Fprintf(out, "not compared (left out of the checkpoint): %s\n", skipList(before.Skipped, 10))
 	}
+	if hidden := newSkips(before, after); len(hidden) > 0 {
+		fmt.Fprintf(out, "not compared (left out after the run: what lies there may have changed, undo replaces it): %s\n", skipList(hidden, 10))
+	}
 	return nil
+}
+
+// newSkips are what b left out that a did not: a directory the agent made
+// unreadable (chmod 000 after changing what it holds) hides its changes
+// from the comparison, and must be named.
+func newSkips(a, b *Manifest) []Skip {
+	var out []Skip
+	for _, k := range b.Skipped {
+		if !under(k.Path, a.Skipped) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // UndoOptions are the choices of `agent-sandbox undo`.
@@ -94,6 +116,8 @@ func Undo(stateRoot, workdir string, set Settings, o UndoOptions) error {
 	if err != nil {
 		return err
 	}
+	repairModes(stateRoot, s.Dir, true)
+	ownerAccess(workdir)
 	r, err := s.FindRun(o.Run)
 	if err != nil {
 		return err
@@ -117,10 +141,19 @@ func Undo(stateRoot, workdir string, set Settings, o UndoOptions) error {
 	if r.After != "" && r.After != cur.ID {
 		fmt.Fprintf(o.Out, "note: the workdir changed after the run ended (checkpoint %s); those changes are undone too, and kept in checkpoint %s\n", r.After, cur.ID)
 	}
+	ti := index(target)
 	for _, k := range sortedSkips(cur.Skipped) {
-		if !under(k.Path, target.Skipped) {
+		switch {
+		case under(k.Path, target.Skipped):
+		case ti[k.Path] != nil:
+			// Restore replaces it with what target recorded there.
+			fmt.Fprintf(o.Out, "replaced: %s (%s, not in the checkpoint of the current state: what it holds now is not kept)\n", Quote(k.Path), k.Why)
+		default:
 			fmt.Fprintf(o.Out, "left as it is: %s (%s, not in the checkpoint of the current state)\n", Quote(k.Path), k.Why)
 		}
+	}
+	for _, l := range s.linkedNames(cs) {
+		fmt.Fprintln(o.Out, l)
 	}
 	if len(cs) == 0 {
 		fmt.Fprintln(o.Out, "nothing to do")
@@ -147,6 +180,40 @@ func Undo(stateRoot, workdir string, set Settings, o UndoOptions) error {
 	}
 	fmt.Fprintf(o.Out, "done: the workdir is as checkpoint %s recorded it; `agent-sandbox undo` undoes this undo\n", target.ID)
 	return nil
+}
+
+// linkedNames are notes for the files undo would replace or delete that
+// have other hard links: undo replaces the workdir's name (a new file
+// renamed into place, never a write through the link), so a file outside
+// the workdir that shares it (a dotfile a dotfiles repository links)
+// keeps what the agent wrote through the workdir's name.
+func (s *Store) linkedNames(cs []Change) []string {
+	root, err := safefs.OpenFd(s.Workdir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(root)
+	var out []string
+	for _, c := range cs {
+		if c.Old == nil || c.Old.Type != TypeFile || c.Kind == ModeOnly {
+			continue
+		}
+		dir, name := path.Split(c.Path)
+		dir = strings.TrimSuffix(dir, "/")
+		if dir == "" {
+			dir = "."
+		}
+		pfd, err := openDirBeneath(root, dir, s.Workdir)
+		if err != nil {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1 {
+			out = append(out, fmt.Sprintf("note: %s has %d hard links: undo replaces this name only (it never writes through a link); the file's other names, outside what undo restores, keep what was written to it", Quote(c.Path), st.Nlink))
+		}
+		unix.Close(pfd)
+	}
+	return out
 }
 
 // OpenExisting opens the store of workdir for runs and diff.

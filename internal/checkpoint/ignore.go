@@ -25,9 +25,33 @@ type rule struct {
 	base    bool // matches the name, not the path
 }
 
+// MaxRules bounds the ignore patterns a checkpoint applies: each path is
+// matched against every one, so a .gitignore of a megabyte of patterns
+// (an agent can write one) made every checkpoint of a large tree take
+// minutes. The patterns after the first MaxRules are not applied (what
+// they would leave out is kept).
+const MaxRules = 1000
+
+// MaxDepth bounds how deep a checkpoint walks: the walk holds a
+// descriptor for each level, and an agent can nest directories deeper
+// than the process may open files (relative mkdir and chdir), which made
+// every checkpoint, and so undo, fail with "too many open files". What
+// lies deeper is left out, and named.
+const MaxDepth = 512
+
+// isPattern reports whether the ignore-file line l is a pattern (not a
+// blank line, a comment or a negation, which parseRules skips).
+func isPattern(l string) bool {
+	l = strings.TrimRight(l, " \t\r")
+	return l != "" && !strings.HasPrefix(l, "#") && !strings.HasPrefix(l, "!") && strings.TrimRight(l, "/") != ""
+}
+
 func parseRules(lines []string) rules {
 	var rs rules
 	for _, l := range lines {
+		if len(rs) == MaxRules {
+			break
+		}
 		l = strings.TrimRight(l, " \t\r")
 		if l == "" || strings.HasPrefix(l, "#") || strings.HasPrefix(l, "!") {
 			continue

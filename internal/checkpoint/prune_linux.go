@@ -72,6 +72,9 @@ func (s *Store) removeRuns(runs []*Run, drop map[string]bool) {
 		}
 		keep[r.Before], keep[r.After] = true, true
 	}
+	if !s.unchain(keep) {
+		return // a delta that cannot be read or rewritten: remove nothing
+	}
 	for _, r := range runs {
 		if drop[r.ID] {
 			os.Remove(s.path("runs", r.ID+".json"))
@@ -82,7 +85,9 @@ func (s *Store) removeRuns(runs []*Run, drop map[string]bool) {
 	for _, e := range ents {
 		id, ok := strings.CutSuffix(e.Name(), ".json.gz")
 		if !ok {
-			continue
+			if id, ok = strings.CutSuffix(e.Name(), ".delta.gz"); !ok {
+				continue
+			}
 		}
 		if !keep[id] {
 			os.Remove(s.path("manifests", e.Name()))
@@ -115,8 +120,42 @@ func (s *Store) removeRuns(runs []*Run, drop map[string]bool) {
 	if removed {
 		// The stat cache may name removed blobs: the next checkpoint
 		// reads every file again.
-		os.Remove(s.path("statcache"))
+		os.Remove(s.path("headcache"))
 	}
+}
+
+// unchain writes whole each kept checkpoint stored as a delta of one
+// that is not kept, so that what a pruned run alone needed goes with it;
+// false when one cannot be read or written.
+func (s *Store) unchain(keep map[string]bool) bool {
+	var whole []*Manifest
+	for id := range keep {
+		if id == "" {
+			continue
+		}
+		if _, err := os.Lstat(s.deltaPath(id)); err != nil {
+			continue
+		}
+		d, err := s.readDelta(id)
+		if err != nil {
+			return false
+		}
+		if keep[d.Base] {
+			continue
+		}
+		m, err := s.Manifest(id)
+		if err != nil {
+			return false
+		}
+		whole = append(whole, m)
+	}
+	for _, m := range whole {
+		if s.saveManifest(m) != nil {
+			return false
+		}
+		os.Remove(s.deltaPath(m.ID))
+	}
+	return true
 }
 
 // size is the bytes the store's blobs and manifests take.

@@ -105,11 +105,52 @@ func (r *restorer) parent(rel string) (int, string, error) {
 	if dir == "" {
 		dir = "."
 	}
-	fd, err := safefs.OpenBeneathFd(r.root, dir, r.s.Workdir+"/"+dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	fd, err := openDirBeneath(r.root, dir, r.s.Workdir)
 	if err != nil {
 		return -1, "", fmt.Errorf("undo: %v", err)
 	}
 	return fd, name, nil
+}
+
+// pathChunk bounds the part of a path one openat2 resolves: a directory
+// nested so deep that its path is longer than PATH_MAX (an agent can
+// make one with relative mkdir and chdir) is opened a part at a time.
+const pathChunk = 2048
+
+// openDirBeneath opens the directory rel below root (the workdir,
+// named in errors) like safefs.OpenBeneathFd, whatever rel's length:
+// each part of at most pathChunk bytes is resolved beneath the directory
+// the part before it opened, never through a symlink. A manifest's paths
+// hold no "." or ".." (they are names a walk read).
+func openDirBeneath(root int, rel, workdir string) (int, error) {
+	const flags = unix.O_RDONLY | unix.O_DIRECTORY
+	if len(rel) <= pathChunk {
+		return safefs.OpenBeneathFd(root, rel, workdir+"/"+rel, flags, 0)
+	}
+	fd, done := root, ""
+	for rest := rel; rest != ""; {
+		part := rest
+		if len(part) > pathChunk {
+			cut := strings.LastIndexByte(part[:pathChunk], '/')
+			if cut <= 0 {
+				cut = strings.IndexByte(part, '/')
+			}
+			if cut > 0 {
+				part = part[:cut]
+			}
+		}
+		rest = strings.TrimPrefix(rest[len(part):], "/")
+		done = path.Join(done, part)
+		next, err := safefs.OpenBeneathFd(fd, part, workdir+"/"+done, flags, 0)
+		if fd != root {
+			unix.Close(fd)
+		}
+		if err != nil {
+			return -1, err
+		}
+		fd = next
+	}
+	return fd, nil
 }
 
 // remove deletes rel (a directory with all it holds), never following a
@@ -165,6 +206,16 @@ func removeAt(dirfd int, name string) error {
 		return unix.Unlinkat(dirfd, name, 0)
 	}
 	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.EACCES) {
+		// A directory the agent made unreadable (chmod 000): its mode
+		// is set through an O_PATH descriptor (never through a link),
+		// then it is opened again.
+		if pfd, perr := unix.Openat(dirfd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); perr == nil {
+			_ = unix.Fchmodat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", pfd), 0o700, 0)
+			unix.Close(pfd)
+			fd, err = unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -252,7 +303,7 @@ func (r *restorer) replace(pfd int, name string, e *Entry, make func(tmp string)
 }
 
 func (r *restorer) writeFile(pfd int, tmp string, e *Entry) error {
-	src, err := os.Open(r.s.objectPath(e.Hash))
+	src, err := openBlob(r.s.objectPath(e.Hash))
 	if err != nil {
 		return err
 	}

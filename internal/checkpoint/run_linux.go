@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -28,6 +29,7 @@ const (
 func lockPath(stateRoot, workdir string) string { return StoreDir(stateRoot, workdir) + ".lock" }
 
 func openLock(stateRoot, workdir string) (*os.File, error) {
+	repairModes(stateRoot, StoreDir(stateRoot, workdir), false)
 	if err := os.MkdirAll(filepath.Join(stateRoot, "checkpoints"), 0o700); err != nil {
 		return nil, err
 	}
@@ -91,9 +93,9 @@ func Begin(o BeginOptions) (*Active, error) {
 	if err != nil {
 		return fail(err)
 	}
-	_, herr := s.head()
+	head, herr := s.head()
 	first := herr != nil // the store's first checkpoint
-	m, err := s.Take(nil)
+	m, err := s.Take(s.beforeBase(head.ID, o.Warn))
 	if err != nil {
 		return fail(err)
 	}
@@ -108,6 +110,18 @@ func Begin(o BeginOptions) (*Active, error) {
 	}
 	if n := len(m.Skipped); o.Verbose && m.NewSkips() {
 		diag.Notef(o.Warn, "checkpoint %s left out %d path(s): %s", m.ID, n, skipList(m.Skipped, 3))
+	}
+	// What could not be read (a directory an earlier run made unreadable
+	// with chmod 000) is not in the checkpoint: what this run does there
+	// cannot be undone. Said on every run, verbose or not.
+	var unreadable []Skip
+	for _, k := range m.Skipped {
+		if strings.HasPrefix(k.Why, "unreadable") {
+			unreadable = append(unreadable, k)
+		}
+	}
+	if len(unreadable) > 0 {
+		diag.Warnf(o.Warn, "checkpoint %s could not read %s: what the run changes there cannot be undone (make it readable, e.g. chmod u+rwx, before the run)", m.ID, skipList(unreadable, 3))
 	}
 	return a, nil
 }
@@ -138,6 +152,8 @@ func (a *Active) End(exit int) {
 		return
 	}
 	a.run.End, a.run.Exit = time.Now().UTC(), exit
+	repairModes(a.store.StateRoot, a.store.Dir, true) // the agent may have chmodded it
+	ownerAccess(a.store.Workdir)
 	after, err := a.store.Take(a.before)
 	if err != nil {
 		diag.Warnf(a.warn, "checkpoint after the run: %v (`agent-sandbox undo` still restores the one before)", err)
@@ -145,6 +161,9 @@ func (a *Active) End(exit int) {
 	} else {
 		a.run.After = after.ID
 		a.run.Summary = Summary(Diff(a.before, after))
+		if n := len(newSkips(a.before, after)); n > 0 {
+			a.run.Summary += fmt.Sprintf("; %d path(s) left out after the run, not compared (`agent-sandbox diff` names them)", n)
+		}
 	}
 	if err := a.store.SaveRun(a.run); err != nil {
 		diag.Warnf(a.warn, "checkpoint store %s: recording the run: %v", a.store.Dir, err)

@@ -5,7 +5,6 @@ package checkpoint
 import (
 	"bufio"
 	"crypto/sha256"
-	"encoding/gob"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -14,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -23,13 +21,6 @@ import (
 
 	"github.com/agent-sandbox/agent-sandbox/internal/safefs"
 )
-
-// cached is what the stat cache knows of one file.
-type cached struct {
-	Size, MTime, CTime int64
-	Ino, Dev           uint64
-	Hash               string
-}
 
 // ErrTooLarge is matched (errors.Is) by the error of a checkpoint that
 // would record more than Settings.MaxBytes.
@@ -41,10 +32,16 @@ type taker struct {
 	rules   rules
 	store   bool // write the blobs (false: only hash)
 	skipSet map[string]bool
-	cache   map[string]cached
-	next    map[string]cached
-	racy    int64 // files changed after this are not cached
-	m       *Manifest
+	prev    cursor     // the head cache, to take hashes from
+	reuse   bool       // the filesystem's stat can be trusted
+	keys    []cacheKey // the stats of t.m.Entries, for the next head cache
+	pf      *prefetcher
+	// lists are the head cache's directory listings (by path), dirs the
+	// walk's, for the next head cache.
+	lists map[string]dirList
+	dirs  []dirList
+	racy  int64 // files changed after this are not cached
+	m     *Manifest
 }
 
 // Take records the workdir's current state as a checkpoint and returns
@@ -72,7 +69,7 @@ func (s *Store) walk(base *Manifest, store bool) (*Manifest, error) {
 	if !s.racyAfter.IsZero() {
 		racy = s.racyAfter
 	}
-	t := &taker{s: s, store: store, racy: racy.UnixNano(), next: map[string]cached{},
+	t := &taker{s: s, store: store, racy: racy.UnixNano(), reuse: true,
 		m: &Manifest{Format: Format, Workdir: s.Workdir, Time: now.UTC()}}
 	if base != nil {
 		t.m.Rules = base.Rules
@@ -84,40 +81,106 @@ func (s *Store) walk(base *Manifest, store bool) (*Manifest, error) {
 	if fs := unreliableStat(root); fs != "" {
 		// Inode numbers or change times that a network or FUSE
 		// filesystem may not keep: every file is read each time.
-		t.cache = map[string]cached{}
+		t.reuse = false
 		t.m.Note = "the workdir is on " + fs + ", whose inode numbers and change times a stat cache cannot trust: every checkpoint reads every file"
-	} else {
-		t.cache = s.loadCache()
 	}
-	if err := t.dir(root, ""); err != nil {
+	hc := s.loadHeadCache()
+	t.prev = cursor{c: hc.Entries}
+	t.m.Entries = make([]Entry, 0, len(hc.Entries)+64)
+	t.keys = make([]cacheKey, 0, len(hc.Entries)+64)
+	top := &dirRead{fd: root, kept: true}
+	if err := unix.Fstat(root, &top.st); err != nil {
+		return nil, fmt.Errorf("checkpoint: %s: %v", s.Workdir, err)
+	}
+	t.lists = hc.Dirs
+	t.pf = newPrefetcher(t)
+	err = t.dir(top)
+	t.pf.stop()
+	if err != nil {
 		return nil, err
 	}
 	t.m.Digest = digest(t.m)
 	if !store {
 		return t.m, nil
 	}
+	return t.record(now, hc)
+}
+
+// record keeps the walk's checkpoint: nothing new when it is the head's
+// tree, a delta of the head when the head cache is the head's and little
+// changed, a whole manifest otherwise.
+func (t *taker) record(now time.Time, hc headCache) (*Manifest, error) {
+	s := t.s
 	head, herr := s.head()
 	t.m.newSkips = len(t.m.Skipped) > 0 && (herr != nil || head.Skipped != skipDigest(t.m.Skipped))
-	if herr == nil && head.Digest == t.m.Digest {
-		if _, err := os.Stat(s.path("manifests", head.ID+".json.gz")); err == nil {
-			// The tree is the last checkpoint's: that one stands.
-			t.m.ID = head.ID
-			if t.cacheChanged() {
-				s.saveCache(t.next)
-			}
-			return t.m, nil
+	cacheIsHead := herr == nil && hc.ID == head.ID && hc.Digest == head.Digest && s.hasManifest(head.ID)
+	if herr == nil && head.Digest == t.m.Digest && s.hasManifest(head.ID) {
+		// The tree is the last checkpoint's: that one stands.
+		t.m.ID = head.ID
+		if !cacheIsHead || !sameCache(hc.Entries, t.m.Entries, t.keys) || !sameLists(hc.dirs, t.dirs) {
+			s.saveHeadCache(t.m, t.keys, t.dirs)
 		}
+		return t.m, nil
 	}
 	t.m.ID = NewID(now)
-	if err := s.saveManifest(t.m); err != nil {
-		return nil, fmt.Errorf("checkpoint store %s: writing the manifest: %v", s.Dir, err)
+	depth := 0
+	if cacheIsHead && head.Depth < maxDeltaDepth {
+		prev := make([]Entry, len(hc.Entries))
+		for i := range hc.Entries {
+			prev[i] = hc.Entries[i].Entry
+		}
+		changed, removed := diffEntries(prev, t.m.Entries)
+		if len(changed)+len(removed) <= 64+len(t.m.Entries)/8 {
+			depth = head.Depth + 1
+			d := &delta{Format: Format, ID: t.m.ID, Base: head.ID, Depth: depth, Workdir: t.m.Workdir, Time: t.m.Time,
+				Rules: t.m.Rules, Changed: changed, Removed: removed, Skipped: t.m.Skipped, Bytes: t.m.Bytes, Digest: t.m.Digest, Note: t.m.Note}
+			if err := s.saveDelta(d); err != nil {
+				return nil, fmt.Errorf("checkpoint store %s: writing the checkpoint: %v", s.Dir, err)
+			}
+		}
 	}
-	b, _ := json.Marshal(headRecord{ID: t.m.ID, Digest: t.m.Digest, Skipped: skipDigest(t.m.Skipped)})
+	if depth == 0 {
+		if err := s.saveManifest(t.m); err != nil {
+			return nil, fmt.Errorf("checkpoint store %s: writing the manifest: %v", s.Dir, err)
+		}
+	}
+	b, _ := json.Marshal(headRecord{ID: t.m.ID, Digest: t.m.Digest, Skipped: skipDigest(t.m.Skipped), Depth: depth})
 	_ = writeFileAtomic(s.path("head"), b)
-	if t.m.Note == "" && t.cacheChanged() {
-		s.saveCache(t.next)
-	}
+	s.saveHeadCache(t.m, t.keys, t.dirs)
 	return t.m, nil
+}
+
+// listing is the names of the directory d as the head cache has them,
+// when the directory's modification and change times, inode and device
+// are the ones recorded then (and were not too recent to be trusted):
+// a name added, removed or renamed in a directory changes its
+// modification and change times, and no one can set a change time back,
+// so its listing is the one recorded (git's untracked cache relies on
+// the same). Its entries are still each lstat'ed.
+func (t *taker) listing(d *dirRead) ([]string, bool) {
+	if !t.reuse {
+		return nil, false
+	}
+	l, ok := t.lists[d.rel]
+	if !ok || l.Key != dirKey(&d.st) {
+		return nil, false
+	}
+	t.s.listed.Add(1)
+	return l.Names, true
+}
+
+// sameCache reports whether the head cache c holds the entries es with
+// the stats keys.
+func sameCache(c []centry, es []Entry, keys []cacheKey) bool {
+	if len(c) != len(es) {
+		return false
+	}
+	for i := range c {
+		if c[i].Entry != es[i] || c[i].cacheKey != keys[i] {
+			return false
+		}
+	}
+	return true
 }
 
 type headRecord struct {
@@ -125,6 +188,8 @@ type headRecord struct {
 	Digest string `json:"digest"`
 	// Skipped is the digest of what the checkpoint left out.
 	Skipped string `json:"skipped"`
+	// Depth is the checkpoint's place in a chain of deltas (0: whole).
+	Depth int `json:"depth,omitempty"`
 }
 
 func skipDigest(sk []Skip) string {
@@ -144,15 +209,6 @@ func (s *Store) head() (headRecord, error) {
 		err = json.Unmarshal(b, &h)
 	}
 	return h, err
-}
-
-func digest(m *Manifest) string {
-	h := sha256.New()
-	enc := json.NewEncoder(h)
-	_ = enc.Encode(m.Rules)
-	_ = enc.Encode(m.Entries)
-	_ = enc.Encode(m.Skipped)
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // unreliableStat names the filesystem of the directory fd when it is
@@ -176,19 +232,6 @@ func unreliableStat(fd int) string {
 	return ""
 }
 
-// cacheChanged reports whether the stat cache learnt or forgot anything.
-func (t *taker) cacheChanged() bool {
-	if len(t.next) != len(t.cache) {
-		return true
-	}
-	for k, v := range t.next {
-		if t.cache[k] != v {
-			return true
-		}
-	}
-	return false
-}
-
 // readSmall reads the lines of the regular file rel below root (never
 // through a symlink), or nothing.
 func readSmall(root int, rel string) []string {
@@ -209,34 +252,32 @@ func (t *taker) skip(rel, why string) {
 	t.m.Skipped = append(t.m.Skipped, Skip{Path: rel, Why: why})
 }
 
-// dir records the directory open at fd (rel "" is the workdir) and what
-// it holds.
-func (t *taker) dir(fd int, rel string) error {
-	dup, err := unix.Dup(fd)
-	if err != nil {
-		return err
+// dir records the directory d (rel "" is the workdir) and what it
+// holds.
+func (t *taker) dir(d *dirRead) error {
+	t.pf.get(d)
+	if d.err != nil {
+		return fmt.Errorf("checkpoint: reading %s: %v", t.s.Workdir+"/"+d.rel, d.err)
 	}
-	df := os.NewFile(uintptr(dup), rel)
-	names, err := df.Readdirnames(-1)
-	df.Close()
-	if err != nil {
-		return fmt.Errorf("checkpoint: reading %s: %v", t.s.Workdir+"/"+rel, err)
+	if t.reuse {
+		key := dirKey(&d.st)
+		if key.MTime < t.racy && key.CTime < t.racy {
+			t.dirs = append(t.dirs, dirList{Rel: d.rel, Key: key, Names: d.names})
+		}
 	}
-	sort.Strings(names)
-	if rel != "" {
-		for _, n := range names {
+	if d.rel != "" {
+		for _, n := range d.names {
 			if n == ".git" {
 				t.m.Entries[len(t.m.Entries)-1].Repo = true
 			}
 		}
 	}
-	sts := statAll(fd, names)
-	for i, name := range names {
+	for i, name := range d.names {
 		r := name
-		if rel != "" {
-			r = rel + "/" + name
+		if d.rel != "" {
+			r = d.rel + "/" + name
 		}
-		if err := t.one(fd, name, r, &sts[i]); err != nil {
+		if err := t.one(d, i, name, r); err != nil {
 			return err
 		}
 	}
@@ -280,7 +321,8 @@ func statAll(fd int, names []string) []statted {
 // statWorkers bounds the parallel lstats of one directory.
 var statWorkers = max(2, min(8, runtime.NumCPU()*2))
 
-func (t *taker) one(dirfd int, name, rel string, pre *statted) error {
+func (t *taker) one(d *dirRead, i int, name, rel string) error {
+	dirfd, pre := d.fd, &d.sts[i]
 	st := pre.st
 	if err := pre.err; err != nil {
 		if errors.Is(err, unix.ENOENT) {
@@ -294,11 +336,20 @@ func (t *taker) one(dirfd int, name, rel string, pre *statted) error {
 	e := Entry{Path: rel, Mode: st.Mode & 0o7777, UID: st.Uid, GID: st.Gid, MTime: st.Mtim.Nano()}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
+		if strings.Count(rel, "/") >= MaxDepth {
+			t.skip(rel, fmt.Sprintf("directory nested deeper than %d levels", MaxDepth))
+			return nil
+		}
 		if t.rules.ignored(rel, true) {
 			t.skip(rel, "ignored directory")
 			return nil
 		}
-		sub, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		sub := d.kids[i]
+		if sub == nil {
+			sub = t.pf.open(dirfd, name, rel, &st)
+		}
+		defer t.pf.done(sub)
+		err := sub.openErr
 		if errors.Is(err, unix.EACCES) {
 			// Left as it is, and named: an unreadable directory must
 			// not stop every later checkpoint.
@@ -308,17 +359,16 @@ func (t *taker) one(dirfd int, name, rel string, pre *statted) error {
 		if err != nil {
 			return fmt.Errorf("checkpoint: cannot open %s: %v", Quote(t.s.Workdir+"/"+rel), err)
 		}
-		defer unix.Close(sub)
 		e.Type = TypeDir
-		t.m.Entries = append(t.m.Entries, e)
-		return t.dir(sub, rel)
+		t.add(e, statKey{}, false)
+		return t.dir(sub)
 	case unix.S_IFLNK:
 		target, err := readlinkat(dirfd, name)
 		if err != nil {
 			return fmt.Errorf("checkpoint: cannot read the symlink %s: %v", Quote(t.s.Workdir+"/"+rel), err)
 		}
 		e.Type, e.Target, e.Mode = TypeSymlink, target, 0o777
-		t.m.Entries = append(t.m.Entries, e)
+		t.add(e, statKey{}, false)
 		return nil
 	case unix.S_IFREG:
 		return t.file(dirfd, name, rel, &st, e)
@@ -333,20 +383,16 @@ func (t *taker) file(dirfd int, name, rel string, st *unix.Stat_t, e Entry) erro
 		return nil
 	}
 	if t.m.Bytes+st.Size > t.s.Settings.MaxBytes {
-		return fmt.Errorf("checkpoint of %s: %w (%d bytes; set AGENT_SANDBOX_CHECKPOINT_MAX_SIZE, or turn checkpoints off for this workdir with --checkpoint=off or checkpoint = \"off\" in agent.toml)", t.s.Workdir, ErrTooLarge, t.s.Settings.MaxBytes)
+		return fmt.Errorf("checkpoint of %s: %w (%d bytes) at %s (%d bytes, %d on disk); remove what should not be kept, set AGENT_SANDBOX_CHECKPOINT_MAX_SIZE, or turn checkpoints off for this workdir with --checkpoint=off or checkpoint = \"off\" in agent.toml", t.s.Workdir, ErrTooLarge, t.s.Settings.MaxBytes, Quote(rel), st.Size, st.Blocks*512)
 	}
 	e.Type, e.Size = TypeFile, st.Size
 	t.m.Bytes += st.Size
-	key := cached{Size: st.Size, MTime: st.Mtim.Nano(), CTime: st.Ctim.Nano(), Ino: st.Ino, Dev: st.Dev}
-	if c, ok := t.cache[rel]; ok && c.Hash != "" {
-		c2 := key
-		c2.Hash = c.Hash
-		if c2 == c {
-			e.Hash = c.Hash
-			t.next[rel] = c
-			t.m.Entries = append(t.m.Entries, e)
-			return nil
-		}
+	key := statKey{CTime: st.Ctim.Nano(), Ino: st.Ino, Dev: st.Dev}
+	if c := t.prev.find(rel); c != nil && t.reuse && c.Trusted && c.Type == TypeFile &&
+		c.statKey == key && c.Size == e.Size && c.MTime == e.MTime && c.Hash != "" {
+		e.Hash = c.Hash
+		t.add(e, key, true)
+		return nil
 	}
 	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.EACCES) {
@@ -371,12 +417,14 @@ func (t *taker) file(dirfd int, name, rel string, st *unix.Stat_t, e Entry) erro
 		return fmt.Errorf("checkpoint: %s changed while it was read", Quote(t.s.Workdir+"/"+rel))
 	}
 	e.Hash = hash
-	if key.MTime < t.racy && key.CTime < t.racy {
-		key.Hash = hash
-		t.next[rel] = key
-	}
-	t.m.Entries = append(t.m.Entries, e)
+	t.add(e, key, t.reuse && e.MTime < t.racy && key.CTime < t.racy)
 	return nil
+}
+
+// add records e, with the stat the head cache keeps of it.
+func (t *taker) add(e Entry, key statKey, trusted bool) {
+	t.m.Entries = append(t.m.Entries, e)
+	t.keys = append(t.keys, cacheKey{statKey: key, Trusted: trusted})
 }
 
 // putBlob hashes what r holds (up to max+1 bytes) and, with store, keeps
@@ -429,35 +477,6 @@ func readlinkat(dirfd int, name string) (string, error) {
 		if n < size {
 			return string(buf[:n]), nil
 		}
-	}
-}
-
-func (s *Store) loadCache() map[string]cached {
-	c := map[string]cached{}
-	f, err := os.Open(s.path("statcache"))
-	if err != nil {
-		return c
-	}
-	defer f.Close()
-	if err := gob.NewDecoder(bufio.NewReader(f)).Decode(&c); err != nil {
-		return map[string]cached{}
-	}
-	return c
-}
-
-func (s *Store) saveCache(c map[string]cached) {
-	tmp, err := os.CreateTemp(s.Dir, ".tmp-*")
-	if err != nil {
-		return
-	}
-	defer os.Remove(tmp.Name())
-	bw := bufio.NewWriter(tmp)
-	if gob.NewEncoder(bw).Encode(c) != nil || bw.Flush() != nil {
-		tmp.Close()
-		return
-	}
-	if tmp.Close() == nil {
-		_ = os.Rename(tmp.Name(), s.path("statcache"))
 	}
 }
 

@@ -258,6 +258,9 @@ type fixedPaths struct {
 	// sessions is the state root's sessions directory (SessionsDir),
 	// canonical.
 	sessions string
+	// store is the checkpoint stores' directory (CheckpointRoot),
+	// canonical.
+	store string
 }
 
 var fixedByHome sync.Map // Home → *fixedPaths
@@ -278,6 +281,7 @@ func (h Home) fixed() *fixedPaths {
 		f.persist = append(f.persist, r.canonical(pp))
 	}
 	f.sessions = r.canonical(h.SessionsDir())
+	f.store = r.canonical(h.CheckpointRoot())
 	v, _ := fixedByHome.LoadOrStore(h, f)
 	return v.(*fixedPaths)
 }
@@ -330,7 +334,7 @@ func (c Checker) Check(p string, writable bool) error {
 	}
 	// The checkpoint store holds the files of every workdir checkpointed
 	// (.env files included): no grant reaches it, read-only ones neither.
-	if store := canonicalCached(c.Home.CheckpointRoot()); Within(p, store) {
+	if store := f.store; Within(p, store) {
 		return fmt.Errorf("lies inside agent-sandbox's checkpoint store %s, which holds the files of every workdir checkpointed and is never granted", store)
 	} else if Within(store, p) {
 		return fmt.Errorf("contains agent-sandbox's checkpoint store %s, which holds the files of every workdir checkpointed and is never granted; grant a narrower path", store)

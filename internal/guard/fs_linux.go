@@ -7,7 +7,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -103,4 +106,48 @@ func renameNoFollow(from, to string) error {
 		return &fs.PathError{Op: "rename", Path: from, Err: err}
 	}
 	return nil
+}
+
+// ownerAccess gives the workdir, and every directory between it and a
+// protected path, its owner's rwx again where an agent took them away:
+// Landlock does not govern chmod, so under the weaker sandbox and nono
+// alone the agent could `chmod 000 .` (or `.git`) after writing a
+// protected file through a descriptor it kept, and the audit could then
+// neither read nor restore it ("could not be restored"). Only directories
+// the caller owns, reached from the workdir without a symlink, top first.
+func ownerAccess(workdir string, paths []string) {
+	dirs := map[string]bool{workdir: true}
+	for _, p := range paths {
+		for d := filepath.Dir(p); d != workdir && strings.HasPrefix(d, workdir+"/"); d = filepath.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	order := make([]string, 0, len(dirs))
+	for d := range dirs {
+		order = append(order, d)
+	}
+	ownerAccessDirs(order...)
+}
+
+// ownerAccessDirs gives each of dirs (shortest first) its owner's rwx
+// again where it lacks them: agent-sandbox's own directories of the state
+// root too (the quarantine, the run markers, the placeholder registry),
+// which an agent could `chmod 000` as well (their paths are known).
+func ownerAccessDirs(dirs ...string) {
+	order := append([]string(nil), dirs...)
+	sort.Slice(order, func(i, j int) bool { return len(order[i]) < len(order[j]) })
+	for _, d := range order {
+		if d == "" || d == "." || d == "/" {
+			continue
+		}
+		fd, err := safefs.OpenFd(d, unix.O_PATH|unix.O_DIRECTORY, 0)
+		if err != nil {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) == nil && int(st.Uid) == os.Geteuid() && st.Mode&0o700 != 0o700 {
+			_ = unix.Fchmodat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), st.Mode&0o7777|0o700, 0)
+		}
+		unix.Close(fd)
+	}
 }

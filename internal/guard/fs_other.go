@@ -62,3 +62,9 @@ func renameNoFollow(from, to string) error {
 	}
 	return os.Rename(from, to)
 }
+
+// ownerAccess is Linux's (where Landlock lets the agent chmod).
+func ownerAccess(workdir string, paths []string) {}
+
+// ownerAccessDirs is Linux's.
+func ownerAccessDirs(dirs ...string) {}

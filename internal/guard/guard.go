@@ -325,6 +325,19 @@ func (g *Guard) End(stderr io.Writer, gone quiesce.Gone, interrupted <-chan stru
 	// The reading of the tree, if still going, stops now: the scan
 	// starts from the previous run's tree instead (workscan.Prewalk.Finish).
 	g.pre.Stop()
+	if g.opts.Workdir != "" {
+		paths := make([]string, 0, len(g.states))
+		for _, st := range g.states {
+			paths = append(paths, st.e.Path)
+		}
+		ownerAccess(g.opts.Workdir, paths)
+	}
+	if q := g.opts.QuarantineDir; q != "" {
+		// The state root (the quarantine's parent) and what the
+		// audit and the placeholders' release write there.
+		root := filepath.Dir(q)
+		ownerAccessDirs(root, q, filepath.Join(root, "protect"), filepath.Join(root, "protect", "stash"), g.opts.RunDir, filepath.Dir(g.opts.RunDir), filepath.Dir(g.opts.TreeFile))
+	}
 	g.finalAudit()
 	var placeholders []string
 	if release != nil {

@@ -203,7 +203,15 @@ func (r *Ruleset) addOpened(path string, fd int, known, dir bool) error {
 		return nil
 	}
 	if r.at == nil {
-		r.at = map[string][]int{}
+		n := 0
+		for _, l := range r.p.lists() {
+			n += len(l.paths)
+		}
+		// Sized once: a thousand grants would grow it ten times.
+		r.at = make(map[string][]int, n)
+		if len(r.done) == 0 {
+			r.done = make(map[string]bool, n)
+		}
 		for i, l := range r.p.lists() {
 			for _, p := range l.paths {
 				r.at[p] = append(r.at[p], i)
@@ -235,6 +243,23 @@ func (r *Ruleset) addOpened(path string, fd int, known, dir bool) error {
 		}
 	}
 	return nil
+}
+
+// AddReadWriteFd grants beneath fd (a directory) what the policy's
+// ReadWrite list grants, to the threads the ruleset confines from now on:
+// a domain already made from it (a thread confined before) does not
+// change. The view's init adds so, once the agent has started, the pty
+// instance of the commands agent-sandbox exec starts, which the agent's
+// domain then does not reach.
+func (r *Ruleset) AddReadWriteFd(fd int) error {
+	if r.none {
+		return nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("landlock policy: stat: %w", err)
+	}
+	return addFdRule(r.fd, fd, st, r.grants[2]) // [Policy.lists]: ReadWrite
 }
 
 // Reaches is [Policy.Reaches] of the ruleset's policy.

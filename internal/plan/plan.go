@@ -352,6 +352,9 @@ func Build(in Input) (*Plan, error) {
 	if e, ok := p.EngineInfo(); ok {
 		p.Engine = &Engine{ID: string(e.ID), Name: e.Name, How: e.How, Lacks: nonNilStrings(e.Lacks())}
 	}
+	if err := worktreeEngineRefusal(in.Worktree, p.EngineID()); err != nil {
+		return nil, err
+	}
 	p.Worktree = worktreeStep(in.Worktree, true, p.EngineID())
 	return p, nil
 }

@@ -95,6 +95,33 @@ func (sb *specBuilder) worktree() error {
 	return nil
 }
 
+// SharedTemp are the directories nono alone lets every agent write by its
+// own rules (its group system_write_linux), whatever the profile
+// agent-sandbox writes says.
+var SharedTemp = []string{"/tmp"}
+
+// worktreeEngineRefusal refuses a worktree store in SharedTemp on a host
+// where runs have no view (nono alone, the weaker sandbox): there any
+// nono-alone run (a worktree run or not, of any project) could write the
+// other runs' trees (their .git/config and hooks too, unguarded between
+// runs), their meta.json and the project-objects link their alternates
+// name. Where the view can be built nono runs inside it, with a private
+// /tmp.
+func worktreeEngineRefusal(in *WorktreeInput, id engine.ID) error {
+	if in == nil || in.Store == "" || (id != engine.Nono && id != engine.Weaker) {
+		return nil
+	}
+	store := grant.Canonical(in.Store)
+	for _, d := range SharedTemp {
+		for _, w := range []string{d, grant.Canonical(d)} {
+			if grant.Within(store, w) || grant.Within(in.Store, w) {
+				return fmt.Errorf("--worktree: the worktree store %s lies in %s, which nono alone lets every agent write (its group system_write_linux) on a host without the namespace view: any run could write this run's tree and the store's records; choose a store outside it with --worktree-dir DIR or AGENT_SANDBOX_WORKTREE_DIR (the default is $XDG_STATE_HOME/agent-sandbox-worktrees)", in.Store, d)
+			}
+		}
+	}
+	return nil
+}
+
 // worktreeStep is the plan's "worktree" for the run's input and engine.
 func worktreeStep(in *WorktreeInput, sandboxed bool, id engine.ID) *Worktree {
 	if in == nil {

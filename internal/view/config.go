@@ -14,6 +14,15 @@ import (
 // else.
 const InitArg = "__sandbox-init"
 
+// ExecPts is where the view shows the devpts instance of the terminals
+// agent-sandbox exec gives its commands (exec -t): an instance of their
+// own, outside /dev and every Landlock rule of the agent's, which the
+// view's init grants (read and write) to the commands it starts after
+// the agent only. The agent, the same uid, could otherwise open an exec'd
+// command's pty slave in /dev/pts and read what the user types there.
+// The view's Config mounts a Devpts here (the backend adds it).
+const ExecPts = "/.agent-sandbox-pts"
+
 // Kind says what a [Mount] puts at its path.
 type Kind string
 

@@ -73,6 +73,12 @@ func keepRules(c Config, rules *landlock.Ruleset) {
 	if session.live == nil {
 		session.live = map[int]bool{}
 	}
+	// exec -t's pty instance: granted to the commands started from now
+	// on, after the agent's domain was made (it stays out of it).
+	if fd, err := unix.Open(ExecPts, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+		_ = rules.AddReadWriteFd(fd)
+		unix.Close(fd)
+	}
 }
 
 // execExited records the end of a child that is not the agent.
@@ -135,6 +141,11 @@ func startExecFor(argv []string, fds []int, ctty bool, d *directProc) (int, erro
 	if len(argv) == 0 || len(fds) != 3 {
 		return 0, errors.New("exec needs a command and three descriptors")
 	}
+	if !ctty && session.rules.None() {
+		if err := reopenableStreams(fds); err != nil {
+			return 0, err
+		}
+	}
 	c := session.c
 	type result struct {
 		pid      int
@@ -189,6 +200,35 @@ func startExecFor(argv []string, fds []int, ctty bool, d *directProc) (int, erro
 		execStarted(r.pid) // before its end can be reported: the lock is held
 	}
 	return r.pid, nil
+}
+
+// reopenableStreams refuses, in a session whose view runs without Landlock
+// (a kernel without it), a caller's standard stream that the agent could
+// open again through /proc/PID/fd/N of the command: they run as the same
+// uid, the command is dumpable, and only Landlock's domains keep one
+// from the other's descriptors. Such a reopen is a new open of the file
+// itself (a file given as read-only input opened for writing, the
+// caller's terminal read after exec returned). Pipes and sockets (which
+// /proc does not open again) and /dev/null carry only what the command
+// reads and writes anyway.
+func reopenableStreams(fds []int) error {
+	names := [3]string{"standard input", "standard output", "standard error"}
+	for k, fd := range fds {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return fmt.Errorf("exec: your %s: %w", names[k], err)
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFIFO, unix.S_IFSOCK:
+			continue
+		case unix.S_IFCHR:
+			if unix.Major(st.Rdev) == 1 && unix.Minor(st.Rdev) == 3 { // /dev/null
+				continue
+			}
+		}
+		return fmt.Errorf("exec: this session's view runs without Landlock (the kernel has none), so its agent could open your %s (a file or terminal, not a pipe) again through /proc and read or write it: pass a pipe (cat FILE | agent-sandbox exec ..., agent-sandbox exec ... | cat > FILE), </dev/null, or use -t", names[k])
+	}
+	return nil
 }
 
 // lookPath finds file on the PATH of env, in the view (confined: only what
@@ -287,10 +327,11 @@ func startTTY(argv []string, rows, cols uint16, d *directProc) (int, int, error)
 	return pid, master, nil
 }
 
-// openPty opens a pty pair in the sandbox's devpts instance (/dev/pts in
-// init's root, the view's), sized rows x cols.
+// openPty opens a pty pair in the devpts instance of exec's terminals
+// (ExecPts in init's root, the view's; not the agent's /dev/pts, whose
+// slaves the agent could open), sized rows x cols.
 func openPty(rows, cols uint16) (master, slave int, err error) {
-	master, err = unix.Open("/dev/pts/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	master, err = unix.Open(ExecPts+"/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, -1, err
 	}

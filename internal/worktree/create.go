@@ -78,6 +78,7 @@ func Create(l Layout, git, agent string) (*Held, error) {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("--worktree: the store: %v", err)
 	}
+	repairModes(root, filepath.Base(filepath.Dir(l.Dir)), filepath.Base(l.Dir))
 	rootFd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("--worktree: the store %s: %v (a symlink is never followed)", root, err)
@@ -228,6 +229,37 @@ func writeMeta(dirFd int, l Layout, agent string) error {
 	}
 	b, _ := json.MarshalIndent(m, "", "  ")
 	return writeAt(dirFd, l.Dir, "meta.json", append(b, '\n'))
+}
+
+// repairModes gives the store's directories on the way to a run's
+// directory (root, root/key, root/key/dir) their mode 0700 again, and
+// the run's tree its owner's rwx: Landlock does not govern chmod, so under
+// the weaker sandbox and nono alone an agent can `chmod 000` its tree's
+// parents (their paths are its workdir's), and `runs` lost the run and
+// its next run could not open it. What is found is checked to be a
+// directory first; the agent cannot write in these directories, so it
+// cannot put a link in their place between the check and the chmod.
+func repairModes(root string, names ...string) {
+	fix := func(p string, want func(uint32) uint32) {
+		var st unix.Stat_t
+		if unix.Lstat(p, &st) != nil {
+			return
+		}
+		mode := uint32(st.Mode)
+		if mode&unix.S_IFMT == unix.S_IFDIR && want(mode&0o7777) != mode&0o7777 {
+			_ = unix.Chmod(p, want(mode&0o7777))
+		}
+	}
+	private := func(uint32) uint32 { return 0o700 }
+	fix(root, private)
+	p := root
+	for _, n := range names {
+		p = filepath.Join(p, n)
+		fix(p, private)
+	}
+	if len(names) == 2 {
+		fix(filepath.Join(p, "tree"), func(m uint32) uint32 { return m | 0o700 })
+	}
 }
 
 // openDirAt opens the directory name below dirFd (path names it in

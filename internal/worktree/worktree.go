@@ -183,6 +183,7 @@ func within(p, base string) bool {
 // by creation time.
 func List(root, project string) ([]Meta, error) {
 	dir := filepath.Join(root, ProjectKey(project))
+	repairModes(root, ProjectKey(project))
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -195,6 +196,7 @@ func List(root, project string) ([]Meta, error) {
 		if !e.IsDir() {
 			continue
 		}
+		repairModes(root, ProjectKey(project), e.Name())
 		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "meta.json"))
 		if err != nil {
 			continue

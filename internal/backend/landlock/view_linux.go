@@ -83,6 +83,9 @@ func viewConfig(p ll.Policy, s spec.Spec, argv, env []string, workdir string, la
 		view.Mount{Kind: view.Tmpfs, Path: "/dev/shm", Source: "tmp", Size: size},
 		view.Mount{Kind: view.Dir, Path: "/dev"},
 		view.Mount{Kind: view.Devpts, Path: "/dev/pts"},
+		// exec -t's terminals: an instance the agent's Landlock domain
+		// does not reach (view.ExecPts).
+		view.Mount{Kind: view.Devpts, Path: view.ExecPts},
 		// What bubblewrap's --dev gives besides the nodes: the
 		// sandbox's own ptmx, and the links to the process's own
 		// descriptors (`echo x > /dev/stderr`, bash's `<(...)`).
