@@ -5,7 +5,10 @@
 // hidden commands a backend re-executes agent-sandbox for inside its
 // sandbox (Hidden). The
 // packages that plan and wire a run (internal/plan, cmd/agent-sandbox)
-// see backends only through the internal/backend interfaces.
+// see backends only through the internal/backend interfaces. What a command
+// needs of one engine outside a run is a function here too: the sandboxes
+// sbx keeps between runs, for `agents` and `prune` (kept.go), and what
+// `doctor` asks of the engines (doctor.go), so that doctor imports none.
 package backends
 
 import (

@@ -48,4 +48,16 @@
 // only for a host the list names exactly (nono admits RFC 1918 space for
 // any allowed name). When a name resolves to several addresses and any of
 // them is refused, the request is refused.
+//
+// # Credential routes
+//
+// A Route (route.go) serves an agent's API requests on the proxy's own
+// origin (http://<proxy>/<route name>/...): the agent holds a per-run
+// phantom, the broker checks it, puts the real value in the API's header and
+// forwards over TLS to the route's upstream (TRACE and TRACK refused), and
+// replaces the real value by the phantom in the answer as it streams
+// (scrub.go). A CONNECT to a route's host is refused, unless the route
+// intercepts (for a client that takes no base URL): then the broker answers
+// it with a certificate of the run's own CA (intercept.go) and serves the
+// requests inside as requests to the route.
 package broker

@@ -26,6 +26,14 @@
 // workdir, and Restore writes through workdir-anchored descriptors (a
 // directory the agent replaced by a symlink is removed, never written
 // through).
+//
+// A run (cmd/agent-sandbox) calls Begin just before the backend's Execute,
+// so before this run's placeholders exist (other live runs' placeholders,
+// from the state root's protect/<key>.placeholders, are left out), and
+// Active.End once Execute has returned and nothing of the agent runs. Begin
+// holds the workdir's live-run lock (checkpoints/<workdir key>.lock) shared
+// for the whole run; undo takes it exclusively and refuses while a run
+// holds it.
 package checkpoint
 
 import (

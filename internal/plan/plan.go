@@ -7,6 +7,12 @@
 // Build is a pure function of its Input apart from reading the filesystem to
 // make paths canonical; it starts nothing and writes nothing. The same Plan is
 // executed (Plan.Prepared.Execute) and printed by --dry-run (text or JSON).
+//
+// buildSpec reads as named steps run in order on a specBuilder (stateDirs,
+// workdir, repository, ..., ledgerAndMissing, environment, openPorts); the
+// first that refuses ends it. The text form leads with the first look
+// (summary.go: Plan.Facts, Plan.Summary); a run refused before a plan exists
+// still gets a JSON plan (Refused).
 package plan
 
 import (

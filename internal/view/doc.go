@@ -41,4 +41,10 @@
 //     wait status to the parent ([Process.Ended] returns then; init's own
 //     exit, which [Process.Wait] also waits for, may still be under way). When the parent dies, the kernel kills
 //     init (parent-death signal) and with it every process of the sandbox.
+//
+// While the run lasts, the parent and init talk over a socketpair, the
+// control socket, in one-letter requests that init serves (serveControl):
+// exec'd commands of the session (exec_linux.go) and their signals,
+// listeners on the sandbox's loopback, a guarded mount bound again after the
+// host replaced what it covered, the end of a session (end_linux.go).
 package view

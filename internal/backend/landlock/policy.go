@@ -10,6 +10,16 @@
 // network namespace, the ABI table) belongs to package internal/landlock,
 // imported here as ll; this package decides what goes into the policy.
 // PolicyFor is pure, so --dry-run prints exactly the policy a run enforces.
+//
+// Where the rest lives: the network decision (NetFor, pure, printed as
+// landlock.net) and its host side (netSession: the broker, forwarded ports)
+// in network.go; the credential routes and the run's CA in credentials.go;
+// the refused-destination announcer in announce.go; the toolchains' caches
+// (an overlay in the view, a copy in the weaker sandbox) in caches.go and
+// caches_linux.go; the view's early start (Prestart, Early) and its Config
+// (viewConfig) in view_linux.go; the run's systemd scope in scope.go; the
+// session handlers and start's idle timeout in session.go; nono's start
+// inside the view in inner.go.
 package landlock
 
 import (
