@@ -239,9 +239,6 @@ func Parse(args []string) (Invocation, error) {
 		if inv, ok, err := parseSession(args); ok {
 			return inv, err
 		}
-		if inv, ok, err := parseStarted(args); ok {
-			return inv, err
-		}
 	}
 	return parseRun(args, false)
 }

@@ -57,8 +57,8 @@ func init() {
 	ownFlags[CmdPs] = []string{"json"}
 }
 
-// parseSession parses the session subcommands; ok is false for any other
-// first word.
+// parseSession parses the session subcommands (exec, ps, allow, start,
+// stop); ok is false for any other first word.
 func parseSession(args []string) (inv Invocation, ok bool, err error) {
 	if len(args) == 0 {
 		return Invocation{}, false, nil
@@ -70,6 +70,10 @@ func parseSession(args []string) (inv Invocation, ok bool, err error) {
 		inv, err = parsePs(args[1:])
 	case CmdAllow:
 		inv, err = parseAllow(args[1:])
+	case CmdStart:
+		inv, err = parseStart(args[1:])
+	case CmdStop:
+		inv, err = parseStop(args[1:])
 	default:
 		return Invocation{}, false, nil
 	}

@@ -52,23 +52,6 @@ func init() {
 	subUsage[CmdStop] = "agent-sandbox stop SESSION|AGENT"
 }
 
-// parseStarted parses start and stop; ok is false for any other first
-// word.
-func parseStarted(args []string) (inv Invocation, ok bool, err error) {
-	if len(args) == 0 {
-		return Invocation{}, false, nil
-	}
-	switch args[0] {
-	case CmdStart:
-		inv, err = parseStart(args[1:])
-	case CmdStop:
-		inv, err = parseStop(args[1:])
-	default:
-		return Invocation{}, false, nil
-	}
-	return inv, true, err
-}
-
 // parseStart parses the arguments after `start`: the run flags, its own
 // --idle-timeout and --json, and at most an AGENT (no agent arguments:
 // no agent process starts).
