@@ -9,16 +9,24 @@ import (
 // TestIdleWatch: a started session ends once no exec'd process has run
 // for its idle timeout, and not while one runs.
 func TestIdleWatch(t *testing.T) {
-	var running atomic.Int32
+	var running, looks atomic.Int32
 	running.Store(1)
 	ended := make(chan time.Time, 1)
 	done := make(chan struct{})
 	defer close(done)
-	go idleWatch(200*time.Millisecond, func() int { return int(running.Load()) }, func() { ended <- time.Now() }, done)
+	execs := func() int { looks.Add(1); return int(running.Load()) }
+	go idleWatch(200*time.Millisecond, execs, func() { ended <- time.Now() }, done)
+	// Until the watch has looked twice (a loaded machine may delay it
+	// well past its tick), with a process running it must not end.
+	for deadline := time.Now().Add(10 * time.Second); looks.Load() < 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the watch never looked at the processes")
+		}
+	}
 	select {
 	case <-ended:
 		t.Fatal("the session ended while an exec'd process ran")
-	case <-time.After(500 * time.Millisecond):
+	case <-time.After(300 * time.Millisecond):
 	}
 	idle := time.Now()
 	running.Store(0)

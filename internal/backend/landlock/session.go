@@ -125,6 +125,11 @@ func idleWatch(timeout time.Duration, execs func() int, end func(), done <-chan 
 		case <-done:
 			return
 		case now := <-t.C:
+			select {
+			case <-done: // stopped while the tick waited: never end after
+				return
+			default:
+			}
 			if execs() > 0 {
 				busy = true
 				continue
