@@ -420,6 +420,8 @@ func TestCheckpointAttackChmodWorkdir(t *testing.T) {
 // agent's command, and the placeholders stayed. The guard gives the
 // workdir (and the directories on the way to a protected path) and its own
 // directories of the state root their owner's rwx back before its audit.
+// (The state root's chmod is refused now: the weaker sandbox does metadata
+// calls inside the writable grants only; the row checks that too.)
 func TestGuardAttackChmodWorkdir(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the real binary; skipped with -short")
@@ -444,9 +446,16 @@ func TestGuardAttackChmodWorkdir(t *testing.T) {
 	}
 	c.prefix = prefix
 	c.extraEnv = append(append(c.extraEnv, env...), "AGENT_SANDBOX_WEAKER_SANDBOX=1")
+	// The state root's chmod is refused since the weaker sandbox emulates
+	// metadata calls inside the writable grants only (TestWeakerMetadata);
+	// the row still tries it, and the workdir's, which is the agent's.
 	script := fmt.Sprintf(`import os, time
 g = os.open(".git", os.O_RDONLY | os.O_DIRECTORY)
-os.chmod(%q, 0)
+try:
+    os.chmod(%q, 0)
+    print("state-root-chmodded")
+except PermissionError:
+    print("state-root-refused")
 os.chmod(".", 0)
 fd = os.open("config", os.O_WRONLY | os.O_APPEND, dir_fd=g)
 os.write(fd, b"[core]\n\tfsmonitor = touch %s-agent\n")
@@ -457,6 +466,9 @@ print("planted")`, filepath.Join(c.state, "agent-sandbox"), c.marker)
 	os.Chmod(c.work, 0o755)
 	if code != 0 || !strings.Contains(out, "planted") || !strings.Contains(out, "weaker sandbox") {
 		t.Fatalf("the weaker run (exit %d): %s", code, out)
+	}
+	if !strings.Contains(out, "state-root-refused") {
+		t.Errorf("the agent chmodded agent-sandbox's state root under the weaker sandbox: %s", out)
 	}
 	b, err := os.ReadFile(filepath.Join(c.work, ".git", "config"))
 	if err != nil || strings.Contains(string(b), "fsmonitor = touch "+c.marker+"-agent") {
